@@ -1,0 +1,348 @@
+/*
+ * libdg — DeepGEMM's kernels behind a C ABI.
+ *
+ * One header, C99, no CUDA header needed: CUDA handles cross the ABI as `void*` (a CUstream is a
+ * pointer). Conventions used throughout:
+ *   - Every fallible function returns a dg_status; DG_SUCCESS is 0. On failure, dg_last_error()
+ *     gives this thread's message naming the argument, its value and what was expected.
+ *   - Constructors return through an out-parameter; destructors accept NULL.
+ *   - Structs that cross the ABI start with `size_t struct_size`; initialise them with the
+ *     matching *_INIT macro so that later versions can append fields.
+ *   - Every entry point may be called from any thread. Handles may be shared between threads as
+ *     long as no thread destroys one while another uses it.
+ *   - Nothing on a kernel's launch path allocates device memory: where a kernel needs an output
+ *     or scratch buffer, a query function gives its size and layout and the caller passes it.
+ *
+ * ABI promise: within one major version, functions and enum values are only ever added; the
+ * soname is libdg.so.<major>.
+ */
+#ifndef DG_H
+#define DG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DG_VERSION_MAJOR 0
+#define DG_VERSION_MINOR 1
+#define DG_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define DG_VERSION_NUMBER (DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH)
+
+#if defined(DG_BUILDING_LIBRARY)
+#define DG_API __attribute__((visibility("default")))
+#else
+#define DG_API
+#endif
+
+/* ============================================================================================
+ * Status and errors
+ * ========================================================================================== */
+
+typedef int32_t dg_status;
+#define DG_SUCCESS 0
+#define DG_ERROR_INVALID_ARGUMENT 1 /* a NULL handle, a wrong dtype, sizes that disagree, ... */
+#define DG_ERROR_UNSUPPORTED 2      /* valid input that this build or device cannot run */
+#define DG_ERROR_NO_DEVICE 3        /* no CUDA driver or no device with that ordinal */
+#define DG_ERROR_CUDA 4             /* the CUDA driver returned an error; the message names it */
+#define DG_ERROR_COMPILE 5          /* NVRTC/nvcc failed; the message holds the compiler log */
+#define DG_ERROR_OUT_OF_MEMORY 6    /* host allocation failed */
+#define DG_ERROR_INTERNAL 7         /* a bug in libdg: please report the message */
+
+/* Static name of a status ("DG_ERROR_INVALID_ARGUMENT"); "DG_UNKNOWN_STATUS" for other values. */
+DG_API const char* dg_status_string(dg_status status);
+
+/* This thread's message for its most recent failure ("" if none). Valid until the next libdg
+ * call on this thread. Successful calls do not clear it. */
+DG_API const char* dg_last_error(void);
+
+/* Runtime version, "MAJOR.MINOR.PATCH", and the same as DG_VERSION_NUMBER. */
+DG_API const char* dg_version(void);
+DG_API int32_t dg_version_number(void);
+
+/* ============================================================================================
+ * Logging. libdg prints nothing by itself except through this logger. Default: messages at or
+ * above the level go to stderr prefixed "[libdg] ". The initial level comes from DG_LOG_LEVEL
+ * (trace, debug, info, warn, error, off; default warn).
+ * ========================================================================================== */
+
+#define DG_LOG_TRACE 0
+#define DG_LOG_DEBUG 1
+#define DG_LOG_INFO 2
+#define DG_LOG_WARN 3
+#define DG_LOG_ERROR 4
+#define DG_LOG_OFF 5
+
+/* Receives each message at or above the level; `message` has no trailing newline and is valid
+ * only during the call. May be called from any thread, concurrently. */
+typedef void (*dg_log_callback)(int32_t level, const char* message, void* user_data);
+
+/* Installs `callback` (NULL restores the stderr default). */
+DG_API dg_status dg_set_log_callback(dg_log_callback callback, void* user_data);
+DG_API dg_status dg_set_log_level(int32_t level);
+DG_API int32_t dg_get_log_level(void);
+
+/* ============================================================================================
+ * Data types
+ * ========================================================================================== */
+
+typedef int32_t dg_dtype;
+#define DG_DTYPE_FLOAT32 1
+#define DG_DTYPE_FLOAT16 2
+#define DG_DTYPE_BFLOAT16 3
+#define DG_DTYPE_FLOAT8_E4M3 4   /* "e4m3fn": finite, max 448 */
+#define DG_DTYPE_FLOAT8_E5M2 5
+#define DG_DTYPE_INT32 6
+#define DG_DTYPE_FLOAT4_E2M1X2 7 /* one byte = two E2M1 values, the even index in the low nibble */
+#define DG_DTYPE_UE8M0X4 8       /* one int32 = four UE8M0 exponents, the lowest index in byte 0 */
+#define DG_DTYPE_UINT8 9
+
+/* Bytes per element (an E2M1X2 element is one byte), or 0 for an unknown dtype. */
+DG_API size_t dg_dtype_size(dg_dtype dtype);
+/* Static name ("bfloat16", ...), or "unknown". */
+DG_API const char* dg_dtype_name(dg_dtype dtype);
+
+/* ============================================================================================
+ * Configuration
+ *
+ * A dg_config holds settings; enum-keyed setters check bounds (dg_config_get_bounds). A new
+ * config takes its defaults from the environment:
+ *   DG_NUM_SMS (num_sms), DG_TC_UTIL (tc_util), DG_PDL (pdl), DG_JIT_CACHE_DIR (cache dir),
+ *   DG_JIT_USE_NVRTC=0 (compiler = nvcc), DG_PRINT_CONFIGS (print configs), DG_LOG_LEVEL.
+ * ========================================================================================== */
+
+typedef struct dg_config_s dg_config;
+
+typedef int32_t dg_config_key;
+/* int: cap on SMs a kernel may use; 0 = the process-wide value (dg_set_num_sms), which in turn
+ * defaults to every SM of the device. Bounds [0, 1024]; a value above the device's SM count is
+ * rejected when a kernel is launched. */
+#define DG_CONFIG_NUM_SMS 1
+/* int: tensor-core utilisation target in percent, [1, 100]; only SM100 BF16 kernels honour < 100. */
+#define DG_CONFIG_TC_UTIL 2
+/* int: 1 = launch with Programmatic Dependent Launch, 0 = off (default). */
+#define DG_CONFIG_PDL 3
+/* string: JIT cache root; entries live under <root>/libdg/. Default $DG_JIT_CACHE_DIR, else
+ * $HOME/.deep_gemm. The empty string disables the disk cache (memory only). */
+#define DG_CONFIG_CACHE_DIR 4
+/* int: DG_COMPILER_NVRTC (default) or DG_COMPILER_NVCC. */
+#define DG_CONFIG_COMPILER 5
+/* int: 1 = log each distinct problem's chosen kernel config once (to the logger at warn level,
+ * so it shows with the default level), as DeepGEMM's DG_PRINT_CONFIGS does. */
+#define DG_CONFIG_PRINT_CONFIGS 6
+/* int: a DG_LOG_* level applied to the process-wide logger when the config is created from the
+ * environment or set explicitly. */
+#define DG_CONFIG_LOG_LEVEL 7
+
+#define DG_COMPILER_NVRTC 0
+#define DG_COMPILER_NVCC 1
+
+DG_API dg_status dg_config_create(dg_config** config);
+DG_API void dg_config_destroy(dg_config* config);
+/* Copies every setting of `source` into a new config. */
+DG_API dg_status dg_config_clone(const dg_config* source, dg_config** config);
+DG_API dg_status dg_config_set_int(dg_config* config, dg_config_key key, int64_t value);
+DG_API dg_status dg_config_get_int(const dg_config* config, dg_config_key key, int64_t* value);
+/* String settings. get copies at most `capacity` bytes (NUL included) into `buffer` and stores
+ * the full length (NUL included) in `*required` when that is not NULL; `buffer` may be NULL to
+ * query the length only. */
+DG_API dg_status dg_config_set_string(dg_config* config, dg_config_key key, const char* value);
+DG_API dg_status dg_config_get_string(const dg_config* config, dg_config_key key, char* buffer,
+                                      size_t capacity, size_t* required);
+/* Inclusive bounds of an int setting. */
+DG_API dg_status dg_config_get_bounds(dg_config_key key, int64_t* min_value, int64_t* max_value);
+
+/* Process-wide defaults, as in DeepGEMM. num_sms: 0 resets to "all SMs". get_num_sms returns
+ * the value set, or the SM count of device 0 when unset, or 0 when there is no device. */
+DG_API dg_status dg_set_num_sms(int32_t num_sms);
+DG_API int32_t dg_get_num_sms(void);
+/* Tensor-core utilisation as a ratio in (0, 1]; 0 resets to 1. */
+DG_API dg_status dg_set_tc_util(double ratio);
+DG_API double dg_get_tc_util(void);
+
+/* ============================================================================================
+ * Devices and streams
+ *
+ * A dg_stream is where work runs: a device, a CUstream and the config in force. libdg works in
+ * the device's primary context (the one the CUDA runtime and PyTorch use). Kernel caches are per
+ * device and shared by every stream on it.
+ * ========================================================================================== */
+
+typedef struct dg_stream_s dg_stream;
+
+/* Number of CUDA devices; DG_ERROR_NO_DEVICE (with the reason) when the driver cannot be loaded. */
+DG_API dg_status dg_device_count(int32_t* count);
+
+/* Compute capability of a device, e.g. 9 and 0 for an H100. */
+DG_API dg_status dg_device_get_capability(int32_t device, int32_t* major, int32_t* minor);
+
+/* Flags for dg_stream_create. */
+#define DG_STREAM_BORROW 0 /* use `cu_stream` as given (NULL = the legacy default stream) */
+#define DG_STREAM_CREATE 1 /* create and own a non-blocking stream; `cu_stream` must be NULL */
+
+/* `config` is copied; NULL means "follow the process-wide settings at each call". */
+DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_stream, int32_t flags,
+                                  const dg_config* config);
+/* Destroys the handle and, for DG_STREAM_CREATE, the CUstream (after pending work completes). */
+DG_API void dg_stream_destroy(dg_stream* stream);
+DG_API dg_status dg_stream_get_cu_stream(const dg_stream* stream, void** cu_stream);
+DG_API dg_status dg_stream_get_device(const dg_stream* stream, int32_t* device);
+DG_API dg_status dg_stream_synchronize(dg_stream* stream);
+
+/* ============================================================================================
+ * Tensor descriptors. A dg_tensor describes device memory; it never owns it. Sizes and strides
+ * are in elements (an E2M1X2 element is one byte holding two values). Major-ness (K-major vs
+ * MN-major) is read from the strides, as DeepGEMM does.
+ * ========================================================================================== */
+
+typedef struct dg_tensor_s dg_tensor;
+#define DG_MAX_RANK 4
+
+/* rank in [1, 4]; sizes >= 0; strides NULL = contiguous row-major, else each stride >= 0. */
+DG_API dg_status dg_tensor_create(dg_tensor** tensor, void* data, dg_dtype dtype, int32_t rank,
+                                  const int64_t* sizes, const int64_t* strides);
+DG_API void dg_tensor_destroy(dg_tensor* tensor);
+/* Rebinds the data pointer (cheap; for reusing one descriptor across calls). */
+DG_API dg_status dg_tensor_set_data(dg_tensor* tensor, void* data);
+/* Any out-pointer may be NULL; sizes/strides must hold DG_MAX_RANK entries. */
+DG_API dg_status dg_tensor_get(const dg_tensor* tensor, void** data, dg_dtype* dtype, int32_t* rank,
+                               int64_t* sizes, int64_t* strides);
+
+/* ============================================================================================
+ * Host utilities
+ * ========================================================================================== */
+
+/* align(x, 16 / element_size): the size TMA needs for a dimension. element_size must divide 16. */
+DG_API dg_status dg_get_tma_aligned_size(int64_t x, size_t element_size, int64_t* aligned);
+
+/* Row alignment of each group in M-grouped contiguous layouts (128 on SM90). */
+DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void);
+
+/* ============================================================================================
+ * Scaling-factor layouts (spec: DeepGEMM §2)
+ *
+ * Each transform writes into a caller-provided `out`. The *_layout query functions give the
+ * output's sizes, strides (elements) and the bytes to allocate, for an input of the given
+ * shape, so callers can allocate and describe `out` before the call. Inputs are 2-D [MN, SF_K]
+ * or batched 3-D [G, MN, SF_K].
+ * ========================================================================================== */
+
+/* Output layout of dg_get_mn_major_tma_aligned_tensor for FP32 scales: same sizes, strides
+ * (.., 1, align(MN, 4)) and batch stride align(MN, 4) * SF_K. */
+DG_API dg_status dg_get_mn_major_tma_aligned_tensor_layout(int32_t rank, const int64_t* sizes,
+                                                           int64_t* out_sizes, int64_t* out_strides,
+                                                           size_t* out_bytes);
+/* Copies FP32 scales `sf` into `out`, which must have the layout above (`sf` may have any
+ * strides). */
+DG_API dg_status dg_get_mn_major_tma_aligned_tensor(dg_stream* stream, const dg_tensor* sf,
+                                                    const dg_tensor* out);
+
+/* Output layout of the UE8M0 packer: INT32 (UE8M0X4) [.., MN, ceil(SF_K / 4)] with strides
+ * (.., 1, align(MN, 4)) and batch stride ceil(SF_K / 4) * align(MN, 4). */
+DG_API dg_status dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int32_t rank, const int64_t* sizes,
+                                                                        int64_t* out_sizes,
+                                                                        int64_t* out_strides,
+                                                                        size_t* out_bytes);
+/* Packs FP32 scales (powers of two; others are rejected on the device by writing the exponent of
+ * the value with sign and mantissa dropped — validate on the host if that matters) into UE8M0X4
+ * with the layout above. Missing tail entries are 0. */
+DG_API dg_status dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf,
+                                                                 const dg_tensor* out);
+
+/* How a GEMM expects a scale tensor: one scale per (gran_mn x gran_k) tile. */
+typedef struct dg_sf_recipe {
+  size_t struct_size;
+  int32_t gran_mn;            /* 1 (per token) or 128 (per block) */
+  int32_t gran_k;             /* 128 (SM90); 32 or 128 (SM100) */
+  int32_t num_groups;         /* 0 = 2-D input; G >= 1 for a batched [G, ..] input */
+  int32_t arch_major;         /* 9 (SM90) or 10 (SM100); 0 = the stream's device */
+  int32_t disable_ue8m0_cast; /* SM100: keep FP32 instead of packing to UE8M0 */
+} dg_sf_recipe;
+#define DG_SF_RECIPE_INIT {sizeof(dg_sf_recipe), 1, 128, 0, 0, 0}
+
+/* What dg_transform_sf_into_required_layout will produce for `sf` describing scales of an
+ * [MN, K] operand: *out_is_input = 1 when `sf` already has the required layout (no copy needed;
+ * sizes/strides then repeat the input's), else the dtype, sizes, strides and bytes of the
+ * buffer to pass as `out`. `stream` is only read when recipe->arch_major is 0. */
+DG_API dg_status dg_transform_sf_layout(const dg_stream* stream, const dg_tensor* sf, int64_t mn, int64_t k,
+                                        const dg_sf_recipe* recipe, int32_t* out_is_input,
+                                        dg_dtype* out_dtype, int64_t* out_sizes, int64_t* out_strides,
+                                        size_t* out_bytes);
+/* Transforms `sf` into the layout the GEMMs need (DeepGEMM's transform_sf_into_required_layout):
+ * SM90 FP32 per-token scales -> MN-major TMA-aligned; SM90 per-block scales -> checked only;
+ * SM100 -> packed UE8M0 (unless disabled). When the input already has the layout, `out` may be
+ * NULL and nothing runs. */
+DG_API dg_status dg_transform_sf_into_required_layout(dg_stream* stream, const dg_tensor* sf, int64_t mn,
+                                                      int64_t k, const dg_sf_recipe* recipe,
+                                                      const dg_tensor* out);
+
+/* ============================================================================================
+ * Kernel preparation
+ * ========================================================================================== */
+
+/* Number of kernels compiled or loaded by this process so far (memory-cache misses), for tests
+ * and for checking that a warm-up covered a workload. */
+DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, int64_t* memory_hits);
+
+/* ============================================================================================
+ * GEMMs (SM90)
+ * ========================================================================================== */
+
+/* ============================================================================================
+ * NVFP4 GEMV
+ * ========================================================================================== */
+
+/* ============================================================================================
+ * cuBLASLt baseline
+ *
+ * DeepGEMM's cublaslt_gemm_* (spec §1.9): one cublasLtMatmul, the reference libdg's GEMMs are
+ * timed against. libcublasLt.so.13 (then libcublasLt.so) is loaded with dlopen at first use;
+ * where it cannot be loaded every call returns DG_ERROR_UNSUPPORTED with the reason.
+ * ========================================================================================== */
+
+/* Options of dg_cublaslt_gemm_*; initialise with DG_CUBLASLT_OPTIONS_INIT. NULL options mean
+ * the defaults: alpha 1, beta 1, no workspace. */
+typedef struct dg_cublaslt_options {
+  size_t struct_size;
+  float alpha;           /* D = alpha * (A @ op(B)) + beta * C */
+  float beta;            /* read only when C is given */
+  void* workspace;       /* device scratch for split-K algorithms, 256-byte aligned, or NULL */
+  size_t workspace_size; /* bytes of workspace (0 with NULL): libdg never allocates it itself */
+} dg_cublaslt_options;
+#define DG_CUBLASLT_OPTIONS_INIT {sizeof(dg_cublaslt_options), 1.0f, 1.0f, NULL, 0}
+
+/* Recommended workspace bytes (32 MiB, as DeepGEMM uses): with less, cuBLASLt may pick slower
+ * algorithms for small-M or large-K shapes. */
+DG_API size_t dg_cublaslt_workspace_size(void);
+
+/* DG_SUCCESS when cuBLASLt can be loaded, else DG_ERROR_UNSUPPORTED with the reason. */
+DG_API dg_status dg_cublaslt_available(void);
+
+/* D = alpha * (A @ Bᵀ) + beta * C with DeepGEMM's NT naming, all matrices 2-D:
+ *   nt: a [M, K], b [N, K]     nn: a [M, K], b [K, N]
+ *   tn: a [K, M], b [K, N]     tt: a [K, M], b [N, K]
+ * a and b: both BFLOAT16, or both FLOAT8_E4M3 used raw (no scales, fast accumulation off; cuBLASLt
+ * takes FP8 only with both operands K-major, i.e. the nt layout with stride(1) == 1, else
+ * DG_ERROR_UNSUPPORTED). Each operand may be K-major or MN-major (read from its strides).
+ * d: [M, N] row-major, BFLOAT16 or FLOAT32. c: NULL (no C term) or [M, N] row-major with d's dtype;
+ * c may alias d (same pointer, then identical strides). FP32 accumulation; the stream's SM cap is
+ * passed to cuBLASLt as its SM-count target. M == 0 or N == 0: nothing runs. K == 0: D = beta * C,
+ * or zeros without c. Plans (descriptors + the heuristic's algorithm) are cached per shape, so a
+ * repeated call costs one lookup and one cublasLtMatmul. */
+DG_API dg_status dg_cublaslt_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                     const dg_tensor* c, const dg_cublaslt_options* options);
+DG_API dg_status dg_cublaslt_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                     const dg_tensor* c, const dg_cublaslt_options* options);
+DG_API dg_status dg_cublaslt_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                     const dg_tensor* c, const dg_cublaslt_options* options);
+DG_API dg_status dg_cublaslt_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                     const dg_tensor* c, const dg_cublaslt_options* options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DG_H */

@@ -1,0 +1,85 @@
+// Devices and dg_stream handles.
+#include "runtime/driver.h"
+#include "runtime/status.h"
+#include "runtime/stream.h"
+
+extern "C" {
+
+DG_API dg_status dg_device_count(int32_t* count) {
+  if (count == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "count: out-pointer is NULL");
+  *count = 0;
+  DG_TRY(dg::driver::load(nullptr));
+  int n = 0;
+  DG_CU(cuDeviceGetCount(&n));
+  *count = n;
+  return DG_SUCCESS;
+}
+
+DG_API dg_status dg_device_get_capability(int32_t device, int32_t* major, int32_t* minor) {
+  if (major == nullptr || minor == nullptr)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: out-pointer is NULL", major == nullptr ? "major" : "minor");
+  dg::Device* d = nullptr;
+  DG_TRY(dg::get_device(device, &d));
+  *major = d->cc_major;
+  *minor = d->cc_minor;
+  return DG_SUCCESS;
+}
+
+DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_stream, int32_t flags,
+                                  const dg_config* config) {
+  DG_API_GUARD({
+    if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
+    *stream = nullptr;
+    if (flags != DG_STREAM_BORROW && flags != DG_STREAM_CREATE)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "flags: {} is not DG_STREAM_BORROW (0) or DG_STREAM_CREATE (1)", flags);
+    if (flags == DG_STREAM_CREATE && cu_stream != nullptr)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "cu_stream: must be NULL with DG_STREAM_CREATE (got {})", cu_stream);
+    dg::Device* d = nullptr;
+    DG_TRY(dg::get_device(device, &d));
+    auto s = std::make_unique<dg_stream_s>();
+    s->device = d;
+    s->handle = static_cast<CUstream>(cu_stream);
+    if (config != nullptr) s->config = config->value;
+    if (flags == DG_STREAM_CREATE) {
+      dg::ContextScope scope;
+      DG_TRY(scope.enter(*d));
+      DG_CU(cuStreamCreate(&s->handle, CU_STREAM_NON_BLOCKING));
+      s->owned = true;
+    }
+    *stream = s.release();
+    return DG_SUCCESS;
+  })
+}
+
+DG_API void dg_stream_destroy(dg_stream* stream) {
+  if (stream == nullptr) return;
+  if (stream->owned) {
+    dg::ContextScope scope;
+    if (scope.enter(*stream->device) == DG_SUCCESS) dg::driver::api().cuStreamDestroy(stream->handle);
+  }
+  delete stream;
+}
+
+DG_API dg_status dg_stream_get_cu_stream(const dg_stream* stream, void** cu_stream) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  if (cu_stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "cu_stream: out-pointer is NULL");
+  *cu_stream = stream->handle;
+  return DG_SUCCESS;
+}
+
+DG_API dg_status dg_stream_get_device(const dg_stream* stream, int32_t* device) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  if (device == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "device: out-pointer is NULL");
+  *device = stream->device->ordinal;
+  return DG_SUCCESS;
+}
+
+DG_API dg_status dg_stream_synchronize(dg_stream* stream) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  dg::ContextScope scope;
+  DG_TRY(scope.enter(*stream->device));
+  DG_CU(cuStreamSynchronize(stream->handle));
+  return DG_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,167 @@
+#include "jit/compiler.h"
+
+#include <nvrtc.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "jit/source_bundle.h"
+#include "runtime/log.h"
+#include "runtime/status.h"
+
+namespace dg::jit {
+namespace {
+
+// Kernel sources use no toolkit header, so diagnostics about unused variables in templates are
+// the only noise worth silencing.
+const char* const kSuppressedDiagnostics = "--diag-suppress=177,550";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+dg_status nvrtc_check(nvrtcResult r, const char* what) {
+  if (r == NVRTC_SUCCESS) return DG_SUCCESS;
+  return fail(DG_ERROR_COMPILE, "{}: {}", what, nvrtcGetErrorString(r));
+}
+
+dg_status compile_nvrtc(const KernelSpec& spec, const std::string& arch, const Config& config, CompileResult* out) {
+  const SourceBundle& bundle = source_bundle();
+  std::vector<const char*> header_sources, header_names;
+  for (const auto& [name, contents] : bundle.headers) {
+    header_names.push_back(name.c_str());
+    header_sources.push_back(contents.c_str());
+  }
+  nvrtcProgram prog = nullptr;
+  const std::string file_name = spec.kernel_name + ".cu";
+  DG_TRY(nvrtc_check(nvrtcCreateProgram(&prog, out->source.c_str(), file_name.c_str(),
+                                        static_cast<int>(header_sources.size()), header_sources.data(),
+                                        header_names.data()),
+                     "nvrtcCreateProgram"));
+  struct Destroy {
+    nvrtcProgram* p;
+    ~Destroy() { nvrtcDestroyProgram(p); }
+  } destroy{&prog};
+
+  const std::vector<std::string> options = compiler_options(arch, config);
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  const nvrtcResult result = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  out->log.resize(log_size);
+  if (log_size > 0) nvrtcGetProgramLog(prog, out->log.data());
+  while (!out->log.empty() && (out->log.back() == '\0' || out->log.back() == '\n')) out->log.pop_back();
+  if (result != NVRTC_SUCCESS)
+    return fail(DG_ERROR_COMPILE, "NVRTC failed to compile {} for {} ({}):\n{}", spec.kernel_name, arch,
+                nvrtcGetErrorString(result), out->log);
+  size_t cubin_size = 0;
+  DG_TRY(nvrtc_check(nvrtcGetCUBINSize(prog, &cubin_size), "nvrtcGetCUBINSize"));
+  out->cubin.resize(cubin_size);
+  DG_TRY(nvrtc_check(nvrtcGetCUBIN(prog, out->cubin.data()), "nvrtcGetCUBIN"));
+  if (config.dump_ptx) {
+    size_t ptx_size = 0;
+    if (nvrtcGetPTXSize(prog, &ptx_size) == NVRTC_SUCCESS && ptx_size > 0) {
+      out->ptx.resize(ptx_size);
+      nvrtcGetPTX(prog, out->ptx.data());
+      out->ptx.pop_back();  // NUL
+    }
+  }
+  return DG_SUCCESS;
+}
+
+// nvcc in a scratch directory: headers and source written out, cubin read back.
+dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Config& config, CompileResult* out) {
+  namespace fs = std::filesystem;
+  if (::access(config.nvcc_path.c_str(), X_OK) != 0)
+    return fail(DG_ERROR_UNSUPPORTED, "nvcc not found at {} (set DG_JIT_NVCC_COMPILER or CUDA_HOME, or use NVRTC)",
+                config.nvcc_path);
+  char dir_template[] = "/tmp/libdg-nvcc-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr)
+    return fail(DG_ERROR_COMPILE, "cannot create a scratch directory for nvcc: {}", std::strerror(errno));
+  const fs::path dir = dir_template;
+  struct Cleanup {
+    fs::path d;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
+  for (const auto& [name, contents] : source_bundle().headers) {
+    fs::path p = dir / "include" / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << contents;
+  }
+  std::ofstream(dir / "kernel.cu", std::ios::binary) << out->source;
+  std::string cmd = "'" + config.nvcc_path + "' -cubin -o '" + (dir / "kernel.cubin").string() + "' '" +
+                    (dir / "kernel.cu").string() + "' -I'" + (dir / "include").string() + "'";
+  for (const std::string& o : compiler_options(arch, config)) cmd += " '" + o + "'";
+  cmd += " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return fail(DG_ERROR_COMPILE, "cannot run nvcc: {}", std::strerror(errno));
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out->log.append(buf, n);
+  const int status = ::pclose(pipe);
+  if (status != 0)
+    return fail(DG_ERROR_COMPILE, "nvcc failed to compile {} for {} (exit {}):\n{}", spec.kernel_name, arch,
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1, out->log);
+  std::ifstream in(dir / "kernel.cubin", std::ios::binary);
+  out->cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (out->cubin.empty()) return fail(DG_ERROR_COMPILE, "nvcc produced no cubin for {}", spec.kernel_name);
+  return DG_SUCCESS;
+}
+
+}  // namespace
+
+dg_status render(const KernelSpec& spec, std::string* source) {
+  const std::string* text = source_bundle().find_template(spec.template_name);
+  if (text == nullptr)
+    return fail(DG_ERROR_INTERNAL, "no template {} in the {} bundle", spec.template_name, source_bundle().origin);
+  try {
+    *source = codegen::render(*text, spec.template_name, spec.context);
+  } catch (const codegen::TemplateError& e) {
+    return fail(DG_ERROR_COMPILE, "rendering {}:\n{}", spec.template_name, e.what());
+  }
+  return DG_SUCCESS;
+}
+
+std::vector<std::string> compiler_options(const std::string& arch, const Config& config) {
+  std::vector<std::string> o;
+  o.push_back("-std=c++" + std::to_string(config.cpp_standard));
+  o.push_back(kSuppressedDiagnostics);
+  if (config.compiler == DG_COMPILER_NVRTC) {
+    o.push_back("--gpu-architecture=" + arch);
+    o.push_back("-default-device");
+  } else {
+    o.push_back("--gpu-architecture=" + arch);
+    o.push_back("-O3");
+  }
+  if (config.ptxas_verbose) o.push_back("--ptxas-options=-v");
+  if (config.jit_debug) o.push_back("-lineinfo");
+  return o;
+}
+
+std::string compiler_signature(const Config& config) {
+  if (config.compiler == DG_COMPILER_NVCC) return "nvcc " + config.nvcc_path;
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return "NVRTC " + std::to_string(major) + "." + std::to_string(minor);
+}
+
+dg_status compile(const KernelSpec& spec, const std::string& arch, const Config& config, CompileResult* result) {
+  const auto t0 = std::chrono::steady_clock::now();
+  DG_TRY(render(spec, &result->source));
+  DG_TRY(config.compiler == DG_COMPILER_NVCC ? compile_nvcc(spec, arch, config, result)
+                                             : compile_nvrtc(spec, arch, config, result));
+  result->seconds = seconds_since(t0);
+  if (config.ptxas_verbose && !result->log.empty()) log::warn("{} ({}):\n{}", spec.kernel_name, arch, result->log);
+  return DG_SUCCESS;
+}
+
+}  // namespace dg::jit

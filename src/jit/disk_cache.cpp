@@ -1,0 +1,181 @@
+#include "jit/disk_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "runtime/log.h"
+
+namespace dg::jit {
+namespace {
+
+constexpr char kMagic[4] = {'D', 'G', 'K', 'C'};
+constexpr uint32_t kFormatVersion = 1;
+
+struct FileHeader {
+  char magic[4];
+  uint32_t format_version;
+  uint64_t key[2];
+  uint64_t payload_size;
+  uint64_t payload_checksum;
+};
+static_assert(sizeof(FileHeader) == 40, "on-disk header layout");
+
+uint64_t fnv1a(const void* data, size_t size, uint64_t seed) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// mkdir -p; true when `dir` exists as a directory afterwards.
+bool make_dirs(const std::string& dir) {
+  std::string partial;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
+      partial = dir.substr(0, i);
+      if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+  }
+  struct stat st{};
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool write_all(int fd, const void* data, size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Writes `parts` to a unique temp file beside `path`, fsyncs it and renames it over `path`.
+bool atomic_write(const std::string& path, std::initializer_list<std::pair<const void*, size_t>> parts, std::string* why) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++) + "." +
+                          std::to_string(rng() & 0xffffff);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  bool ok = true;
+  for (const auto& [data, size] : parts) ok = ok && write_all(fd, data, size);
+  ok = ok && ::fsync(fd) == 0;
+  if (!ok) *why = std::strerror(errno);
+  ::close(fd);
+  if (ok && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    *why = std::strerror(errno);
+    ok = false;
+  }
+  if (!ok) ::unlink(tmp.c_str());
+  return ok;
+}
+
+}  // namespace
+
+std::string Digest::hex() const { return fmt::format("{:016x}{:016x}", words[0], words[1]); }
+
+Digest digest(const std::string& text) {
+  Digest d;
+  d.words[0] = splitmix(fnv1a(text.data(), text.size(), 0xcbf29ce484222325ull));
+  d.words[1] = splitmix(fnv1a(text.data(), text.size(), 0x84222325cbf29ce4ull));
+  return d;
+}
+
+DiskCache::DiskCache(std::string root) {
+  if (root.empty()) return;
+  std::string dir = root + "/libdg";
+  if (!make_dirs(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+    log::warn("JIT cache directory {} is not usable ({}); compiled kernels are kept in memory only", dir,
+              std::strerror(errno));
+    return;
+  }
+  dir_ = std::move(dir);
+}
+
+std::string DiskCache::path_for(const std::string& family, const Digest& key) const {
+  return dir_ + "/" + family + "-" + key.hex() + ".cubin";
+}
+
+bool DiskCache::load(const std::string& family, const Digest& key, std::vector<char>* cubin) const {
+  if (!enabled()) return false;
+  const std::string path = path_for(family, key);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  FileHeader h{};
+  const char* problem = nullptr;
+  if (file_size < sizeof(FileHeader) || !in.read(reinterpret_cast<char*>(&h), sizeof(h))) {
+    problem = "truncated header";
+  } else if (std::memcmp(h.magic, kMagic, 4) != 0) {
+    problem = "bad magic";
+  } else if (h.format_version != kFormatVersion) {
+    problem = "unknown format version";
+  } else if (h.key[0] != key.words[0] || h.key[1] != key.words[1]) {
+    problem = "key mismatch";
+  } else if (h.payload_size != file_size - sizeof(FileHeader)) {
+    problem = "truncated payload";
+  } else {
+    cubin->resize(h.payload_size);
+    if (!in.read(cubin->data(), static_cast<std::streamsize>(h.payload_size))) {
+      problem = "read error";
+    } else if (fnv1a(cubin->data(), cubin->size(), 0xcbf29ce484222325ull) != h.payload_checksum) {
+      problem = "checksum mismatch";
+    }
+  }
+  if (problem != nullptr) {
+    log::warn("JIT cache entry {} is corrupt ({}); recompiling and replacing it", path, problem);
+    cubin->clear();
+    return false;
+  }
+  return true;
+}
+
+void DiskCache::store(const std::string& family, const Digest& key, const std::vector<char>& cubin) const {
+  if (!enabled()) return;
+  FileHeader h{};
+  std::memcpy(h.magic, kMagic, 4);
+  h.format_version = kFormatVersion;
+  h.key[0] = key.words[0];
+  h.key[1] = key.words[1];
+  h.payload_size = cubin.size();
+  h.payload_checksum = fnv1a(cubin.data(), cubin.size(), 0xcbf29ce484222325ull);
+  std::string why;
+  const std::string path = path_for(family, key);
+  if (!atomic_write(path, {{&h, sizeof(h)}, {cubin.data(), cubin.size()}}, &why))
+    log::warn("cannot write JIT cache entry {}: {}", path, why);
+}
+
+void DiskCache::store_side_file(const std::string& family, const Digest& key, const std::string& ext,
+                                const std::string& contents) const {
+  if (!enabled()) return;
+  std::string path = path_for(family, key);
+  path.replace(path.size() - 5, 5, ext);  // ".cubin" -> ".<ext>"
+  std::string why;
+  if (!atomic_write(path, {{contents.data(), contents.size()}}, &why))
+    log::warn("cannot write {}: {}", path, why);
+  else
+    log::info("JIT: wrote {}", path);
+}
+
+}  // namespace dg::jit

@@ -1,0 +1,49 @@
+// On-disk cubin cache: <root>/libdg/<family>-<32 hex digest>.cubin, one file per kernel.
+// File = header (magic "DGKC", format version, key digest, payload size, payload checksum) + cubin.
+// Written to a temp file in the same directory, fsynced, renamed into place: readers see a whole
+// file or none; concurrent writers of the same key both write valid files and the last rename wins.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+
+namespace dg::jit {
+
+struct Digest {
+  std::array<uint64_t, 2> words{};
+  std::string hex() const;  // 32 lowercase hex digits
+  bool operator==(const Digest& o) const { return words == o.words; }
+};
+
+// 128-bit digest of `text` (two seeded FNV-1a-64 passes, each finished with a split-mix step).
+Digest digest(const std::string& text);
+
+class DiskCache {
+ public:
+  // `root` is the cache root ("" disables the disk cache). An unusable directory degrades to
+  // memory-only with one warning.
+  explicit DiskCache(std::string root);
+
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& directory() const { return dir_; }
+  std::string path_for(const std::string& family, const Digest& key) const;
+
+  // true and fills `cubin` on a valid entry. A missing file is a quiet miss; a corrupt or
+  // truncated file is a miss with a warning (the caller recompiles and store() replaces it).
+  bool load(const std::string& family, const Digest& key, std::vector<char>* cubin) const;
+
+  // Atomically writes the entry; failures are logged as warnings (the kernel still works).
+  void store(const std::string& family, const Digest& key, const std::vector<char>& cubin) const;
+
+  // Also keep a side file (source, PTX) next to the entry: <entry path minus .cubin>.<ext>.
+  void store_side_file(const std::string& family, const Digest& key, const std::string& ext,
+                       const std::string& contents) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace dg::jit

@@ -1,0 +1,21 @@
+// The kernel templates and device headers compiled into the library (cmake/embed.cmake).
+// Paths are relative to templates/, e.g. "kernels/layout.cu.j2" or "include/dg/types.cuh".
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dg::embedded {
+
+struct File {
+  std::string_view path;
+  std::string_view data;
+};
+
+// Every embedded file, sorted by path.
+const std::vector<File>& files();
+
+// The file at `path`, or nullptr.
+const File* find(std::string_view path);
+
+}  // namespace dg::embedded

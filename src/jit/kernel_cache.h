@@ -1,0 +1,54 @@
+// The per-device kernel cache: memory (KernelKey -> loaded Kernel), backed by the disk cache.
+// Thread-safe; under contention each key is compiled once while the other callers wait for it.
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "jit/kernel.h"
+#include "runtime/config.h"
+
+namespace dg {
+struct Device;
+}
+
+namespace dg::jit {
+
+// Builds the KernelSpec for a key; called only on a memory-cache miss.
+using SpecBuilder = std::function<dg_status(KernelSpec* spec)>;
+
+class KernelCache {
+ public:
+  explicit KernelCache(Device& device);
+  ~KernelCache();
+
+  // The loaded kernel for `key`: memory hit, else disk hit (cuModuleLoadData), else render +
+  // compile + store on disk + load. `config` chooses the compiler, cache dir and diagnostics.
+  dg_status get(const KernelKey& key, const SpecBuilder& build, const Config& config, const Kernel** kernel);
+
+ private:
+  struct Slot;
+  struct KeyHash {
+    size_t operator()(const KernelKey& k) const { return static_cast<size_t>(k.hash()); }
+  };
+  dg_status build(const SpecBuilder& builder, const Config& config, Kernel* out);
+
+  Device& device_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::unordered_map<KernelKey, std::unique_ptr<Slot>, KeyHash> slots_;
+  std::vector<std::unique_ptr<Slot>> failed_;  // failed builds, kept alive for their waiters
+};
+
+// Process-wide counters behind dg_jit_get_stats.
+struct Stats {
+  std::atomic<int64_t> compiled{0};
+  std::atomic<int64_t> loaded_from_disk{0};
+  std::atomic<int64_t> memory_hits{0};
+};
+Stats& stats();
+
+}  // namespace dg::jit

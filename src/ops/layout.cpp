@@ -1,0 +1,173 @@
+#include "ops/layout.h"
+
+#include "jit/kernel_cache.h"
+#include "runtime/launch.h"
+#include "runtime/status.h"
+
+namespace dg::ops {
+namespace {
+
+constexpr int kTile = 32;  // matches kTile in layout.cu.j2
+
+const char* op_name(LayoutOp op) { return op == LayoutOp::kPackUe8m0 ? "pack_ue8m0" : "transpose"; }
+
+}  // namespace
+
+SfLayout mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes) {
+  SfLayout l;
+  l.rank = rank;
+  const int64_t groups = rank == 3 ? sizes[0] : 1;
+  const int64_t mn = sizes[rank - 2];
+  const int64_t cols = op == LayoutOp::kPackUe8m0 ? (sizes[rank - 1] + 3) / 4 : sizes[rank - 1];
+  const int64_t aligned_mn = (mn + 3) / 4 * 4;  // 16 bytes of 4-byte elements
+  l.sizes[rank - 2] = mn;
+  l.sizes[rank - 1] = cols;
+  l.strides[rank - 2] = 1;
+  l.strides[rank - 1] = aligned_mn;
+  if (rank == 3) {
+    l.sizes[0] = groups;
+    l.strides[0] = aligned_mn * cols;
+  }
+  l.bytes = static_cast<size_t>(groups * aligned_mn * cols * 4);
+  return l;
+}
+
+bool has_layout(const dg_tensor_s& t, const SfLayout& layout) {
+  if (t.rank != layout.rank) return false;
+  for (int i = 0; i < t.rank; ++i) {
+    if (t.sizes[i] != layout.sizes[i]) return false;
+    if (t.sizes[i] > 1 && t.strides[i] != layout.strides[i]) return false;
+  }
+  return true;
+}
+
+jit::KernelSpec layout_kernel_spec(LayoutOp op, bool input_mn_major) {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/layout.cu.j2";
+  spec.kernel_name = fmt::format("dg_{}_fp32{}", op_name(op), input_mn_major ? "_from_mn_major" : "");
+  spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
+                                      {"op", op_name(op)},
+                                      {"input_mn_major", input_mn_major}});
+  return spec;
+}
+
+dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_tensor_s& in, const dg_tensor_s& out,
+                               int64_t out_mn, int row_div) {
+  const int r = in.rank;
+  const int64_t groups = r == 3 ? in.sizes[0] : 1;
+  const int64_t sf_k = in.sizes[r - 1];
+  const int64_t out_sizes[3] = {groups, out_mn, sf_k};
+  const SfLayout want = mn_major_tma_aligned_layout(op, r, r == 3 ? out_sizes : out_sizes + 1);
+  if (!has_layout(out, want)) {
+    dg_tensor_s expected = out;
+    for (int i = 0; i < r; ++i) {
+      expected.sizes[i] = want.sizes[i];
+      expected.strides[i] = want.strides[i];
+    }
+    return fail(DG_ERROR_INVALID_ARGUMENT, "out: has shape {} (expected {}; see the *_layout query functions)",
+                describe(out), describe(expected));
+  }
+  if (groups == 0 || out_mn == 0 || want.sizes[r - 1] == 0) return DG_SUCCESS;
+  if (out_mn > INT32_MAX || sf_k > INT32_MAX || groups > 65535)
+    return fail(DG_ERROR_UNSUPPORTED, "sf: shape {} is too large for the layout kernel", describe(in));
+
+  const bool input_mn_major = in.sizes[r - 2] > 1 && in.strides[r - 2] == 1 && in.strides[r - 1] != 1;
+  const jit::KernelKey key(jit::kFamilyLayout, {static_cast<int64_t>(op), input_mn_major});
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(stream.device->kernels->get(
+      key, [&](jit::KernelSpec* spec) { *spec = layout_kernel_spec(op, input_mn_major); return DG_SUCCESS; },
+      config_of(stream), &kernel));
+
+  const void* in_ptr = in.data;
+  void* out_ptr = out.data;
+  int mn_arg = static_cast<int>(out_mn), sf_k_arg = static_cast<int>(sf_k);
+  int out_cols = static_cast<int>(want.sizes[r - 1]);
+  int aligned_mn = static_cast<int>(want.strides[r - 1]);
+  long long in_stride_g = r == 3 ? in.strides[0] : 0, in_stride_mn = in.strides[r - 2], in_stride_k = in.strides[r - 1];
+  long long out_stride_g = r == 3 ? want.strides[0] : 0;
+  void* args[] = {&in_ptr, &out_ptr, &mn_arg, &sf_k_arg, &out_cols, &aligned_mn, &row_div,
+                  &in_stride_g, &in_stride_mn, &in_stride_k, &out_stride_g};
+  LaunchConfig lc;
+  lc.grid[0] = static_cast<unsigned>((aligned_mn + kTile - 1) / kTile);
+  lc.grid[1] = static_cast<unsigned>((out_cols + kTile - 1) / kTile);
+  lc.grid[2] = static_cast<unsigned>(groups);
+  lc.block[0] = kTile;
+  lc.block[1] = 8;
+  lc.pdl = config_of(stream).pdl;
+  return launch(stream, *kernel, lc, args);
+}
+
+dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gran_mn, int gran_k, int num_groups,
+                            int arch_major, bool disable_ue8m0_cast, SfTransformPlan* plan) {
+  if (gran_mn != 1 && gran_mn != 128)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "recipe.gran_mn: {} (expected 1 or 128)", gran_mn);
+  if (gran_k != 32 && gran_k != 128)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "recipe.gran_k: {} (expected 32 or 128)", gran_k);
+  if (num_groups < 0) return fail(DG_ERROR_INVALID_ARGUMENT, "recipe.num_groups: {} is negative", num_groups);
+  if (mn < 0 || k < 0) return fail(DG_ERROR_INVALID_ARGUMENT, "mn, k: {}, {} (expected >= 0)", mn, k);
+  const int want_rank = num_groups > 0 ? 3 : 2;
+  if (sf.rank != want_rank)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "sf: rank {} but recipe.num_groups = {} needs rank {}; shape {}", sf.rank,
+                num_groups, want_rank, describe(sf));
+  if (num_groups > 0) DG_TRY(check_size(sf, "sf", 0, num_groups, "recipe.num_groups"));
+  const bool packed = sf.dtype == DG_DTYPE_INT32 || sf.dtype == DG_DTYPE_UE8M0X4;
+  if (!packed && sf.dtype != DG_DTYPE_FLOAT32)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "sf: dtype is {} (expected float32, or int32 packed UE8M0 on SM100)",
+                dtype_name(sf.dtype));
+  const int64_t sf_rows = (mn + gran_mn - 1) / gran_mn;
+  const int64_t sf_k = (k + gran_k - 1) / gran_k;
+  DG_TRY(check_size(sf, "sf", want_rank - 2, sf_rows, "ceil(mn / gran_mn)"));
+  DG_TRY(check_size(sf, "sf", want_rank - 1, packed ? (sf_k + 3) / 4 : sf_k,
+                    packed ? "ceil(k / (4 * gran_k))" : "ceil(k / gran_k)"));
+  *plan = SfTransformPlan{};
+  const int64_t* sizes = sf.sizes;
+  if (!packed && (arch_major == 9 || disable_ue8m0_cast) && gran_mn == 1) {
+    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kTranspose, sf.rank, sizes);
+    plan->is_input = has_layout(sf, plan->layout);
+    plan->out_mn = mn;
+    return DG_SUCCESS;
+  }
+  if (!packed && arch_major == 9 && gran_mn == 128) {
+    // Per-block scales are read directly by the GEMM: contiguous K-major or MN-major, packed groups.
+    const int r = sf.rank;
+    const bool k_major = sf.strides[r - 1] == 1 || sf.sizes[r - 1] == 1;
+    const bool mn_major = sf.strides[r - 2] == 1 || sf.sizes[r - 2] == 1;
+    const bool inner_ok = (k_major && (sf.strides[r - 2] == sf.sizes[r - 1] || sf.sizes[r - 2] == 1)) ||
+                          (mn_major && (sf.strides[r - 1] == sf.sizes[r - 2] || sf.sizes[r - 1] == 1));
+    const bool groups_ok = r == 2 || sf.sizes[0] <= 1 || sf.strides[0] == sf.sizes[1] * sf.sizes[2];
+    if (!inner_ok || !groups_ok)
+      return fail(DG_ERROR_INVALID_ARGUMENT,
+                  "sf: per-block scales must be contiguous K-major or MN-major (groups packed); got {}", describe(sf));
+    plan->is_input = true;
+    plan->layout.rank = r;
+    for (int i = 0; i < r; ++i) {
+      plan->layout.sizes[i] = sf.sizes[i];
+      plan->layout.strides[i] = sf.strides[i];
+    }
+    plan->layout.bytes = static_cast<size_t>(extent_bytes(sf));
+    return DG_SUCCESS;
+  }
+  if (!packed && arch_major == 10) {
+    int64_t out_sizes[3] = {num_groups, mn, sf_k};
+    plan->op = LayoutOp::kPackUe8m0;
+    plan->dtype = DG_DTYPE_INT32;
+    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1);
+    plan->out_mn = mn;
+    plan->row_div = gran_mn;
+    return DG_SUCCESS;
+  }
+  if (packed && arch_major == 10 && gran_mn == 1) {
+    plan->dtype = DG_DTYPE_INT32;
+    int64_t out_sizes[3] = {num_groups, mn, sf_k};
+    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1);
+    if (!has_layout(sf, plan->layout))
+      return fail(DG_ERROR_INVALID_ARGUMENT, "sf: packed UE8M0 scales must already be MN-major TMA-aligned; got {}",
+                  describe(sf));
+    plan->is_input = true;
+    return DG_SUCCESS;
+  }
+  return fail(DG_ERROR_UNSUPPORTED, "sf: no transform for dtype {} with recipe (gran_mn {}, gran_k {}) on SM{}0",
+              dtype_name(sf.dtype), gran_mn, gran_k, arch_major);
+}
+
+}  // namespace dg::ops

@@ -1,0 +1,50 @@
+// One CUDA device as libdg uses it: the primary context, properties read once, and the kernel
+// cache shared by every stream on the device.
+#pragma once
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+#include "dg.h"
+
+namespace dg {
+namespace jit {
+class KernelCache;
+}
+
+struct Device {
+  int ordinal = 0;
+  CUdevice handle = 0;
+  CUcontext context = nullptr;  // primary context, retained for the process lifetime
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int max_smem_optin = 0;   // bytes of shared memory one block may opt in to
+  int l2_bytes = 0;
+  int clock_khz = 0;        // peak SM clock
+  int memory_clock_khz = 0;
+  int memory_bus_bits = 0;
+  std::string arch;         // NVRTC target: "sm_90a", "sm_100a"; "" when unsupported
+  std::unique_ptr<jit::KernelCache> kernels;
+  ~Device();
+};
+
+// The device with this ordinal, initialised on first use (thread-safe, lives until exit).
+// DG_ERROR_NO_DEVICE without a driver or for an ordinal out of range.
+dg_status get_device(int ordinal, Device** device);
+
+// Makes the device's primary context current for the scope, restoring the previous one.
+class ContextScope {
+ public:
+  ContextScope() = default;
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+  ~ContextScope();
+  dg_status enter(const Device& device);
+
+ private:
+  bool pushed_ = false;
+};
+
+}  // namespace dg

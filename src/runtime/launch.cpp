@@ -1,0 +1,58 @@
+#include "runtime/launch.h"
+
+#include "jit/kernel.h"
+#include "runtime/driver.h"
+#include "runtime/status.h"
+#include "runtime/stream.h"
+
+namespace dg {
+
+dg_status launch(const dg_stream_s& stream, const jit::Kernel& kernel, const LaunchConfig& config, void** args) {
+  const Device& device = *stream.device;
+  if (config.smem_bytes > static_cast<unsigned>(device.max_smem_optin))
+    return fail(DG_ERROR_INTERNAL, "kernel {} asks for {} bytes of shared memory; device {} allows {}", kernel.name,
+                config.smem_bytes, device.name, device.max_smem_optin);
+  ContextScope scope;
+  DG_TRY(scope.enter(device));
+  // Raising the limit is needed once per larger value; racing threads both set it, harmlessly.
+  if (config.smem_bytes > kernel.smem_allowed.load(std::memory_order_relaxed)) {
+    DG_CU(cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(config.smem_bytes)));
+    kernel.smem_allowed.store(config.smem_bytes, std::memory_order_relaxed);
+  }
+  CUlaunchAttribute attrs[2];
+  unsigned num_attrs = 0;
+  if (config.cluster > 1) {
+    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[num_attrs].value.clusterDim.x = config.cluster;
+    attrs[num_attrs].value.clusterDim.y = 1;
+    attrs[num_attrs].value.clusterDim.z = 1;
+    ++num_attrs;
+  }
+  if (config.pdl) {
+    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[num_attrs].value.programmaticStreamSerializationAllowed = 1;
+    ++num_attrs;
+  }
+  CUlaunchConfig lc{};
+  lc.gridDimX = config.grid[0];
+  lc.gridDimY = config.grid[1];
+  lc.gridDimZ = config.grid[2];
+  lc.blockDimX = config.block[0];
+  lc.blockDimY = config.block[1];
+  lc.blockDimZ = config.block[2];
+  lc.sharedMemBytes = config.smem_bytes;
+  lc.hStream = stream.handle;
+  lc.attrs = num_attrs ? attrs : nullptr;
+  lc.numAttrs = num_attrs;
+  const CUresult r = driver::api().cuLaunchKernelEx(&lc, kernel.function, args, nullptr);
+  if (r != CUDA_SUCCESS) {
+    driver::check(r, "cuLaunchKernelEx");
+    return fail(DG_ERROR_CUDA, "launching {} (grid {}x{}x{}, block {}, smem {} B, cluster {}): {}", kernel.name,
+                config.grid[0], config.grid[1], config.grid[2], config.block[0], config.smem_bytes, config.cluster,
+                last_error());
+  }
+  return DG_SUCCESS;
+}
+
+}  // namespace dg

@@ -1,0 +1,24 @@
+// The library's private logger: an unregistered spdlog logger (header-only, so libdg.so needs no
+// spdlog or fmt at run time) whose sink is either stderr or the user's dg_log_callback.
+//   dg::log::warn("cache dir {} is not writable: {}", dir, reason);
+#pragma once
+#include <spdlog/spdlog.h>
+
+#include "dg.h"
+
+namespace dg::log {
+
+spdlog::logger& get();
+void set_callback(dg_log_callback callback, void* user_data);
+void set_level(int level);  // a DG_LOG_* value
+int level();
+// Parses DG_LOG_LEVEL style names ("warn", "3", ...); returns -1 when not recognised.
+int parse_level(const char* text);
+
+template <typename... A> void trace(fmt::format_string<A...> f, A&&... a) { get().trace(f, std::forward<A>(a)...); }
+template <typename... A> void debug(fmt::format_string<A...> f, A&&... a) { get().debug(f, std::forward<A>(a)...); }
+template <typename... A> void info(fmt::format_string<A...> f, A&&... a) { get().info(f, std::forward<A>(a)...); }
+template <typename... A> void warn(fmt::format_string<A...> f, A&&... a) { get().warn(f, std::forward<A>(a)...); }
+template <typename... A> void error(fmt::format_string<A...> f, A&&... a) { get().error(f, std::forward<A>(a)...); }
+
+}  // namespace dg::log

@@ -1,0 +1,26 @@
+# Installs the build into a scratch prefix, compiles consumer.c with the flags pkg-config gives
+# for that prefix, and runs it.
+file(REMOVE_RECURSE ${WORK_DIR})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+file(GLOB pc_dirs ${WORK_DIR}/prefix/lib*/pkgconfig ${WORK_DIR}/prefix/lib/*/pkgconfig)
+set(ENV{PKG_CONFIG_PATH} "${pc_dirs}")
+execute_process(COMMAND pkg-config --cflags --libs dg OUTPUT_VARIABLE flags RESULT_VARIABLE rc
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config cannot find dg in ${pc_dirs}")
+endif()
+separate_arguments(flags UNIX_COMMAND "${flags}")
+execute_process(COMMAND cc ${SOURCE} -o ${WORK_DIR}/consumer ${flags} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "compiling the consumer with '${flags}' failed")
+endif()
+execute_process(COMMAND pkg-config --variable=libdir dg OUTPUT_VARIABLE libdir OUTPUT_STRIP_TRAILING_WHITESPACE)
+set(ENV{LD_LIBRARY_PATH} "${libdir}")
+execute_process(COMMAND ${WORK_DIR}/consumer RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the consumer failed (exit ${rc})")
+endif()
