@@ -40,13 +40,6 @@ std::string cache_key_text(const KernelSpec& spec, const std::string& arch, cons
 
 }  // namespace
 
-struct KernelCache::Slot {
-  bool done = false;
-  dg_status status = DG_SUCCESS;
-  std::string error;
-  Kernel kernel;
-};
-
 Stats& stats() {
   static Stats s;
   return s;
@@ -57,37 +50,11 @@ KernelCache::~KernelCache() = default;
 
 dg_status KernelCache::get(const KernelKey& key, const SpecBuilder& builder, const Config& config,
                            const Kernel** kernel) {
-  Slot* slot = nullptr;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    auto it = slots_.find(key);
-    if (it != slots_.end()) {
-      slot = it->second.get();
-      ready_.wait(lock, [slot] { return slot->done; });
-      if (slot->status != DG_SUCCESS) return fail(slot->status, "{}", slot->error);
-      stats().memory_hits.fetch_add(1, std::memory_order_relaxed);
-      *kernel = &slot->kernel;
-      return DG_SUCCESS;
-    }
-    slot = slots_.emplace(key, std::make_unique<Slot>()).first->second.get();
-  }
-  // This thread builds; others asking for the same key wait on `ready_`.
-  const dg_status status = build(builder, config, &slot->kernel);
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (status != DG_SUCCESS) {
-    slot->status = status;
-    slot->error = last_error();
-    slot->done = true;
-    ready_.notify_all();
-    // Waiters already hold the pointer; a later call retries the build from scratch.
-    auto node = slots_.extract(key);
-    failed_.push_back(std::move(node.mapped()));
-    return status;
-  }
-  slot->done = true;
-  ready_.notify_all();
-  *kernel = &slot->kernel;
-  return DG_SUCCESS;
+  bool hit = false;
+  const dg_status status =
+      kernels_.get(key, [&](Kernel* k) { return build(builder, config, k); }, kernel, &hit);
+  if (hit && status == DG_SUCCESS) stats().memory_hits.fetch_add(1, std::memory_order_relaxed);
+  return status;
 }
 
 dg_status KernelCache::build(const SpecBuilder& builder, const Config& config, Kernel* out) {

@@ -1,14 +1,11 @@
 // The per-device kernel cache: memory (KernelKey -> loaded Kernel), backed by the disk cache.
 // Thread-safe; under contention each key is compiled once while the other callers wait for it.
 #pragma once
-#include <condition_variable>
+#include <atomic>
 #include <functional>
-#include <memory>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "jit/kernel.h"
+#include "jit/once_map.h"
 #include "runtime/config.h"
 
 namespace dg {
@@ -30,17 +27,13 @@ class KernelCache {
   dg_status get(const KernelKey& key, const SpecBuilder& build, const Config& config, const Kernel** kernel);
 
  private:
-  struct Slot;
   struct KeyHash {
     size_t operator()(const KernelKey& k) const { return static_cast<size_t>(k.hash()); }
   };
   dg_status build(const SpecBuilder& builder, const Config& config, Kernel* out);
 
   Device& device_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::unordered_map<KernelKey, std::unique_ptr<Slot>, KeyHash> slots_;
-  std::vector<std::unique_ptr<Slot>> failed_;  // failed builds, kept alive for their waiters
+  OnceMap<KernelKey, Kernel, KeyHash> kernels_;
 };
 
 // Process-wide counters behind dg_jit_get_stats.

@@ -12,7 +12,7 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
-typedef unsigned long long size_t;
+typedef unsigned long size_t;  // as NVRTC 13's builtin header declares it (LP64)
 #else
 // Compiled by nvcc (standalone harnesses): the toolkit's headers already define these.
 #include <stddef.h>

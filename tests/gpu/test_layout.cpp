@@ -1,0 +1,209 @@
+// The scaling-factor layout kernels on a GPU against a CPU reference: odd and batched shapes,
+// already-transposed inputs, UE8M0 packing bit-exact, poisoned outputs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "dg.h"
+#include "runtime/device.h"
+#include "runtime/driver.h"
+
+namespace {
+
+struct Fixture {
+  dg::Device* device = nullptr;
+  dg_stream* stream = nullptr;
+  Fixture() {
+    REQUIRE(dg::get_device(0, &device) == DG_SUCCESS);
+    REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  }
+  ~Fixture() { dg_stream_destroy(stream); }
+};
+
+// Device memory in the device's primary context, freed on scope exit.
+struct DeviceBuffer {
+  CUdeviceptr ptr = 0;
+  size_t bytes;
+  const dg::Device& device;
+  DeviceBuffer(const dg::Device& d, size_t n) : bytes(n), device(d) {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(device) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemAlloc(&ptr, bytes) == CUDA_SUCCESS);
+  }
+  ~DeviceBuffer() {
+    dg::ContextScope scope;
+    if (scope.enter(device) == DG_SUCCESS) dg::driver::api().cuMemFree(ptr);
+  }
+  void* data() const { return reinterpret_cast<void*>(ptr); }
+  template <typename T> void upload(const std::vector<T>& host) {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(device) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemcpyHtoD(ptr, host.data(), host.size() * sizeof(T)) == CUDA_SUCCESS);
+  }
+  template <typename T> std::vector<T> download() {
+    std::vector<T> host(bytes / sizeof(T));
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(device) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemcpyDtoH(host.data(), ptr, bytes) == CUDA_SUCCESS);
+    return host;
+  }
+  void poison() {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(device) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemsetD8Async(ptr, 0xff, bytes, nullptr) == CUDA_SUCCESS);  // NaN / 0xffffffff
+  }
+};
+
+dg_tensor* make_tensor(void* data, dg_dtype dtype, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  dg_tensor* t = nullptr;
+  REQUIRE(dg_tensor_create(&t, data, dtype, static_cast<int32_t>(sizes.size()), sizes.data(),
+                           strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
+  return t;
+}
+
+// Scales like real ones: positive powers of two times a random mantissa, or exact powers of two
+// for the UE8M0 packer (whose input must be powers of two).
+std::vector<float> random_scales(size_t n, bool powers_of_two, std::mt19937& rng) {
+  std::uniform_int_distribution<int> exp(-20, 20);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = std::ldexp(powers_of_two ? 1.0f : mant(rng), exp(rng));
+  return v;
+}
+
+struct Case {
+  int64_t groups, mn, sf_k;
+  bool input_transposed;  // input stored MN-major (stride 1 along MN) instead of row-major
+};
+
+void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
+  CAPTURE(c.groups);
+  CAPTURE(c.mn);
+  CAPTURE(c.sf_k);
+  CAPTURE(c.input_transposed);
+  CAPTURE(pack);
+  const bool batched = c.groups > 1;
+  const int64_t g = c.groups, mn = c.mn, k = c.sf_k;
+  // Input: logical [G, MN, SF_K]; row-major, or each group stored transposed ([G, SF_K, MN]).
+  std::vector<float> host = random_scales(static_cast<size_t>(g * mn * k), pack, rng);
+  auto at = [&](int64_t gi, int64_t i, int64_t kb) {
+    return c.input_transposed ? host[(gi * k + kb) * mn + i] : host[(gi * mn + i) * k + kb];
+  };
+  std::vector<int64_t> sizes = {mn, k};
+  std::vector<int64_t> strides = c.input_transposed ? std::vector<int64_t>{1, mn} : std::vector<int64_t>{k, 1};
+  if (batched) {
+    sizes.insert(sizes.begin(), g);
+    strides.insert(strides.begin(), mn * k);
+  }
+  DeviceBuffer in(*fx.device, host.size() * 4);
+  in.upload(host);
+
+  int64_t out_sizes[3], out_strides[3];
+  size_t out_bytes = 0;
+  const int32_t rank = static_cast<int32_t>(sizes.size());
+  REQUIRE((pack ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(rank, sizes.data(), out_sizes, out_strides, &out_bytes)
+                : dg_get_mn_major_tma_aligned_tensor_layout(rank, sizes.data(), out_sizes, out_strides, &out_bytes)) ==
+          DG_SUCCESS);
+  const int64_t aligned_mn = (mn + 3) / 4 * 4;
+  const int64_t cols = pack ? (k + 3) / 4 : k;
+  CHECK(out_strides[rank - 2] == 1);
+  CHECK(out_strides[rank - 1] == aligned_mn);
+  CHECK(out_bytes == static_cast<size_t>(g * aligned_mn * cols * 4));
+
+  DeviceBuffer out(*fx.device, out_bytes);
+  out.poison();
+  dg_tensor* tin = make_tensor(in.data(), DG_DTYPE_FLOAT32, sizes, strides);
+  dg_tensor* tout = make_tensor(out.data(), pack ? DG_DTYPE_INT32 : DG_DTYPE_FLOAT32,
+                                std::vector<int64_t>(out_sizes, out_sizes + rank),
+                                std::vector<int64_t>(out_strides, out_strides + rank));
+  const dg_status s = pack ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(fx.stream, tin, tout)
+                           : dg_get_mn_major_tma_aligned_tensor(fx.stream, tin, tout);
+  REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+  REQUIRE(dg_stream_synchronize(fx.stream) == DG_SUCCESS);
+  dg_tensor_destroy(tin);
+  dg_tensor_destroy(tout);
+
+  const std::vector<uint32_t> got = out.download<uint32_t>();
+  int64_t mismatches = 0;
+  for (int64_t gi = 0; gi < g; ++gi) {
+    for (int64_t p = 0; p < cols; ++p) {
+      for (int64_t i = 0; i < aligned_mn; ++i) {
+        uint32_t want = 0;  // padding rows are written as zeros
+        if (i < mn) {
+          if (pack) {
+            for (int j = 0; j < 4; ++j) {
+              const int64_t kb = p * 4 + j;
+              if (kb >= k) break;
+              uint32_t bits;
+              const float v = at(gi, i, kb);
+              std::memcpy(&bits, &v, 4);
+              want |= ((bits >> 23) & 0xffu) << (8 * j);
+            }
+          } else {
+            const float v = at(gi, i, p);
+            std::memcpy(&want, &v, 4);
+          }
+        }
+        const uint32_t have = got[static_cast<size_t>(gi * aligned_mn * cols + p * aligned_mn + i)];
+        if (have != want && mismatches++ < 5)
+          FAIL_CHECK("group ", gi, " row ", i, " col ", p, ": got 0x", std::hex, have, " want 0x", want);
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+}  // namespace
+
+TEST_CASE("FP32 scales into the MN-major TMA-aligned layout") {
+  Fixture fx;
+  std::mt19937 rng(1234);
+  for (int64_t mn : {4096, 4097, 1, 130})
+    for (int64_t k_elems : {128, 7168, 7296})
+      for (int64_t groups : {1, 2, 4})
+        for (bool transposed : {false, true})
+          run_case(fx, {groups, mn, (k_elems + 127) / 128, transposed}, false, rng);
+}
+
+TEST_CASE("UE8M0 packing is bit-exact") {
+  Fixture fx;
+  std::mt19937 rng(99);
+  for (int64_t mn : {4096, 4097, 8192, 3})
+    for (int64_t k_elems : {128, 7168, 7296})
+      for (int64_t groups : {1, 2, 4})
+        for (bool transposed : {false, true})
+          run_case(fx, {groups, mn, (k_elems + 127) / 128, transposed}, true, rng);
+}
+
+TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales") {
+  Fixture fx;
+  std::mt19937 rng(5);
+  const int64_t mn = 4097, k = 7296, sf_k = 57;
+  std::vector<float> host = random_scales(static_cast<size_t>(mn * sf_k), false, rng);
+  DeviceBuffer in(*fx.device, host.size() * 4);
+  in.upload(host);
+  dg_tensor* tin = make_tensor(in.data(), DG_DTYPE_FLOAT32, {mn, sf_k}, {});
+  dg_sf_recipe recipe = DG_SF_RECIPE_INIT;  // arch from the stream's device
+  int32_t is_input = -1;
+  dg_dtype dtype = 0;
+  int64_t sizes[3], strides[3];
+  size_t bytes = 0;
+  REQUIRE(dg_transform_sf_layout(fx.stream, tin, mn, k, &recipe, &is_input, &dtype, sizes, strides, &bytes) == DG_SUCCESS);
+  if (fx.device->cc_major != 9) return;  // the SM100 path packs to UE8M0 and is covered above
+  REQUIRE(is_input == 0);
+  DeviceBuffer out(*fx.device, bytes);
+  out.poison();
+  dg_tensor* tout = make_tensor(out.data(), dtype, {sizes[0], sizes[1]}, {strides[0], strides[1]});
+  REQUIRE_MESSAGE(dg_transform_sf_into_required_layout(fx.stream, tin, mn, k, &recipe, tout) == DG_SUCCESS, dg_last_error());
+  const std::vector<float> got = out.download<float>();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < mn; ++i)
+    for (int64_t kb = 0; kb < sf_k; ++kb) bad += got[static_cast<size_t>(kb * 4100 + i)] != host[static_cast<size_t>(i * sf_k + kb)];
+  CHECK(bad == 0);
+  dg_tensor_destroy(tin);
+  dg_tensor_destroy(tout);
+}
