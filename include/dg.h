@@ -291,9 +291,131 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
  * GEMMs (SM90)
  * ========================================================================================== */
 
+/* Dense GEMMs (spec: DeepGEMM §1.1, §1.2), DeepGEMM's NT naming, all matrices 2-D:
+ *   nt: a [M, K], b [N, K]     nn: a [M, K], b [K, N]
+ *   tn: a [K, M], b [K, N]     tt: a [K, M], b [N, K]
+ * D = alpha * (A @ Bᵀ) + beta * C, where A is the [M, K] view of a and B the [N, K] view of b.
+ * Each view may be K-major or MN-major in memory (read from its strides; one stride must be 1 and
+ * the other a multiple of 16 bytes, base 16-byte aligned). d: [M, N] row-major, BFLOAT16 or FLOAT32
+ * (row stride a multiple of 16 bytes). c: NULL, or [M, N] row-major with d's dtype; it may alias d
+ * (same pointer and strides: beta = 1 is then plain accumulation). M == 0 or N == 0: nothing runs.
+ * K == 0: D = beta * C, or zeros without c (on the device). Everything runs on the stream, with
+ * no host synchronisation and no allocation, so the calls can be captured in a CUDA graph once the
+ * kernels are loaded (see dg_gemm_prepare). */
+
+/* FP8 scaling recipes (spec §0.3). */
+#define DG_FP8_RECIPE_1D2D 0 /* sfa per token x 128 K, sfb per 128 x 128 block (default) */
+#define DG_FP8_RECIPE_1D1D 1 /* sfa and sfb per token x 128 K (weight gradient); d FLOAT32 */
+
+/* Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
+ * The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
+ * that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option. */
+typedef struct dg_gemm_options {
+  size_t struct_size;
+  int32_t recipe;             /* FP8 only: DG_FP8_RECIPE_* */
+  float alpha;
+  float beta;                 /* read only when c is given */
+  int32_t disable_ue8m0_cast; /* accepted for DeepGEMM parity; no effect on SM90 */
+  int32_t block_m;            /* 64, 128 or 256 (BF16) */
+  int32_t block_n;            /* multiple of 16 (8 for FP32 d), up to 256 */
+  int32_t num_stages;         /* shared-memory pipeline depth */
+  int32_t cluster;            /* 1 or 2 CTAs (TMA multicast between the pair) */
+  int32_t multicast_a;        /* cluster 2: 1 = the pair shares A, 0 = shares B, -1 = heuristic */
+  int32_t num_math_warpgroups;/* 1 or 2 WGMMA warp-groups */
+  int32_t num_sms;            /* SMs to use, at most the stream's cap; 0 = the cap */
+} dg_gemm_options;
+#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0}
+
+/* BF16 GEMMs: a and b BFLOAT16, every layout runs natively. */
+DG_API dg_status dg_bf16_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options);
+DG_API dg_status dg_bf16_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options);
+DG_API dg_status dg_bf16_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options);
+DG_API dg_status dg_bf16_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options);
+
+/* FP8 GEMMs: a and b FLOAT8_E4M3 with FLOAT32 scales, transposed together with their data:
+ *   sfa: the [M, ceil(K/128)] view, MN-major TMA-aligned (stride 1 along M, a multiple of 4
+ *        elements >= M along K blocks: dg_transform_sf_into_required_layout produces it);
+ *   sfb: 1D2D: the [ceil(N/128), ceil(K/128)] view, any strides;
+ *        1D1D: the [N, ceil(K/128)] view, MN-major TMA-aligned like sfa.
+ * On SM90 the [M, K] and [N, K] views of a and b must be K-major in memory (a WGMMA rule): other
+ * memory orders give DG_ERROR_UNSUPPORTED naming the operand. d: BFLOAT16 or FLOAT32 (1D2D),
+ * FLOAT32 (1D1D). */
+DG_API dg_status dg_fp8_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options);
+DG_API dg_status dg_fp8_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options);
+DG_API dg_status dg_fp8_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options);
+DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options);
+
+/* Layouts of dg_gemm_prepare. */
+#define DG_GEMM_LAYOUT_NT 0
+#define DG_GEMM_LAYOUT_NN 1
+#define DG_GEMM_LAYOUT_TN 2
+#define DG_GEMM_LAYOUT_TT 3
+
+/* Compiles and loads (no launch, no device memory touched) every kernel the matching call would
+ * use, for contiguous a and b in `layout`: ab_dtype BFLOAT16 or FLOAT8_E4M3 (recipe from options),
+ * d_dtype BFLOAT16 or FLOAT32, with_c 1 when a C term will be given (with C == D and beta == 1 the
+ * pre-pass kernel is loaded too, unused). Call it before capturing a CUDA graph. */
+DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,
+                                 dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
+
 /* ============================================================================================
  * NVFP4 GEMV
+ *
+ * For every batch l < L: c[m, 0, l] = sum_k A[m, k, l] * b[0, k, l], m < M, where each value is
+ * an E2M1 code times the E4M3 scale of its 16 consecutive k (spec/nvfp4_gemv.md). One launch
+ * covers every batch; no host synchronisation. Products of each 16-element block are summed
+ * exactly (int32 on SM90, f16x2 on SM100), block sums in FP32, the result rounded to FP16.
+ * SM100 uses the hardware E2M1 conversion; that path is compiled in CI but has not run on a
+ * Blackwell GPU yet.
  * ========================================================================================== */
+
+/* Tuning overrides of dg_nvfp4_gemv; initialise with DG_NVFP4_GEMV_OPTIONS_INIT. Every field
+ * left 0 is chosen by the heuristic from (M, K, L), the SM count and the alignment of the
+ * operands. NULL options mean all defaults. */
+typedef struct dg_nvfp4_gemv_options {
+  size_t struct_size;
+  int32_t threads_per_row;   /* threads sharing one row of a: 1, 2, 4, 8, 16 or a multiple of 32 (<= 1024) */
+  int32_t row_groups;        /* rows a block works on side by side (threads_per_row * row_groups <= 1024) */
+  int32_t chunks_per_thread; /* vector loads per thread per row (1..16); K beyond threads_per_row *
+                                chunks_per_thread loads is walked in segments (large-K loop shape) */
+  int32_t rows_per_round;    /* rows each group loads at once (1..8): loads in flight per thread =
+                                rows_per_round * chunks_per_thread */
+  int32_t vector_bytes;      /* 16 or 8: bytes per load of a (8 only needs 8-byte aligned a and b) */
+  int32_t grid_blocks;       /* blocks; 0 = one full wave of the device (persistent) */
+  int32_t cache_hint;        /* loads of a and sfa: 0 L1::no_allocate, 1 plain .nc, 2 .cs (evict first),
+                                3 L1::no_allocate + L2::256B prefetch */
+  int32_t prefetch;          /* 0 or 1: prefetch the next rows before computing; -1: off */
+} dg_nvfp4_gemv_options;
+#define DG_NVFP4_GEMV_OPTIONS_INIT {sizeof(dg_nvfp4_gemv_options), 0, 0, 0, 0, 0, 0, 0, 0}
+
+/* Batched NVFP4 GEMV. Tensors (sizes as [rows, K-dimension, batch]; strides in elements, read
+ * from the descriptors, so PyTorch's permuted layouts work as they are):
+ *   a   [M, K/2, L]   DG_DTYPE_FLOAT4_E2M1X2 (one byte = two codes, even k in the low nibble)
+ *   sfa [M, K/16, L]  DG_DTYPE_FLOAT8_E4M3
+ *   b   [Np, K/2, L]  DG_DTYPE_FLOAT4_E2M1X2; only row 0 is read (Np >= 1, e.g. 128 of padding)
+ *   sfb [Np', K/16, L] DG_DTYPE_FLOAT8_E4M3; only row 0 is read
+ *   c   [M, 1, L]     DG_DTYPE_FLOAT16, written
+ * Rank 2 ([M, K/2] ... [M, 1]) means L = 1. K must be a multiple of 32; the K dimension of a, sfa,
+ * b and sfb must have stride 1. Loads of a and b are 16 bytes wide when a, b and their row and
+ * batch strides are 16-byte aligned (sfa/sfb then 2-byte aligned), else 8 bytes wide (8-byte
+ * alignment needed). M, L, K may be 0 (nothing to do for M or L = 0; c = 0 for K = 0).
+ * Returns DG_ERROR_INVALID_ARGUMENT naming the argument for a wrong dtype, rank, size or stride,
+ * K not a multiple of 32, or misaligned pointers; DG_ERROR_UNSUPPORTED on a device older than
+ * SM90. `options` may be NULL. */
+DG_API dg_status dg_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                               const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options);
 
 /* ============================================================================================
  * cuBLASLt baseline

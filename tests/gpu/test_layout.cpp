@@ -150,7 +150,7 @@ void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
         }
         const uint32_t have = got[static_cast<size_t>(gi * aligned_mn * cols + p * aligned_mn + i)];
         if (have != want && mismatches++ < 5)
-          FAIL_CHECK("group ", gi, " row ", i, " col ", p, ": got 0x", std::hex, have, " want 0x", want);
+          FAIL_CHECK("group ", gi, " row ", i, " col ", p, ": got ", have, " want ", want);
       }
     }
   }

@@ -1,0 +1,135 @@
+// dg-bench internals shared by main.cpp and the suite files: the run context, device buffers,
+// tensor descriptors, the measurement procedure and the per-case report.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "dg.h"
+#include "json.h"
+#include "numerics.h"
+#include "stats.h"
+
+namespace dgb {
+
+struct Device {
+  int ordinal = 0;
+  std::string name, pci_bus_id;
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  int64_t l2_bytes = 0, total_mem = 0;
+  double max_clock_mhz = 0, mem_clock_mhz = 0;
+  int bus_bits = 0;
+  double peak_bf16 = 0, peak_fp8 = 0;  // TFLOPS at the datasheet clock
+  Json info;                           // everything above plus driver/runtime/NVML, for the JSON
+};
+
+// Owning device allocation.
+struct Buffer {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  Buffer() = default;
+  explicit Buffer(size_t n);  // throws std::runtime_error on failure
+  Buffer(Buffer&& o) noexcept : ptr(o.ptr), bytes(o.bytes) { o.ptr = nullptr, o.bytes = 0; }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  ~Buffer();
+  template <typename T> T* as() const { return static_cast<T*>(ptr); }
+};
+
+struct TensorDeleter {
+  void operator()(dg_tensor* t) const { dg_tensor_destroy(t); }
+};
+using Tensor = std::unique_ptr<dg_tensor, TensorDeleter>;
+// Throws std::runtime_error with dg_last_error() on failure. strides empty = contiguous.
+Tensor make_tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {});
+
+// Throws std::runtime_error naming the call when a CUDA runtime call fails.
+void cuda_check(cudaError_t e, const char* what);
+void gpu_check(int e, const char* what);
+#define DGB_CUDA(call) ::dgb::cuda_check((call), #call)
+#define DGB_GPU(call) ::dgb::gpu_check((call), #call)
+
+// "" for DG_SUCCESS, else "DG_ERROR_X: message".
+std::string dg_error(dg_status s);
+
+struct Context {
+  Options opts;
+  Device dev;
+  cudaStream_t cu_stream = nullptr;
+  dg_stream* stream = nullptr;
+  Buffer flush;            // >= 2x L2, written before every timed repetition
+  Buffer workspace;        // cuBLASLt workspace (dg_cublaslt_workspace_size bytes)
+  std::vector<cudaEvent_t> ev_start, ev_stop;
+  uint64_t seed_counter = 0;
+  uint64_t next_seed() { return opts.seed * 1000003ull + (++seed_counter); }
+};
+
+// One contender's call: enqueue the operation for input set `set` on ctx.stream; "" on success,
+// else an error text. May throw std::runtime_error.
+using Call = std::function<std::string(int set)>;
+
+// Result of one contender on one case.
+struct Result {
+  std::string name;
+  std::string status = "absent";  // ok | absent | unsupported | error | check_failed
+  std::string message;            // why absent / the error / what the check saw
+  double diff = std::numeric_limits<double>::quiet_NaN();
+  double threshold = std::numeric_limits<double>::quiet_NaN();
+  std::string reference;          // what the check compared against
+  Summary us;                     // device time per call, microseconds
+  double flops = 0, bytes = 0;    // per call
+  double peak_tflops = 0;         // device peak for this contender's precision
+  double first_call_ms = std::numeric_limits<double>::quiet_NaN();
+  int64_t jit_compiled = 0, jit_loaded = 0;  // libdg kernels compiled / read from disk by the first call
+  double host_us = std::numeric_limits<double>::quiet_NaN();
+  bool host_valid = false;        // the GPU stayed busy for the whole host-overhead measurement
+  std::string config;             // libdg's DG_PRINT_CONFIGS line for this problem, when it logged one
+  bool timed() const { return status == "ok" || status == "check_failed"; }
+  double tflops() const { return timed() ? flops / (us.median * 1e-6) / 1e12 : std::numeric_limits<double>::quiet_NaN(); }
+  double gbps() const { return timed() ? bytes / (us.median * 1e-6) / 1e9 : std::numeric_limits<double>::quiet_NaN(); }
+};
+
+struct Case {
+  std::string suite;
+  Shape shape;
+  std::string label;             // e.g. "m=128 n=2112 k=7168"
+  std::vector<Result> results;   // results[0] is libdg where the suite has it
+  std::string note;
+};
+
+// The check run: poisons nothing itself (the caller does), calls once with host timing and a sync
+// (the cold first call: JIT compile or disk load included), records first_call_ms / jit counts /
+// config. Returns false (and sets status/message) when the call fails.
+bool first_call(Context& ctx, const Call& call, Result* r);
+// Warm-up, then opts.reps repetitions with the L2 flushed before each, timed with CUDA events;
+// then the host overhead per call. Sets r->us, host_us, status "ok" unless already check_failed.
+void measure(Context& ctx, const Call& call, int nsets, Result* r);
+
+// calc_diff of x against y ([rows, cols], row strides ldx/ldy) on the device; `nonfinite` gets the
+// count of non-finite x elements.
+double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void* y, int yt, int64_t ldy, int64_t rows,
+                   int64_t cols, int64_t* nonfinite);
+
+// Records a check: diff vs threshold, non-finite elements fail it.
+void record_check(Result* r, double diff, int64_t nonfinite, double threshold, const std::string& reference);
+
+// Suites. Each appends its cases to `out` (and prints them as they finish).
+void suite_copy(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::vector<Case>& out);
+void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+
+// Output.
+void install_log_capture();  // routes libdg's log through dg-bench (captures DG_PRINT_CONFIGS lines)
+void print_header();
+void print_case(const Case& c);
+Json case_json(const Case& c);
+void progress(const std::string& suite, size_t index, size_t total, const std::string& label);
+
+}  // namespace dgb

@@ -1,0 +1,207 @@
+// Command-line parsing, suite names and the built-in shape sets of dg-bench (spec §6.2).
+// Header-only and free of CUDA so that tests/unit can check it without a GPU.
+#pragma once
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace dgb {
+
+struct Shape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t g = 1;  // groups (or batches); 1 for dense
+  bool operator==(const Shape& o) const { return m == o.m && n == o.n && k == o.k && g == o.g; }
+};
+
+inline std::string to_string(const Shape& s) {
+  std::string out = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
+  if (s.g != 1) out = "g=" + std::to_string(s.g) + " " + out;
+  return out;
+}
+
+// Suites in the order they run by default.
+inline const std::vector<std::string>& known_suites() {
+  static const std::vector<std::string> names = {"copy", "layout", "dense-bf16", "dense-fp8", "nvfp4-gemv"};
+  return names;
+}
+
+// The seven DeepSeek-V3 projection (N, K) pairs with BF16 D (spec §6.2).
+inline const std::vector<std::pair<int64_t, int64_t>>& deepseek_nk() {
+  static const std::vector<std::pair<int64_t, int64_t>> nk = {
+      {2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168}, {7168, 2048}};
+  return nk;
+}
+
+// Dense forward set: M in {1, 128, 4096} x the seven (N, K) pairs = 21 shapes.
+inline std::vector<Shape> dense_shapes() {
+  std::vector<Shape> out;
+  for (int64_t m : {1, 128, 4096})
+    for (auto nk : deepseek_nk()) out.push_back({m, nk.first, nk.second, 1});
+  return out;
+}
+
+// NVFP4 GEMV (spec nvfp4_gemv.md): (M, K, L) carried as m, k and g (n = 1).
+inline std::vector<Shape> nvfp4_gemv_shapes() {
+  return {{7168, 1, 16384, 1}, {4096, 1, 7168, 8}, {7168, 1, 2048, 4}};
+}
+
+// Layout suite (spec §6.4): SF transposes of [G, MN, ceil(K / 128)]; m = MN, k = K, g = G.
+inline std::vector<Shape> layout_shapes() {
+  std::vector<Shape> out;
+  for (int64_t g : {1, 4})
+    for (int64_t mn : {4096, 4097, 8192})
+      for (int64_t k : {7168, 7296}) out.push_back({mn, 0, k, g});
+  return out;
+}
+
+// Copy suite: bytes per copy carried in m (n = k = 1).
+inline std::vector<Shape> copy_shapes() {
+  return {{int64_t(64) << 20, 1, 1, 1}, {int64_t(256) << 20, 1, 1, 1}, {int64_t(1) << 30, 1, 1, 1}};
+}
+
+inline bool parse_int(const std::string& text, int64_t* value) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') return false;
+  *value = v;
+  return true;
+}
+
+inline std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : text) {
+    if (c == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+// "m,n,k" or "m,n,k,g"; every value >= 0, g >= 1. Returns false with a message.
+inline bool parse_shape(const std::string& text, Shape* shape, std::string* error) {
+  const auto parts = split(text, ',');
+  if (parts.size() != 3 && parts.size() != 4) {
+    *error = "--shape '" + text + "': expected m,n,k or m,n,k,g";
+    return false;
+  }
+  int64_t v[4] = {0, 0, 0, 1};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parse_int(parts[i], &v[i]) || v[i] < 0) {
+      *error = "--shape '" + text + "': '" + parts[i] + "' is not a non-negative integer";
+      return false;
+    }
+  }
+  if (v[3] < 1) {
+    *error = "--shape '" + text + "': g must be >= 1";
+    return false;
+  }
+  *shape = {v[0], v[1], v[2], v[3]};
+  return true;
+}
+
+struct Options {
+  std::vector<std::string> suites;  // empty: every known suite
+  std::vector<Shape> shapes;        // empty: each suite's built-in set
+  int reps = 50;                    // timed repetitions per contender (>= 30 enforced)
+  int warmup = 5;
+  int host_calls = 100;             // back-to-back calls for the host-overhead measurement
+  int device = 0;
+  uint64_t seed = 0x5eed;
+  bool peers = true;                // time cuBLASLt beside libdg
+  bool list = false;
+  bool help = false;
+  std::string json_path, csv_path;
+};
+
+inline const char* usage() {
+  return "usage: dg-bench [--suite NAME[,NAME..]] [--shape m,n,k[,g]]... [--reps N] [--warmup N]\n"
+         "                [--host-calls N] [--device I] [--seed S] [--no-peers] [--json FILE] [--csv FILE]\n"
+         "                [--list] [--help]\n"
+         "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv (default: all)\n"
+         "--shape replaces the built-in shapes of the selected suites (repeatable).\n";
+}
+
+// Parses argv into `opts`; false with a message on a bad argument.
+inline bool parse_args(int argc, const char* const* argv, Options* opts, std::string* error) {
+  auto need = [&](int& i, const std::string& flag, std::string* value) {
+    if (i + 1 >= argc) {
+      *error = flag + ": missing value";
+      return false;
+    }
+    *value = argv[++i];
+    return true;
+  };
+  auto need_int = [&](int& i, const std::string& flag, int64_t lo, int64_t* out) {
+    std::string v;
+    if (!need(i, flag, &v)) return false;
+    if (!parse_int(v, out) || *out < lo) {
+      *error = flag + ": '" + v + "' is not an integer >= " + std::to_string(lo);
+      return false;
+    }
+    return true;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string v;
+    int64_t x = 0;
+    if (arg == "--suite" || arg == "-s") {
+      if (!need(i, arg, &v)) return false;
+      for (const auto& name : split(v, ',')) {
+        bool ok = false;
+        for (const auto& k : known_suites()) ok = ok || k == name;
+        if (!ok) {
+          *error = "--suite: unknown suite '" + name + "' (known: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv)";
+          return false;
+        }
+        bool dup = false;
+        for (const auto& s : opts->suites) dup = dup || s == name;
+        if (!dup) opts->suites.push_back(name);
+      }
+    } else if (arg == "--shape") {
+      if (!need(i, arg, &v)) return false;
+      Shape s;
+      if (!parse_shape(v, &s, error)) return false;
+      opts->shapes.push_back(s);
+    } else if (arg == "--reps") {
+      if (!need_int(i, arg, 30, &x)) return false;
+      opts->reps = static_cast<int>(x);
+    } else if (arg == "--warmup") {
+      if (!need_int(i, arg, 1, &x)) return false;
+      opts->warmup = static_cast<int>(x);
+    } else if (arg == "--host-calls") {
+      if (!need_int(i, arg, 1, &x)) return false;
+      opts->host_calls = static_cast<int>(x);
+    } else if (arg == "--device") {
+      if (!need_int(i, arg, 0, &x)) return false;
+      opts->device = static_cast<int>(x);
+    } else if (arg == "--seed") {
+      if (!need_int(i, arg, 0, &x)) return false;
+      opts->seed = static_cast<uint64_t>(x);
+    } else if (arg == "--no-peers") {
+      opts->peers = false;
+    } else if (arg == "--json") {
+      if (!need(i, arg, &opts->json_path)) return false;
+    } else if (arg == "--csv") {
+      if (!need(i, arg, &opts->csv_path)) return false;
+    } else if (arg == "--list") {
+      opts->list = true;
+    } else if (arg == "--help" || arg == "-h") {
+      opts->help = true;
+    } else {
+      *error = "unknown argument '" + arg + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace dgb

@@ -1,0 +1,139 @@
+"""``dg``: DeepGEMM's kernels through libdg's C ABI (ctypes; no compiled extension).
+
+Tensors are PyTorch tensors or any object with ``__dlpack__`` or ``__cuda_array_interface__``;
+function names and arguments follow DeepGEMM (``dg.fp8_gemm_nt((a, sfa), (b, sfb), d)``,
+``dg.bf16_gemm_nn(a, b, d)``, ``dg.set_num_sms(n)``, ...). Every libdg failure raises a subclass of
+:class:`dg.Error` carrying libdg's message.
+
+The library is found through ``DG_LIBRARY_PATH`` (a file or directory), this package's folder, the
+source tree's ``build/`` directory, then the system loader and pkg-config.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _lib
+from .errors import (
+    CompileError,
+    CudaError,
+    Error,
+    InternalError,
+    InvalidArgument,
+    LibraryNotFoundError,
+    NoDevice,
+    OutOfMemory,
+    Unsupported,
+    exception_for_status,
+)
+
+# Load libdg now so that a missing or incompatible library is reported at import.
+_lib.get()
+
+from ._stream import Stream  # noqa: E402
+from ._tensor import TensorInfo  # noqa: E402
+from .api import (  # noqa: E402
+    LOG_LEVELS,
+    Config,
+    SfLayout,
+    available,
+    bf16_gemm_nn,
+    bf16_gemm_nt,
+    bf16_gemm_tn,
+    bf16_gemm_tt,
+    cublaslt_available,
+    cublaslt_gemm_nn,
+    cublaslt_gemm_nt,
+    cublaslt_gemm_tn,
+    cublaslt_gemm_tt,
+    device_count,
+    fp8_gemm_nn,
+    fp8_gemm_nt,
+    fp8_gemm_tn,
+    fp8_gemm_tt,
+    gemm_prepare,
+    get_device_capability,
+    get_log_level,
+    get_mk_alignment_for_contiguous_layout,
+    get_mn_major_tma_aligned_packed_ue8m0_tensor,
+    get_mn_major_tma_aligned_packed_ue8m0_tensor_layout,
+    get_mn_major_tma_aligned_tensor,
+    get_mn_major_tma_aligned_tensor_layout,
+    get_num_sms,
+    get_tc_util,
+    get_tma_aligned_size,
+    get_transform_sf_layout,
+    jit_stats,
+    library_path,
+    nvfp4_gemv,
+    set_log_callback,
+    set_log_level,
+    set_num_sms,
+    set_tc_util,
+    status_string,
+    transform_sf_into_required_layout,
+    version,
+    version_number,
+)
+
+__all__ = [
+    "__version__",
+    # errors
+    "Error",
+    "InvalidArgument",
+    "Unsupported",
+    "NoDevice",
+    "CudaError",
+    "CompileError",
+    "OutOfMemory",
+    "InternalError",
+    "LibraryNotFoundError",
+    "exception_for_status",
+    # library
+    "version",
+    "version_number",
+    "library_path",
+    "status_string",
+    "available",
+    "set_log_level",
+    "get_log_level",
+    "set_log_callback",
+    "LOG_LEVELS",
+    # configuration, devices, streams
+    "Config",
+    "Stream",
+    "set_num_sms",
+    "get_num_sms",
+    "set_tc_util",
+    "get_tc_util",
+    "device_count",
+    "get_device_capability",
+    "jit_stats",
+    # utilities and layouts
+    "TensorInfo",
+    "SfLayout",
+    "get_tma_aligned_size",
+    "get_mk_alignment_for_contiguous_layout",
+    "get_mn_major_tma_aligned_tensor",
+    "get_mn_major_tma_aligned_tensor_layout",
+    "get_mn_major_tma_aligned_packed_ue8m0_tensor",
+    "get_mn_major_tma_aligned_packed_ue8m0_tensor_layout",
+    "get_transform_sf_layout",
+    "transform_sf_into_required_layout",
+    # kernels
+    "fp8_gemm_nt",
+    "fp8_gemm_nn",
+    "fp8_gemm_tn",
+    "fp8_gemm_tt",
+    "bf16_gemm_nt",
+    "bf16_gemm_nn",
+    "bf16_gemm_tn",
+    "bf16_gemm_tt",
+    "cublaslt_available",
+    "cublaslt_gemm_nt",
+    "cublaslt_gemm_nn",
+    "cublaslt_gemm_tn",
+    "cublaslt_gemm_tt",
+    "nvfp4_gemv",
+    "gemm_prepare",
+]

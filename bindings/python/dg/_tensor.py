@@ -1,0 +1,450 @@
+"""Building ``dg_tensor`` descriptors from Python tensors.
+
+Accepted: PyTorch tensors (read directly: ``data_ptr()``, ``shape``, ``stride()``, ``dtype``, so
+bfloat16 and float8 work), any object with ``__dlpack__`` (the capsule is read in place with
+ctypes and kept alive, never consumed or renamed), and any object with
+``__cuda_array_interface__`` (v2/v3; byte strides converted to elements). Sizes and strides pass
+through unchanged: a transposed view stays a transposed view, and libdg reads major-ness from the
+strides as DeepGEMM does.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+from typing import Any, List, Optional, Sequence, Tuple
+
+from . import _lib
+from .errors import InvalidArgument
+
+# dg.h dtypes
+FLOAT32 = 1
+FLOAT16 = 2
+BFLOAT16 = 3
+FLOAT8_E4M3 = 4
+FLOAT8_E5M2 = 5
+INT32 = 6
+FLOAT4_E2M1X2 = 7
+UE8M0X4 = 8
+UINT8 = 9
+
+DTYPE_NAMES = {
+    FLOAT32: "float32",
+    FLOAT16: "float16",
+    BFLOAT16: "bfloat16",
+    FLOAT8_E4M3: "float8_e4m3",
+    FLOAT8_E5M2: "float8_e5m2",
+    INT32: "int32",
+    FLOAT4_E2M1X2: "float4_e2m1x2",
+    UE8M0X4: "ue8m0x4",
+    UINT8: "uint8",
+}
+DTYPE_SIZES = {FLOAT32: 4, FLOAT16: 2, BFLOAT16: 2, FLOAT8_E4M3: 1, FLOAT8_E5M2: 1, INT32: 4, FLOAT4_E2M1X2: 1, UE8M0X4: 4, UINT8: 1}
+
+# Roles adjust how ambiguous storage dtypes are read.
+ROLE_FP4 = "fp4"  # uint8/int8 bytes are two E2M1 values each
+ROLE_SF = "sf"  # int32 scales are four packed UE8M0 exponents
+
+# Internal dtype keys (before the role is applied): "int8" has no dg dtype of its own.
+_INT8 = "int8"
+
+_TORCH_DTYPES = {
+    "torch.float32": FLOAT32,
+    "torch.float16": FLOAT16,
+    "torch.bfloat16": BFLOAT16,
+    "torch.float8_e4m3fn": FLOAT8_E4M3,
+    "torch.float8_e5m2": FLOAT8_E5M2,
+    "torch.int32": INT32,
+    "torch.uint8": UINT8,
+    "torch.int8": _INT8,
+    "torch.float4_e2m1fn_x2": FLOAT4_E2M1X2,
+}
+
+# dg dtype -> torch dtype attribute name (for allocating outputs)
+TORCH_NAMES = {
+    FLOAT32: "float32",
+    FLOAT16: "float16",
+    BFLOAT16: "bfloat16",
+    FLOAT8_E4M3: "float8_e4m3fn",
+    FLOAT8_E5M2: "float8_e5m2",
+    INT32: "int32",
+    FLOAT4_E2M1X2: "uint8",
+    UE8M0X4: "int32",
+    UINT8: "uint8",
+}
+
+# __cuda_array_interface__ typestr (byte order stripped) -> dtype
+_CAI_DTYPES = {
+    "f4": FLOAT32,
+    "f2": FLOAT16,
+    "i4": INT32,
+    "u1": UINT8,
+    "i1": _INT8,
+}
+
+# DLPack (code, bits, lanes) -> dtype
+kDLCUDA = 2
+kDLCUDAManaged = 13
+_DL_DTYPES = {
+    (2, 32, 1): FLOAT32,  # kDLFloat
+    (2, 16, 1): FLOAT16,
+    (4, 16, 1): BFLOAT16,  # kDLBfloat
+    (10, 8, 1): FLOAT8_E4M3,  # kDLFloat8_e4m3fn
+    (12, 8, 1): FLOAT8_E5M2,  # kDLFloat8_e5m2
+    (0, 32, 1): INT32,  # kDLInt
+    (1, 8, 1): UINT8,  # kDLUInt
+    (0, 8, 1): _INT8,
+    (17, 4, 2): FLOAT4_E2M1X2,  # kDLFloat4_e2m1fn, two per byte
+    (17, 8, 1): FLOAT4_E2M1X2,
+}
+
+
+class TensorInfo:
+    """What a ``dg_tensor`` descriptor needs, plus what keeps the memory alive.
+
+    ``source`` is the Python object the caller passed (a torch tensor when ``is_torch``);
+    ``keepalive`` holds a DLPack capsule until the call that uses the descriptor returns.
+    """
+
+    __slots__ = ("ptr", "dtype", "shape", "strides", "device", "source", "keepalive", "readonly", "is_torch")
+
+    def __init__(
+        self,
+        ptr: int,
+        dtype: int,
+        shape: Sequence[int],
+        strides: Sequence[int],
+        device: Optional[int],
+        source: Any = None,
+        keepalive: Any = None,
+        readonly: bool = False,
+        is_torch: bool = False,
+    ) -> None:
+        self.ptr = int(ptr)
+        self.dtype = dtype
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = tuple(int(s) for s in strides)
+        self.device = device
+        self.source = source
+        self.keepalive = keepalive
+        self.readonly = readonly
+        self.is_torch = is_torch
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def transposed(self) -> "TensorInfo":
+        """The same memory with the last two dimensions swapped (a ``.T`` / ``.mT`` view)."""
+        if self.rank < 2:
+            return self
+        shape = self.shape[:-2] + (self.shape[-1], self.shape[-2])
+        strides = self.strides[:-2] + (self.strides[-1], self.strides[-2])
+        return TensorInfo(self.ptr, self.dtype, shape, strides, self.device, self.source, self.keepalive, self.readonly, self.is_torch)
+
+    def __repr__(self) -> str:
+        return "TensorInfo(ptr=0x%x, dtype=%s, shape=%s, strides=%s, device=%s)" % (
+            self.ptr,
+            DTYPE_NAMES.get(self.dtype, self.dtype),
+            list(self.shape),
+            list(self.strides),
+            self.device,
+        )
+
+
+def contiguous_strides(shape: Sequence[int]) -> Tuple[int, ...]:
+    """Row-major strides (elements) of ``shape``."""
+    strides: List[int] = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(s), 1)
+    return tuple(reversed(strides))
+
+
+def _apply_role(dtype: Any, role: Optional[str], name: str, what: str) -> int:
+    if role == ROLE_FP4 and dtype in (UINT8, _INT8):
+        return FLOAT4_E2M1X2
+    if role == ROLE_SF and dtype == INT32:
+        return UE8M0X4
+    if dtype == _INT8:
+        raise InvalidArgument("%s: int8 is accepted only for packed FP4 operands (got %s)" % (name, what))
+    return dtype
+
+
+def torch_module():
+    """The ``torch`` module if the process has already imported it, else ``None`` (never imports)."""
+    return sys.modules.get("torch")
+
+
+def is_torch_tensor(obj: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _from_torch(t: Any, name: str, role: Optional[str]) -> TensorInfo:
+    key = str(t.dtype)
+    if key not in _TORCH_DTYPES:
+        raise InvalidArgument("%s: dtype %s has no libdg equivalent" % (name, key))
+    if not t.is_cuda:
+        raise InvalidArgument("%s: tensor is on %s; libdg needs CUDA device memory" % (name, t.device))
+    dtype = _apply_role(_TORCH_DTYPES[key], role, name, key)
+    return TensorInfo(t.data_ptr(), dtype, tuple(t.shape), tuple(t.stride()), t.device.index, source=t, is_torch=True)
+
+
+def _from_cai(obj: Any, name: str, role: Optional[str]) -> TensorInfo:
+    cai = obj.__cuda_array_interface__
+    try:
+        version = int(cai.get("version", 0))
+        typestr = cai["typestr"]
+        shape = tuple(int(s) for s in cai["shape"])
+        ptr, ro = cai["data"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidArgument("%s: malformed __cuda_array_interface__ (%s)" % (name, exc)) from None
+    if version < 2:
+        raise InvalidArgument("%s: __cuda_array_interface__ version %d; versions 2 and 3 are supported" % (name, version))
+    if cai.get("mask") is not None:
+        raise InvalidArgument("%s: masked arrays (__cuda_array_interface__ 'mask') are not supported" % name)
+    if typestr[:1] == ">":
+        raise InvalidArgument("%s: big-endian typestr %r is not supported" % (name, typestr))
+    code = typestr.lstrip("<>|=")
+    if code not in _CAI_DTYPES:
+        raise InvalidArgument(
+            "%s: typestr %r has no libdg equivalent (bfloat16 and float8 cannot be named by "
+            "__cuda_array_interface__: pass a torch tensor or a DLPack object)" % (name, typestr)
+        )
+    dtype = _apply_role(_CAI_DTYPES[code], role, name, typestr)
+    itemsize = int(code[1:])
+    byte_strides = cai.get("strides")
+    if byte_strides is None:
+        strides = contiguous_strides(shape)
+    else:
+        strides_list = []
+        for i, bs in enumerate(byte_strides):
+            bs = int(bs)
+            if bs % itemsize != 0:
+                raise InvalidArgument(
+                    "%s: stride %d of dimension %d is %d bytes, not a multiple of the %d-byte element" % (name, bs, i, bs, itemsize)
+                )
+            strides_list.append(bs // itemsize)
+        strides = tuple(strides_list)
+        if len(strides) != len(shape):
+            raise InvalidArgument("%s: %d strides for %d dimensions" % (name, len(strides), len(shape)))
+    return TensorInfo(int(ptr or 0), dtype, shape, strides, None, source=obj, readonly=bool(ro))
+
+
+# --- DLPack ----------------------------------------------------------------------------------
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_int32), ("device_id", c_int32)]
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+DLDeleter = CFUNCTYPE(None, c_void_p)
+
+
+class DLManagedTensor(Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", DLDeleter)]
+
+
+class DLPackVersion(Structure):
+    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
+
+
+class DLManagedTensorVersioned(Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", c_void_p),
+        ("deleter", DLDeleter),
+        ("flags", c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+DLPACK_FLAG_BITMASK_READ_ONLY = 1
+
+_capsule_get_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_get_name.restype = ctypes.c_char_p
+_capsule_get_name.argtypes = [ctypes.py_object]
+_capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_get_pointer.restype = ctypes.c_void_p
+_capsule_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def read_dlpack_capsule(capsule: Any, name: str, role: Optional[str] = None) -> TensorInfo:
+    """Reads a ``dltensor`` / ``dltensor_versioned`` capsule in place (without consuming it).
+
+    The returned info keeps the capsule alive; when it is dropped, the capsule's own destructor
+    calls the producer's deleter (the protocol for a capsule that was not consumed)."""
+    if type(capsule).__name__ != "PyCapsule":
+        raise InvalidArgument("%s: __dlpack__() returned %s, not a capsule" % (name, type(capsule).__name__))
+    cname = _capsule_get_name(capsule)
+    readonly = False
+    if cname == b"dltensor":
+        managed = DLManagedTensor.from_address(_capsule_get_pointer(capsule, cname))
+        t = managed.dl_tensor
+    elif cname == b"dltensor_versioned":
+        managed_v = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, cname))
+        if managed_v.version.major != 1:
+            raise InvalidArgument("%s: DLPack version %d.%d is not supported" % (name, managed_v.version.major, managed_v.version.minor))
+        t = managed_v.dl_tensor
+        readonly = bool(managed_v.flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+    elif cname in (b"used_dltensor", b"used_dltensor_versioned"):
+        raise InvalidArgument("%s: the DLPack capsule was already consumed" % name)
+    else:
+        raise InvalidArgument("%s: capsule named %r is not a DLPack tensor" % (name, cname))
+    dev = t.device.device_type
+    if dev not in (kDLCUDA, kDLCUDAManaged):
+        raise InvalidArgument("%s: DLPack device type %d is not CUDA (kDLCUDA = 2); libdg needs device memory" % (name, dev))
+    key = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    if key not in _DL_DTYPES:
+        raise InvalidArgument("%s: DLPack dtype (code %d, bits %d, lanes %d) has no libdg equivalent" % ((name,) + key))
+    dtype = _apply_role(_DL_DTYPES[key], role, name, "DLPack int8")
+    ndim = int(t.ndim)
+    shape = tuple(t.shape[i] for i in range(ndim))
+    if t.strides:
+        strides = tuple(t.strides[i] for i in range(ndim))
+    else:
+        strides = contiguous_strides(shape)
+    ptr = (t.data or 0) + int(t.byte_offset)
+    return TensorInfo(ptr, dtype, shape, strides, int(t.device.device_id), keepalive=capsule, readonly=readonly)
+
+
+def _dlpack_stream_arg(cu_stream: int) -> int:
+    # DLPack's CUDA convention: 1 = legacy default stream, 2 = per-thread default, else a handle;
+    # 0 is disallowed.
+    return cu_stream if cu_stream else 1
+
+
+def _from_dlpack(obj: Any, name: str, role: Optional[str], cu_stream: Optional[int]) -> TensorInfo:
+    dev_fn = getattr(obj, "__dlpack_device__", None)
+    if dev_fn is not None:
+        dev_type, _dev_id = dev_fn()
+        if int(dev_type) not in (kDLCUDA, kDLCUDAManaged):
+            raise InvalidArgument(
+                "%s: DLPack device type %d is not CUDA (kDLCUDA = 2); libdg needs device memory" % (name, int(dev_type))
+            )
+    if cu_stream is not None:
+        try:
+            capsule = obj.__dlpack__(stream=_dlpack_stream_arg(cu_stream))
+        except TypeError:
+            capsule = obj.__dlpack__()
+    else:
+        capsule = obj.__dlpack__()
+    info = read_dlpack_capsule(capsule, name, role)
+    info.source = obj
+    return info
+
+
+def describe(obj: Any, name: str, role: Optional[str] = None, cu_stream: Optional[int] = None) -> TensorInfo:
+    """Reads ``obj`` (torch tensor, DLPack object, ``__cuda_array_interface__`` object, or a
+    ``TensorInfo``) into a :class:`TensorInfo`; ``name`` is used in error messages."""
+    if isinstance(obj, TensorInfo):
+        return obj
+    if is_torch_tensor(obj):
+        return _from_torch(obj, name, role)
+    if hasattr(obj, "__dlpack__"):
+        return _from_dlpack(obj, name, role, cu_stream)
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _from_cai(obj, name, role)
+    raise InvalidArgument(
+        "%s: expected a CUDA tensor (a torch.Tensor, or an object with __dlpack__ or "
+        "__cuda_array_interface__), got %s" % (name, type(obj).__name__)
+    )
+
+
+class Descriptors:
+    """Creates ``dg_tensor`` handles for one call and destroys them when the block exits.
+
+    >>> with Descriptors() as ds:
+    ...     ha = ds.add(info_a)   # c_void_p, or None for a None info
+    """
+
+    __slots__ = ("_handles", "_lib")
+
+    def __init__(self) -> None:
+        self._handles: List[c_void_p] = []
+        self._lib = _lib.get()
+
+    def add(self, info: Optional[TensorInfo]) -> Optional[c_void_p]:
+        if info is None:
+            return None
+        rank = info.rank
+        sizes = (c_int64 * max(rank, 1))(*info.shape)
+        strides = (c_int64 * max(rank, 1))(*info.strides)
+        handle = c_void_p()
+        status = self._lib.fn("dg_tensor_create")(ctypes.byref(handle), c_void_p(info.ptr or None), info.dtype, rank, sizes, strides)
+        self._lib.check(status, "dg_tensor_create")
+        self._handles.append(handle)
+        return handle
+
+    def __enter__(self) -> "Descriptors":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        destroy = self._lib.fn("dg_tensor_destroy")
+        for h in self._handles:
+            destroy(h)
+        self._handles.clear()
+
+
+def read_descriptor(handle: c_void_p) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:
+    """``dg_tensor_get``: (data, dtype, sizes, strides) of a descriptor, as libdg stored them."""
+    lib = _lib.get()
+    data = c_void_p()
+    dtype = c_int32()
+    rank = c_int32()
+    sizes = (c_int64 * 4)()
+    strides = (c_int64 * 4)()
+    lib.call("dg_tensor_get", handle, ctypes.byref(data), ctypes.byref(dtype), ctypes.byref(rank), sizes, strides)
+    r = rank.value
+    return (data.value or 0, dtype.value, tuple(sizes[:r]), tuple(strides[:r]))
+
+
+def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: Sequence[int], nbytes: int) -> Any:
+    """A torch tensor on ``like``'s device with the given sizes/strides (elements) over a buffer of
+    ``nbytes`` bytes (so padding that libdg may write is inside the allocation)."""
+    torch = torch_module()
+    if torch is None or not like.is_torch:
+        raise InvalidArgument("cannot allocate an output: the input is not a torch tensor; pass out=")
+    tdtype = getattr(torch, TORCH_NAMES[dtype])
+    elem = DTYPE_SIZES[dtype]
+    numel = -(-int(nbytes) // elem)
+    needed = 1 + sum((int(s) - 1) * int(st) for s, st in zip(sizes, strides)) if all(int(s) > 0 for s in sizes) else 0
+    numel = max(numel, needed)
+    device = like.source.device
+    buf = torch.empty(numel, dtype=tdtype, device=device)
+    return buf.as_strided(tuple(int(s) for s in sizes), tuple(int(s) for s in strides))
+
+
+def record_stream(t: Any, device: int, cu_stream: int) -> None:
+    """Tells torch's caching allocator that ``t`` (allocated on torch's current stream) is used on
+    ``cu_stream``, so its memory is not reused before that stream's work completes."""
+    torch = torch_module()
+    if torch is None or not is_torch_tensor(t):
+        return
+    try:
+        if torch.cuda.current_stream(device).cuda_stream != cu_stream:
+            t.record_stream(torch.cuda.ExternalStream(cu_stream, device=device))
+    except Exception:  # pragma: no cover - best effort on exotic torch builds
+        pass

@@ -1,0 +1,491 @@
+"""GPU tests: every exposed kernel against a torch reference (fresh random data, outputs poisoned
+with NaN before each call, transposed views and the alias layouts). Skipped without PyTorch or a
+CUDA device; functions whose C symbol this build of libdg lacks are skipped with the reason."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dg  # noqa: E402
+
+
+def _have_gpu() -> bool:
+    if not torch.cuda.is_available():
+        return False
+    try:
+        return dg.device_count() > 0
+    except dg.Error:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _have_gpu(), reason="needs PyTorch with CUDA and a CUDA device")
+
+LAYOUTS = ("nt", "nn", "tn", "tt")
+
+
+def require(name: str) -> None:
+    if not dg.available().get(name, False):
+        pytest.skip("this build of libdg has no dg_%s" % name)
+
+
+def calc_diff(x, y) -> float:
+    """DeepGEMM's metric: 1 - 2 sum(xy) / sum(x^2 + y^2), in float64."""
+    x, y = x.double(), y.double()
+    denom = (x * x + y * y).sum()
+    if denom == 0:
+        return 0.0
+    return float(1 - 2 * (x * y).sum() / denom)
+
+
+def poisoned(*shape, dtype):
+    t = torch.empty(*shape, dtype=dtype, device="cuda")
+    t.fill_(float("nan"))
+    return t
+
+
+def ceil_div(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def align(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+def given(x_nt, layout_char_is_transposed: bool, contiguous: bool):
+    """An NT-view operand as an alias function takes it: transposed ([K, MN]) when the layout says
+    so, as a contiguous copy (memory MN-major) or as a view of the K-major storage."""
+    if not layout_char_is_transposed:
+        return x_nt
+    return x_nt.T.contiguous() if contiguous else x_nt.T
+
+
+def as_nt(x_given, layout_char_is_transposed: bool):
+    return x_given.T if layout_char_is_transposed else x_given
+
+
+# ---------------------------------------------------------------------------------------------
+# BF16 GEMM and cuBLASLt
+# ---------------------------------------------------------------------------------------------
+
+BF16_SHAPES = [(1, 2112, 7168), (128, 576, 512), (257, 384, 192), (4096, 2048, 1024)]
+
+
+def _run_gemm(kind: str, layout: str, m: int, n: int, k: int, out_dtype, via_nt: bool, threshold: float):
+    torch.manual_seed(m * 7 + n * 3 + k)
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    ref = a.float() @ b.float().T
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    ag = given(a, ta, contiguous=True)
+    bg = given(b, tb, contiguous=True)
+    d = poisoned(m, n, dtype=out_dtype)
+    if via_nt:  # the NT entry with strided (MN-major) views
+        getattr(dg, "%s_gemm_nt" % kind)(as_nt(ag, ta), as_nt(bg, tb), d)
+    else:  # the alias entry with contiguous transposed tensors
+        getattr(dg, "%s_gemm_%s" % (kind, layout))(ag, bg, d)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any(), "output not fully written"
+    diff = calc_diff(d, ref)
+    assert diff < threshold, "%s_gemm_%s m=%d n=%d k=%d diff=%g" % (kind, layout, m, n, k, diff)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", BF16_SHAPES)
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("via_nt", [False, True], ids=["alias", "nt_view"])
+def test_bf16_gemm(layout, m, n, k, out_dtype, via_nt):
+    require("bf16_gemm_%s" % layout)
+    require("bf16_gemm_nt")
+    _run_gemm("bf16", layout, m, n, k, out_dtype, via_nt, 1e-5)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_bf16_gemm_accumulate_alpha_beta(layout):
+    require("bf16_gemm_%s" % layout)
+    m, n, k = 256, 512, 384
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    c = torch.randn(m, n, dtype=torch.float32, device="cuda") * 32
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    # Aliased C and D (DeepGEMM's accumulate test).
+    d = c.clone()
+    try:
+        getattr(dg, "bf16_gemm_%s" % layout)(given(a, ta, True), given(b, tb, True), d, c=d)
+    except dg.Unsupported as e:
+        pytest.skip("accumulation unsupported here: %s" % e)
+    torch.cuda.synchronize()
+    assert calc_diff(d, a.float() @ b.float().T + c) < 1e-5
+    # Separate C, alpha and beta.
+    d = poisoned(m, n, dtype=torch.float32)
+    getattr(dg, "bf16_gemm_%s" % layout)(given(a, ta, True), given(b, tb, True), d, c=c, alpha=0.5, beta=2.0)
+    torch.cuda.synchronize()
+    assert calc_diff(d, 0.5 * (a.float() @ b.float().T) + 2.0 * c) < 1e-5
+
+
+def test_bf16_gemm_k_zero_and_errors():
+    require("bf16_gemm_nt")
+    a = torch.randn(64, 0, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(128, 0, dtype=torch.bfloat16, device="cuda")
+    d = poisoned(64, 128, dtype=torch.bfloat16)
+    dg.bf16_gemm_nt(a, b, d)
+    torch.cuda.synchronize()
+    assert torch.count_nonzero(d) == 0  # K = 0 without C: D = 0
+    a = torch.randn(64, 128, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(128, 128, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(dg.InvalidArgument) as info:
+        dg.bf16_gemm_nt(a, b, torch.empty(64, 128, dtype=torch.float16, device="cuda"))
+    assert "d" in str(info.value)
+    with pytest.raises(dg.InvalidArgument, match="cpu"):
+        dg.bf16_gemm_nt(a.cpu(), b, torch.empty(64, 128, dtype=torch.bfloat16, device="cuda"))
+
+
+def _require_cublaslt(layout):
+    require("cublaslt_gemm_%s" % layout)
+    if not dg.cublaslt_available():
+        pytest.skip("cuBLASLt cannot be loaded")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", BF16_SHAPES[:3])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("via_nt", [False, True], ids=["alias", "nt_view"])
+def test_cublaslt_gemm(layout, m, n, k, out_dtype, via_nt):
+    _require_cublaslt(layout)
+    _require_cublaslt("nt")
+    _run_gemm("cublaslt", layout, m, n, k, out_dtype, via_nt, 1e-5)
+
+
+def test_cublaslt_accumulate_workspace_and_fp8():
+    _require_cublaslt("nt")
+    m, n, k = 256, 512, 1024
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    c = torch.randn(m, n, dtype=torch.float32, device="cuda")
+    d = c.clone()
+    ws = torch.empty(32 << 20, dtype=torch.uint8, device="cuda")
+    dg.cublaslt_gemm_nt(a, b, d, c=d, workspace=ws)
+    torch.cuda.synchronize()
+    assert calc_diff(d, a.float() @ b.float().T + c) < 1e-5
+    d = poisoned(m, n, dtype=torch.float32)
+    dg.cublaslt_gemm_nt(a, b, d, c=c, alpha=2.0, beta=0.5, workspace=False)
+    torch.cuda.synchronize()
+    assert calc_diff(d, 2.0 * (a.float() @ b.float().T) + 0.5 * c) < 1e-5
+    # Raw FP8 (no scales), NT only.
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    d = poisoned(m, n, dtype=torch.bfloat16)
+    dg.cublaslt_gemm_nt(a8, b8, d)
+    torch.cuda.synchronize()
+    assert calc_diff(d, a8.float() @ b8.float().T) < 1e-5
+
+
+# ---------------------------------------------------------------------------------------------
+# FP8 GEMM
+# ---------------------------------------------------------------------------------------------
+
+
+def per_token_cast_to_fp8(x):
+    """DeepGEMM's per-token quantiser: one FP32 scale per (row, 128 K)."""
+    m, k = x.shape
+    pad = align(k, 128) - k
+    xp = torch.nn.functional.pad(x, (0, pad)) if pad else x
+    xv = xp.view(m, -1, 128).float()
+    amax = xv.abs().amax(dim=2).clamp(1e-4)
+    sf = amax / 448.0
+    xq = (xv / sf.unsqueeze(2)).to(torch.float8_e4m3fn).view(m, -1)[:, :k].contiguous()
+    return xq, sf
+
+
+def per_block_cast_to_fp8(x):
+    """DeepGEMM's per-block quantiser: one FP32 scale per 128 x 128 tile."""
+    m, k = x.shape
+    xp = torch.zeros(align(m, 128), align(k, 128), dtype=torch.float32, device=x.device)
+    xp[:m, :k] = x.float()
+    xv = xp.view(xp.size(0) // 128, 128, xp.size(1) // 128, 128)
+    amax = xv.abs().amax(dim=(1, 3), keepdim=True).clamp(1e-4)
+    sf = amax / 448.0
+    xq = (xv / sf).to(torch.float8_e4m3fn).view_as(xp)[:m, :k].contiguous()
+    return xq, sf.view(xv.size(0), xv.size(2))
+
+
+FP8_SHAPES = [(1, 2112, 7168), (128, 576, 7168), (300, 4096, 1536), (4096, 2112, 512)]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("m,n,k", FP8_SHAPES)
+@pytest.mark.parametrize("pretransformed", [False, True], ids=["row_major_sfa", "mn_major_sfa"])
+def test_fp8_gemm_1d2d(layout, m, n, k, pretransformed):
+    """BF16 out, per-token A scales, per-block B scales. SM90 FP8 reads K-major operands only, so
+    the alias layouts get transposed views of K-major storage, scales transposed with them."""
+    require("fp8_gemm_%s" % layout)
+    torch.manual_seed(m + n + k)
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    ref = a.float() @ b.float().T
+    a8, sfa = per_token_cast_to_fp8(a)
+    b8, sfb = per_block_cast_to_fp8(b)
+    if pretransformed:
+        sfa = dg.get_mn_major_tma_aligned_tensor(sfa)
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    ag, sfag = (a8.T, sfa.T) if ta else (a8, sfa)
+    bg, sfbg = (b8.T, sfb.T) if tb else (b8, sfb)
+    sfa_before = sfa.clone()
+    d = poisoned(m, n, dtype=torch.bfloat16)
+    getattr(dg, "fp8_gemm_%s" % layout)((ag, sfag), (bg, sfbg), d)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    diff = calc_diff(d, ref)
+    assert diff < 1e-3, "fp8_gemm_%s m=%d n=%d k=%d diff=%g" % (layout, m, n, k, diff)
+    assert torch.equal(sfa, sfa_before)  # the caller's scales are never modified
+
+
+@pytest.mark.parametrize("m,n,k", [(256, 512, 1024), (4096, 2112, 7168)])
+def test_fp8_gemm_1d1d_accumulate(m, n, k):
+    """FP32 out with C (aliased), per-token scales on both sides (recipe (1, 1, 128))."""
+    require("fp8_gemm_nt")
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    c = torch.randn(m, n, dtype=torch.float32, device="cuda") * 32
+    a8, sfa = per_token_cast_to_fp8(a)
+    b8, sfb = per_token_cast_to_fp8(b)
+    d = c.clone()
+    try:
+        dg.fp8_gemm_nt((a8, sfa), (b8, sfb), d, c=d, recipe=(1, 1, 128))
+    except dg.Unsupported as e:
+        pytest.skip("1D1D unsupported here: %s" % e)
+    torch.cuda.synchronize()
+    assert calc_diff(d, a.float() @ b.float().T + c) < 1e-3
+
+
+def test_fp8_gemm_errors():
+    require("fp8_gemm_nt")
+    a = torch.randn(128, 256, dtype=torch.bfloat16, device="cuda")
+    b8, sfb = per_block_cast_to_fp8(torch.randn(256, 256, device="cuda"))
+    a8, sfa = per_token_cast_to_fp8(a)
+    d = torch.empty(128, 256, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(dg.InvalidArgument) as info:
+        dg.fp8_gemm_nt((a, sfa), (b8, sfb), d)  # A is BF16
+    assert "a" in str(info.value)
+    with pytest.raises(dg.InvalidArgument):
+        dg.fp8_gemm_nt((a8, sfa[:, :1]), (b8, sfb), d)  # SFA of the wrong shape
+    with pytest.raises(dg.InvalidArgument, match="pair"):
+        dg.fp8_gemm_nt(a8, (b8, sfb), d)
+
+
+# ---------------------------------------------------------------------------------------------
+# NVFP4 GEMV
+# ---------------------------------------------------------------------------------------------
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def decode_e2m1(x):
+    """[R, K/2, L] bytes -> [R, K, L] float32 (even k in the low nibble)."""
+    lut = torch.tensor(E2M1, dtype=torch.float32, device=x.device)
+    xi = x.to(torch.int64)
+    lo, hi = lut[xi & 0xF], lut[(xi >> 4) & 0xF]
+    r, kh, l = x.shape
+    return torch.stack([lo, hi], dim=2).reshape(r, 2 * kh, l)
+
+
+def gemv_inputs(m: int, k: int, l: int, np_: int = 128, byte_dtype=torch.uint8):
+    """Tensors laid out as in the seed: permuted from [L, rows, K/x] storage."""
+    a = torch.randint(0, 256, (l, m, k // 2), dtype=torch.uint8, device="cuda").view(byte_dtype).permute(1, 2, 0)
+    b = torch.randint(0, 256, (l, np_, k // 2), dtype=torch.uint8, device="cuda").view(byte_dtype).permute(1, 2, 0)
+    sfa = (torch.rand(l, m, k // 16, device="cuda") * 1.75 + 0.25).to(torch.float8_e4m3fn).permute(1, 2, 0)
+    sfb = (torch.rand(l, np_, k // 16, device="cuda") * 1.75 + 0.25).to(torch.float8_e4m3fn).permute(1, 2, 0)
+    c = torch.empty(l, m, 1, dtype=torch.float16, device="cuda").permute(1, 2, 0)
+    c.fill_(float("nan"))
+    return a, sfa, b, sfb, c
+
+
+def gemv_reference(a, sfa, b, sfb):
+    av = decode_e2m1(a.view(torch.uint8)) * sfa.float().repeat_interleave(16, dim=1)
+    bv = decode_e2m1(b[:1].view(torch.uint8)) * sfb[:1].float().repeat_interleave(16, dim=1)
+    return (av * bv).sum(dim=1, keepdim=True)  # [M, 1, L]
+
+
+@pytest.mark.parametrize(
+    "m,k,l", [(128, 256, 1), (256, 512, 2), (2432, 4608, 2), (7168, 2048, 4), (4096, 7168, 8), (7168, 16384, 1)]
+)
+@pytest.mark.parametrize("byte_dtype", [torch.uint8, torch.int8], ids=["uint8", "int8"])
+def test_nvfp4_gemv(m, k, l, byte_dtype):
+    require("nvfp4_gemv")
+    torch.manual_seed(m + k + l)
+    a, sfa, b, sfb, c = gemv_inputs(m, k, l, byte_dtype=byte_dtype)
+    dg.nvfp4_gemv(a, sfa, b, sfb, c)
+    torch.cuda.synchronize()
+    ref = gemv_reference(a, sfa, b, sfb)
+    assert not torch.isnan(c).any()
+    torch.testing.assert_close(c.float(), ref, rtol=1e-3, atol=1e-3)
+
+
+def test_nvfp4_gemv_rank2_options_and_errors():
+    require("nvfp4_gemv")
+    m, k = 512, 1024
+    a, sfa, b, sfb, c = gemv_inputs(m, k, 1)
+    a2, sfa2, b2, sfb2, c2 = a[..., 0], sfa[..., 0], b[..., 0], sfb[..., 0], c[..., 0]
+    dg.nvfp4_gemv(a2, sfa2, b2, sfb2, c2)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c2.float(), gemv_reference(a, sfa, b, sfb)[..., 0], rtol=1e-3, atol=1e-3)
+    c.fill_(float("nan"))
+    dg.nvfp4_gemv(a, sfa, b, sfb, c, options={"vector_bytes": 8})
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c.float(), gemv_reference(a, sfa, b, sfb), rtol=1e-3, atol=1e-3)
+    with pytest.raises(dg.InvalidArgument, match="unknown field"):
+        dg.nvfp4_gemv(a, sfa, b, sfb, c, options={"speed": 11})
+    a_bad, sfa_bad, b_bad, sfb_bad, c_bad = gemv_inputs(128, 48, 1)  # K not a multiple of 32
+    with pytest.raises(dg.InvalidArgument, match="32"):
+        dg.nvfp4_gemv(a_bad, sfa_bad, b_bad, sfb_bad, c_bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scaling-factor layouts
+# ---------------------------------------------------------------------------------------------
+
+
+def ref_pack_ue8m0(sf):
+    """[.., MN, SF_K] FP32 powers of two -> int32 [.., MN, ceil(SF_K / 4)], little-endian bytes."""
+    e = (sf.contiguous().view(torch.int32) >> 23) & 0xFF
+    pad = (-sf.size(-1)) % 4
+    e = torch.nn.functional.pad(e, (0, pad)).to(torch.int64)
+    e = e.view(*e.shape[:-1], -1, 4)
+    w = e[..., 0] | (e[..., 1] << 8) | (e[..., 2] << 16) | (e[..., 3] << 24)
+    w = torch.where(w >= 2**31, w - 2**32, w)
+    return w.to(torch.int32)
+
+
+@pytest.mark.parametrize("mn,k", [(4096, 128), (4097, 7168), (8192, 7296)])
+@pytest.mark.parametrize("groups", [None, 2])
+def test_mn_major_tma_aligned_tensor(mn, k, groups):
+    sf_k = ceil_div(k, 128)
+    shape = (mn, sf_k) if groups is None else (groups, mn, sf_k)
+    sf = torch.randn(*shape, device="cuda")
+    out = dg.get_mn_major_tma_aligned_tensor(sf)
+    torch.cuda.synchronize()
+    am = align(mn, 4)
+    assert torch.equal(out, sf)
+    assert out.stride()[-2:] == (1, am)
+    if groups:
+        assert out.stride(0) == am * sf_k
+    assert dg.get_mn_major_tma_aligned_tensor(out) is out  # already in layout: no copy
+    # A transposed input (MN-major storage, unaligned) goes through the same function.
+    src = sf.transpose(-1, -2).contiguous().transpose(-1, -2)
+    assert torch.equal(dg.get_mn_major_tma_aligned_tensor(src), sf)
+
+
+@pytest.mark.parametrize("mn,k", [(4096, 128), (4097, 7168), (8192, 7296)])
+@pytest.mark.parametrize("groups", [None, 4])
+def test_packed_ue8m0(mn, k, groups):
+    sf_k = ceil_div(k, 128)
+    shape = (mn, sf_k) if groups is None else (groups, mn, sf_k)
+    sf = torch.pow(2.0, torch.randint(-30, 30, shape, device="cuda").float())
+    out = dg.get_mn_major_tma_aligned_packed_ue8m0_tensor(sf)
+    torch.cuda.synchronize()
+    ref = ref_pack_ue8m0(sf)
+    assert out.dtype == torch.int32
+    assert out.shape == ref.shape
+    assert torch.equal(out, ref)
+    assert out.stride()[-2:] == (1, align(mn, 4))
+
+
+def test_transform_sf_into_required_layout_sm90():
+    if dg.get_device_capability(torch.cuda.current_device())[0] != 9:
+        pytest.skip("SM90 layouts")
+    m, n, k = 300, 512, 1024
+    sfa = torch.rand(m, k // 128, device="cuda")
+    out = dg.transform_sf_into_required_layout(sfa, m, k, (1, 128, 128), is_sfa=True)
+    assert torch.equal(out, sfa) and out.stride() == (1, align(m, 4))
+    sfb = torch.rand(n // 128, k // 128, device="cuda")
+    assert dg.transform_sf_into_required_layout(sfb, n, k, (1, 128, 128), is_sfa=False) is sfb
+    with pytest.raises(dg.InvalidArgument):
+        dg.transform_sf_into_required_layout(sfa[:, :1], m, k, (1, 128, 128), is_sfa=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensor protocols and streams on a real device
+# ---------------------------------------------------------------------------------------------
+
+
+class DLPackOnly:
+    """Exposes a torch tensor only through DLPack."""
+
+    def __init__(self, t):
+        self.t = t
+        self.streams = []
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return self.t.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+class CAIOnly:
+    """Exposes a torch tensor only through __cuda_array_interface__."""
+
+    def __init__(self, t):
+        self.t = t
+        self.__cuda_array_interface__ = t.__cuda_array_interface__
+
+
+@pytest.mark.parametrize("wrap", [DLPackOnly, CAIOnly], ids=["dlpack", "cai"])
+def test_non_torch_tensors(wrap):
+    mn, sf_k = 1000, 7
+    sf = torch.randn(mn, sf_k, device="cuda")
+    lay = dg.get_mn_major_tma_aligned_tensor_layout(sf.shape)
+    buf = torch.full((lay.nbytes // 4,), float("nan"), device="cuda")
+    out = buf.as_strided(lay.sizes, lay.strides)
+    res = dg.get_mn_major_tma_aligned_tensor(wrap(sf), out=wrap(out))
+    torch.cuda.synchronize()
+    assert isinstance(res, wrap)
+    assert torch.equal(out, sf)
+    with pytest.raises(dg.InvalidArgument, match="out="):
+        dg.transform_sf_into_required_layout(wrap(sf), mn, 128 * sf_k, (1, 128, 128), is_sfa=True)
+
+
+def test_dlpack_gets_the_consumer_stream():
+    s = torch.cuda.Stream()
+    sf = DLPackOnly(torch.randn(512, 4, device="cuda"))
+    out = torch.empty_strided((512, 4), (1, 512), device="cuda")
+    torch.cuda.synchronize()
+    dg.get_mn_major_tma_aligned_tensor(sf, out=DLPackOnly(out), stream=s)
+    s.synchronize()
+    assert sf.streams == [s.cuda_stream]
+    assert torch.equal(out, sf.t)
+
+
+def test_streams():
+    sf = torch.randn(2048, 8, device="cuda")
+    s = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    out = dg.get_mn_major_tma_aligned_tensor(sf, stream=s)  # a torch stream
+    s.synchronize()
+    assert torch.equal(out, sf)
+    with torch.cuda.stream(s):  # torch's current stream by default
+        out = dg.get_mn_major_tma_aligned_tensor(sf)
+    s.synchronize()
+    assert torch.equal(out, sf)
+    out = dg.get_mn_major_tma_aligned_tensor(sf, stream=s.cuda_stream)  # a raw handle
+    s.synchronize()
+    assert torch.equal(out, sf)
+    with dg.Stream(sf.device.index, s, config=dg.Config(num_sms=8)) as ds:
+        assert ds.cu_stream == s.cuda_stream and ds.device == sf.device.index
+        out = dg.get_mn_major_tma_aligned_tensor(sf, stream=ds)
+        ds.synchronize()
+    assert torch.equal(out, sf)
+    with dg.Stream(sf.device.index, create=True) as owned:
+        torch.cuda.synchronize()
+        out = dg.get_mn_major_tma_aligned_tensor(sf, stream=owned)
+        owned.synchronize()
+    assert torch.equal(out, sf)
+
+
+def test_device_queries():
+    assert dg.device_count() == torch.cuda.device_count()
+    cap = dg.get_device_capability(0)
+    assert cap == torch.cuda.get_device_capability(0)
+    dg.set_num_sms(0)
+    assert dg.get_num_sms() == torch.cuda.get_device_properties(0).multi_processor_count
+    stats = dg.jit_stats()
+    assert set(stats) == {"compiled", "loaded_from_disk", "memory_hits"}

@@ -1,0 +1,188 @@
+"""Library discovery, loading, version, and the symbols this build exports."""
+
+import os
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import dg
+from dg import _lib
+
+
+def test_loaded_library_is_a_file_or_soname():
+    path = dg.library_path()
+    assert path
+    assert os.path.isfile(path) or path.startswith("libdg.so")
+
+
+def test_version_strings_agree():
+    v = dg.version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", v), v
+    major, minor, patch = (int(x) for x in v.split("."))
+    assert dg.version_number() == major * 10000 + minor * 100 + patch
+    assert major == _lib.ABI_MAJOR
+    assert re.fullmatch(r"\d+\.\d+\.\d+", dg.__version__)
+
+
+def test_discovery_error_lists_every_path_tried(tmp_path):
+    missing = str(tmp_path / "nowhere" / "libdg.so")
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = os.pathsep.join([missing, str(empty_dir)])
+    with pytest.raises(dg.LibraryNotFoundError) as info:
+        _lib.load_library(env_value=env, package_dir=str(pkg), repo_root=str(repo), system=False)
+    err = info.value
+    assert isinstance(err, ImportError)
+    text = str(err)
+    # Every place, in order, with its reason.
+    paths = [p for p, _ in err.tried]
+    assert paths[0] == missing
+    assert str(empty_dir) in paths[1]
+    assert str(pkg) in paths[2]
+    assert str(repo / "build") in paths[3]
+    for p, why in err.tried:
+        assert p in text and why in text
+    assert "no such file or directory" in text
+    assert "DG_LIBRARY_PATH" in text
+
+
+def test_discovery_reports_why_a_file_failed_to_load(tmp_path):
+    bogus = tmp_path / "libdg.so"
+    bogus.write_bytes(b"this is not an ELF file")
+    with pytest.raises(dg.LibraryNotFoundError) as info:
+        _lib.load_library(env_value=str(tmp_path), package_dir=None, repo_root=None, system=False)
+    (path, why), = info.value.tried
+    assert path == str(bogus)
+    assert why  # the loader's own words (e.g. "invalid ELF header" / "file too short")
+    assert str(bogus) in str(info.value)
+
+
+def test_a_library_that_is_not_libdg_is_refused():
+    lib, why = _lib._try_load("libm.so.6")
+    assert lib is None
+    assert "not libdg" in why
+
+
+def test_discovery_system_loader_is_tried(tmp_path):
+    try:
+        _lib.load_library(env_value=None, package_dir=None, repo_root=None, system=True)
+    except dg.LibraryNotFoundError as err:
+        text = str(err)
+        assert "find_library('dg')" in text
+        assert "libdg.so.%d" % _lib.ABI_MAJOR in text
+        assert "pkg-config" in text
+    else:
+        pytest.skip("libdg is installed system-wide")
+
+
+def test_discovery_finds_the_library_in_a_directory_and_as_a_file():
+    real = dg.library_path()
+    if not os.path.isfile(real):
+        pytest.skip("libdg was loaded by soname, not from a file")
+    lib, path = _lib.load_library(env_value=os.path.dirname(real), package_dir=None, repo_root=None, system=False)
+    assert os.path.dirname(path) == os.path.dirname(real)
+    lib, path = _lib.load_library(env_value=real, package_dir=None, repo_root=None, system=False)
+    assert path == real
+
+
+def test_discovery_falls_through_with_a_warning_when_dg_library_path_is_wrong(tmp_path):
+    real = dg.library_path()
+    if not os.path.isfile(real):
+        pytest.skip("libdg was loaded by soname, not from a file")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lib, path = _lib.load_library(
+            env_value=str(tmp_path / "missing.so"), package_dir=os.path.dirname(real), repo_root=None, system=False
+        )
+    assert os.path.dirname(path) == os.path.dirname(real)
+    assert any("DG_LIBRARY_PATH" in str(w.message) for w in caught)
+
+
+def test_import_pulls_in_no_third_party_module():
+    code = (
+        "import sys, dg; "
+        "bad = [m for m in ('torch', 'numpy', 'cupy') if m in sys.modules]; "
+        "print(dg.version()); sys.exit(1 if bad else 0)"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(dg.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
+    if os.path.isfile(dg.library_path()):
+        env["DG_LIBRARY_PATH"] = dg.library_path()
+    r = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().strip() == dg.version()
+
+
+def test_missing_symbol_raises_unsupported(monkeypatch):
+    lib = _lib.get()
+    monkeypatch.setitem(lib.functions, "dg_fp8_gemm_nt", None)
+    with pytest.raises(dg.Unsupported, match=r"libdg.so has no dg_fp8_gemm_nt"):
+        dg.fp8_gemm_nt((object(), object()), (object(), object()), object())
+    monkeypatch.setitem(lib.functions, "dg_bf16_gemm_tt", None)
+    with pytest.raises(dg.Unsupported, match=r"libdg.so has no dg_bf16_gemm_tt"):
+        dg.bf16_gemm_tt(object(), object(), object())
+    monkeypatch.setitem(lib.functions, "dg_nvfp4_gemv", None)
+    with pytest.raises(dg.Unsupported, match=r"libdg.so has no dg_nvfp4_gemv"):
+        dg.nvfp4_gemv(object(), object(), object(), object(), object())
+
+
+def test_every_bound_prototype_that_exists_has_types():
+    lib = _lib.get()
+    for name, f in lib.functions.items():
+        if f is None:
+            continue
+        restype, argtypes = _lib.PROTOTYPES[name]
+        assert f.argtypes == argtypes, name
+    for name in _lib.REQUIRED:
+        assert lib.has(name)
+
+
+def test_available_reports_kernel_symbols():
+    av = dg.available()
+    assert set(av) >= {"bf16_gemm_nt", "fp8_gemm_nt", "nvfp4_gemv", "cublaslt_gemm_nt"}
+    assert all(isinstance(v, bool) for v in av.values())
+
+
+def _header():
+    root = _lib._source_tree_root()
+    if root is None:
+        pytest.skip("not running from the source tree (no include/dg.h)")
+    with open(os.path.join(root, "include", "dg.h")) as f:
+        return f.read()
+
+
+def test_every_function_of_dg_h_is_bound_with_its_arity():
+    text = _header()
+    decls = re.findall(r"DG_API\s+[^;]*?\b(dg_\w+)\s*\(([^)]*)\)\s*;", text, re.S)
+    assert decls
+    for name, args in decls:
+        assert name in _lib.PROTOTYPES, "%s is declared in dg.h but not bound" % name
+        arity = 0 if args.strip() in ("", "void") else len(args.split(","))
+        assert arity == len(_lib.PROTOTYPES[name][1]), name
+    declared = {n for n, _ in decls}
+    assert set(_lib.PROTOTYPES) <= declared, set(_lib.PROTOTYPES) - declared
+
+
+@pytest.mark.parametrize(
+    "c_name,struct",
+    [
+        ("dg_sf_recipe", _lib.SfRecipe),
+        ("dg_gemm_options", _lib.GemmOptions),
+        ("dg_nvfp4_gemv_options", _lib.NvFp4GemvOptions),
+        ("dg_cublaslt_options", _lib.CublasltOptions),
+    ],
+)
+def test_structs_match_dg_h(c_name, struct):
+    text = _header()
+    m = re.search(r"typedef struct %s \{(.*?)\} %s;" % (c_name, c_name), text, re.S)
+    assert m, c_name
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    fields = re.findall(r"(\w+)\s*;", body)
+    assert fields == [f[0] for f in struct._fields_], c_name

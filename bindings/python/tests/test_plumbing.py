@@ -1,0 +1,185 @@
+"""What the kernel wrappers hand to libdg, checked without a GPU: the C entry point is replaced by
+a recorder that reads the descriptors back through dg_tensor_get, and the stream by a NULL handle
+(scale-layout queries then answer for SM90 through the recipe's arch_major)."""
+
+import ctypes
+
+import pytest
+
+import dg
+from dg import _lib, _tensor as T, api
+from fakes import FakeCAI
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        stream, rest, opts = args[0], args[1:-1], args[-1]
+        descs = [T.read_descriptor(h) if h is not None else None for h in rest]
+        self.calls.append((stream, descs, opts._obj if opts is not None else None))
+        return 0
+
+
+@pytest.fixture
+def hooked(monkeypatch):
+    rec = Recorder()
+    lib = _lib.get()
+    for name in list(lib.functions):
+        if name.startswith(("dg_fp8_gemm_", "dg_bf16_gemm_", "dg_nvfp4_gemv", "dg_cublaslt_gemm_")):
+            monkeypatch.setitem(lib.functions, name, rec)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    orig = api._sf_recipe
+    monkeypatch.setattr(api, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
+    return rec
+
+
+def sm90_sfa(m, sf_k, ptr):
+    """Per-token scales already MN-major and TMA-aligned."""
+    return FakeCAI((m, sf_k), "<f4", strides=(1, (m + 3) // 4 * 4), ptr=ptr)
+
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
+def test_fp8_operands_and_scales_travel_together(hooked, layout):
+    m, n, k = 300, 256, 512
+    sf_k = k // 128
+    am = (m + 3) // 4 * 4
+    a_nt = FakeCAI((m, k), "|u1", ptr=0x1000)  # shape/strides only matter here
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    a = FakeCAI((k, m), "|u1", strides=(1, k), ptr=0x1000) if ta else a_nt
+    sfa = FakeCAI((sf_k, m), "<f4", strides=(am, 1), ptr=0x2000) if ta else sm90_sfa(m, sf_k, 0x2000)
+    b = FakeCAI((k, n), "|u1", strides=(1, k), ptr=0x3000) if tb else FakeCAI((n, k), "|u1", ptr=0x3000)
+    sfb = FakeCAI((sf_k, n // 128), "<f4", strides=(1, sf_k), ptr=0x4000) if tb else FakeCAI((n // 128, sf_k), "<f4", ptr=0x4000)
+    d = FakeCAI((m, n), "<f2", ptr=0x5000)
+    getattr(dg, "fp8_gemm_" + layout)((a, sfa), (b, sfb), d, alpha=1.0, beta=0.0)
+    (stream, descs, opts), = hooked.calls
+    da, dsfa, db, dsfb, dd, dc = descs
+    assert dc is None
+    # Pointers and views go through untouched (the scales needed no copy).
+    assert [x[0] for x in (da, dsfa, db, dsfb, dd)] == [0x1000, 0x2000, 0x3000, 0x4000, 0x5000]
+    assert dsfa[1] == T.FLOAT32 and da[1] == T.UINT8
+    assert dsfa[2] == ((sf_k, m) if ta else (m, sf_k))
+    assert dsfb[2] == ((sf_k, n // 128) if tb else (n // 128, sf_k))
+    assert (opts.alpha, opts.beta) == (1.0, 0.0)
+    assert opts.struct_size == ctypes.sizeof(type(opts))
+
+
+def test_fp8_non_torch_scales_needing_a_copy_are_refused(hooked):
+    m, n, k = 256, 256, 512
+    sfa_row_major = FakeCAI((m, k // 128), "<f4")
+    with pytest.raises(dg.InvalidArgument, match="sfa: needs a layout transform.*pass out="):
+        dg.fp8_gemm_nt((FakeCAI((m, k), "|u1"), sfa_row_major), (FakeCAI((n, k), "|u1"), FakeCAI((2, 4), "<f4")), FakeCAI((m, n), "<f2"))
+    assert hooked.calls == []
+
+
+def test_fp8_default_recipe_is_read_from_sfb():
+    n = 512
+    per_block = T.TensorInfo(0, T.FLOAT32, (4, 8), (8, 1), None)
+    per_token = T.TensorInfo(0, T.FLOAT32, (n, 8), (1, n), None)
+    packed = T.TensorInfo(0, T.UE8M0X4, (n, 2), (1, n), None)
+    assert api._default_recipe(per_block, n, False) == (1, 128, 128)
+    assert api._default_recipe(per_token, n, False) == (1, 1, 128)
+    assert api._default_recipe(per_token.transposed(), n, True) == (1, 1, 128)
+    assert api._default_recipe(packed, n, False) == (1, 1, 128)
+
+
+@pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
+def test_bf16_and_cublaslt_pass_views_and_scalars(hooked, layout):
+    a = FakeCAI((64, 32), "<f4", strides=(1, 64), ptr=0x100)
+    b = FakeCAI((48, 32), "<f4", ptr=0x200)
+    d = FakeCAI((64, 48), "<f4", ptr=0x300)
+    c = FakeCAI((64, 48), "<f4", ptr=0x400)
+    getattr(dg, "bf16_gemm_" + layout)(a, b, d, c=c, alpha=0.5, beta=2.0)
+    getattr(dg, "cublaslt_gemm_" + layout)(a, b, d, alpha=3.0, beta=0.25, workspace=False)
+    (_, d1, o1), (_, d2, o2) = hooked.calls
+    assert d1[0] == (0x100, T.FLOAT32, (64, 32), (1, 64))
+    assert d1[3][0] == 0x400 and d2[3] is None
+    assert (o1.alpha, o1.beta) == (0.5, 2.0)
+    assert (o2.alpha, o2.beta, o2.workspace, o2.workspace_size) == (3.0, 0.25, None, 0)
+
+
+def test_read_only_output_is_refused(hooked):
+    a = FakeCAI((64, 32), "<f4")
+    with pytest.raises(dg.InvalidArgument, match="d: the tensor is read-only"):
+        dg.bf16_gemm_nt(a, a, FakeCAI((64, 64), "<f4", readonly=True))
+    assert hooked.calls == []
+
+
+def test_nvfp4_roles_and_options(hooked):
+    m, k, l = 128, 256, 2
+    a = FakeCAI((m, k // 2, l), "|i1", strides=(k // 2, 1, m * k // 2))
+    b = FakeCAI((128, k // 2, l), "|u1", strides=(k // 2, 1, 128 * k // 2))
+    sfa = FakeCAI((m, k // 16, l), "|u1")  # CAI cannot name float8: a torch tensor would say e4m3
+    c = FakeCAI((m, 1, l), "<f2", strides=(1, 1, m))
+    dg.nvfp4_gemv(a, sfa, b, sfa, c, options={"vector_bytes": 8, "prefetch": 1})
+    (_, descs, opts), = hooked.calls
+    assert descs[0][1] == T.FLOAT4_E2M1X2 and descs[2][1] == T.FLOAT4_E2M1X2
+    assert descs[0][3] == (k // 2, 1, m * k // 2)
+    assert (opts.vector_bytes, opts.prefetch, opts.threads_per_row) == (8, 1, 0)
+    dg.nvfp4_gemv(a, sfa, b, sfa, c)
+    assert hooked.calls[-1][2] is None
+    with pytest.raises(dg.InvalidArgument, match="unknown field"):
+        dg.nvfp4_gemv(a, sfa, b, sfa, c, options={"speed": 3})
+
+
+def test_mixed_devices_are_refused(hooked):
+    from fakes import FakeDLPack
+
+    a = FakeDLPack((64, 32), 4, 16, device_id=0)
+    b = FakeDLPack((64, 32), 4, 16, device_id=1)
+    with pytest.raises(dg.InvalidArgument, match="cuda:"):
+        dg.bf16_gemm_nt(a, b, FakeDLPack((64, 64), 4, 16, device_id=0))
+
+
+def test_gemm_options_struct_matches_the_header_defaults():
+    o = _lib.GemmOptions()
+    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0}
+    assert ctypes.sizeof(o) == 8 + 11 * 4 + 4  # size_t + 11 int32/float fields, padded to 8
+    assert (o.recipe, o.alpha, o.beta, o.disable_ue8m0_cast, o.multicast_a, o.num_sms) == (0, 1.0, 1.0, 0, -1, 0)
+    assert o.struct_size == ctypes.sizeof(o)
+
+
+def test_fp8_recipe_codes_and_tuning_options(hooked):
+    m, n, k = 256, 256, 512
+    a = FakeCAI((m, k), "|u1")
+    sfa = sm90_sfa(m, k // 128, 0x10)
+    d = FakeCAI((m, n), "<f4")
+    # Per-token SFB (MN-major aligned): default recipe is read as 1D1D.
+    sfb_tok = FakeCAI((n, k // 128), "<f4", strides=(1, n))
+    dg.fp8_gemm_nt((a, sfa), (FakeCAI((n, k), "|u1"), sfb_tok), d, c=d, options={"block_m": 128, "cluster": 2})
+    opts = hooked.calls[-1][2]
+    assert opts.recipe == _lib.FP8_RECIPE_1D1D
+    assert (opts.block_m, opts.cluster, opts.multicast_a, opts.block_n) == (128, 2, -1, 0)
+    # Per-block SFB: 1D2D; an explicit recipe wins.
+    sfb_blk = FakeCAI((n // 128, k // 128), "<f4")
+    dg.fp8_gemm_nt((a, sfa), (FakeCAI((n, k), "|u1"), sfb_blk), d)
+    assert hooked.calls[-1][2].recipe == _lib.FP8_RECIPE_1D2D
+    with pytest.raises(dg.Unsupported, match="recipe"):
+        dg.fp8_gemm_nt((a, sfa), (FakeCAI((n, k), "|u1"), sfb_blk), d, recipe=(1, 32, 32))
+    with pytest.raises(dg.InvalidArgument, match="unknown field"):
+        dg.fp8_gemm_nt((a, sfa), (FakeCAI((n, k), "|u1"), sfb_blk), d, options={"warp_speed": 9})
+
+
+def test_bf16_tuning_options(hooked):
+    a = FakeCAI((64, 32), "<f4")
+    dg.bf16_gemm_nt(a, a, FakeCAI((64, 64), "<f4"), options={"num_stages": 4, "num_math_warpgroups": 2, "num_sms": 66})
+    o = hooked.calls[-1][2]
+    assert (o.num_stages, o.num_math_warpgroups, o.num_sms, o.recipe) == (4, 2, 66, 0)
+
+
+def test_gemm_prepare_arguments(monkeypatch):
+    seen = []
+    lib = _lib.get()
+    monkeypatch.setitem(lib.functions, "dg_gemm_prepare", lambda *a: seen.append(a) or 0)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    dg.gemm_prepare("bfloat16", "tn", 128, 256, 512, "float32", with_c=True, options={"block_m": 64})
+    dg.gemm_prepare("float8_e4m3fn", "nt", 1, 2, 3, "bfloat16", recipe=(1, 1, 128))
+    (s1, ab1, lay1, m1, n1, k1, d1, c1, o1), (_, ab2, lay2, *_rest, o2) = seen
+    assert (ab1, lay1, m1, n1, k1, d1, c1) == (T.BFLOAT16, 2, 128, 256, 512, T.FLOAT32, 1)
+    assert o1._obj.block_m == 64
+    assert (ab2, lay2, o2._obj.recipe) == (T.FLOAT8_E4M3, 0, _lib.FP8_RECIPE_1D1D)
+    with pytest.raises(dg.InvalidArgument, match="layout"):
+        dg.gemm_prepare("bfloat16", "xx", 1, 1, 1, "float32")
+    with pytest.raises(dg.InvalidArgument, match="ab_dtype"):
+        dg.gemm_prepare("int4", "nt", 1, 1, 1, "float32")

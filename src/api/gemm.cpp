@@ -1,0 +1,315 @@
+// dg_bf16_gemm_*, dg_fp8_gemm_*, dg_gemm_prepare: argument validation, then ops/gemm.
+#include <utility>
+
+#include "dg.h"
+#include "ops/gemm.h"
+#include "runtime/device.h"
+#include "runtime/status.h"
+#include "runtime/stream.h"
+#include "runtime/tensor.h"
+
+namespace {
+
+using dg::ops::GemmKind;
+using dg::ops::Major;
+
+// A 2-D tensor seen as [rows, cols] through an optional transpose.
+struct View {
+  int64_t rows = 0, cols = 0;
+  int64_t stride_rows = 0, stride_cols = 0;
+};
+
+View view_of(const dg_tensor_s& t, bool transposed) {
+  View v{t.sizes[0], t.sizes[1], t.strides[0], t.strides[1]};
+  if (transposed) {
+    std::swap(v.rows, v.cols);
+    std::swap(v.stride_rows, v.stride_cols);
+  }
+  return v;
+}
+
+dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
+  *out = DG_GEMM_OPTIONS_INIT;
+  if (options == nullptr) return DG_SUCCESS;
+  if (options->struct_size < sizeof(dg_gemm_options))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options: struct_size {} is smaller than {} (use DG_GEMM_OPTIONS_INIT)",
+                    options->struct_size, sizeof(dg_gemm_options));
+  *out = *options;
+  if (out->recipe != DG_FP8_RECIPE_1D2D && out->recipe != DG_FP8_RECIPE_1D1D)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.recipe: {} (expected DG_FP8_RECIPE_1D2D (0) or _1D1D (1))",
+                    out->recipe);
+  return DG_SUCCESS;
+}
+
+dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
+  dg::ops::GemmOverride r;
+  r.block_m = o.block_m;
+  r.block_n = o.block_n;
+  r.stages = o.num_stages;
+  r.cluster = o.cluster;
+  r.multicast_a = o.multicast_a;
+  r.math_wg = o.num_math_warpgroups;
+  r.num_sms = o.num_sms;
+  return r;
+}
+
+// Picks the memory order of an operand view for TMA: K-major (stride 1 along K, rows 16-byte
+// multiples apart) preferred, else MN-major. `ld` receives the stride between TMA rows.
+dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, const char* view_name, bool fp8,
+                        Major* major, int64_t* ld) {
+  const int64_t eb = static_cast<int64_t>(dg::dtype_size(t.dtype));
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 16-byte aligned (TMA)", arg, t.data);
+  const bool k_major = v.stride_cols == 1 || v.cols == 1;
+  const bool k_ok = k_major && (v.rows == 1 || ((v.stride_rows * eb) % 16 == 0 && v.stride_rows >= v.cols));
+  if (k_ok) {
+    *major = Major::kK;
+    *ld = v.rows == 1 ? v.cols : v.stride_rows;
+    return DG_SUCCESS;
+  }
+  const bool mn_major = v.stride_rows == 1 || v.rows == 1;
+  const bool mn_ok = mn_major && (v.cols == 1 || ((v.stride_cols * eb) % 16 == 0 && v.stride_cols >= v.rows));
+  if (fp8) {
+    if (mn_major || k_major)
+      return dg::fail(DG_ERROR_UNSUPPORTED,
+                      "{}: FP8 GEMMs on SM90 need {} K-major in memory (stride 1 along K, rows a multiple of 16 "
+                      "bytes apart); got {}",
+                      arg, view_name, dg::describe(t));
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: neither stride of {} is 1; shape {}", arg, view_name,
+                    dg::describe(t));
+  }
+  if (mn_ok) {
+    *major = Major::kMN;
+    *ld = v.cols == 1 ? v.rows : v.stride_cols;
+    return DG_SUCCESS;
+  }
+  if (!k_major && !mn_major)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "{}: neither stride of {} is 1 (expected a K-major or an MN-major matrix); shape {}", arg,
+                    view_name, dg::describe(t));
+  return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                  "{}: {} has stride 1 but its other stride is not a multiple of 16 bytes covering the matrix, as "
+                  "TMA requires (K % 8 == 0 for K-major BF16, M or N % 8 == 0 for MN-major); shape {}",
+                  arg, view_name, dg::describe(t));
+}
+
+dg_status check_row_major_output(const dg_tensor_s& t, const char* arg, int64_t m, int64_t n) {
+  DG_TRY(dg::check_rank(t, arg, {2}));
+  DG_TRY(dg::check_size(t, arg, 0, m, "M"));
+  DG_TRY(dg::check_size(t, arg, 1, n, "N"));
+  if (n > 1 && t.strides[1] != 1)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(1) is {} (expected 1: C and D must be row-major); shape {}",
+                    arg, t.strides[1], dg::describe(t));
+  if (m > 1 && t.strides[0] < n)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(0) is {} (expected >= N = {}); shape {}", arg,
+                    t.strides[0], n, dg::describe(t));
+  const int64_t eb = static_cast<int64_t>(dg::dtype_size(t.dtype));
+  if (m > 1 && (t.strides[0] * eb) % 16 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "{}: row stride {} elements is not a multiple of 16 bytes (TMA; N % {} == 0 when contiguous); "
+                    "shape {}",
+                    arg, t.strides[0], 16 / eb, dg::describe(t));
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 16-byte aligned (TMA)", arg, t.data);
+  return DG_SUCCESS;
+}
+
+// Per-token scales [rows, sf_k] as a view: MN-major TMA-aligned (stride 1 along rows, a multiple of
+// 4 elements >= rows along K blocks).
+dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* arg, int64_t rows, int64_t sf_k,
+                             int64_t* ld) {
+  DG_TRY(dg::check_rank(t, arg, {2}));
+  DG_TRY(dg::check_dtype(t, arg, {DG_DTYPE_FLOAT32}));
+  const View v = view_of(t, transposed);
+  if (v.rows != rows || v.cols != sf_k)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: view is [{}, {}] (expected [{}, ceil(K / 128) = {}]); shape {}", arg,
+                    v.rows, v.cols, rows, sf_k, dg::describe(t));
+  const int64_t col_stride = sf_k == 1 ? (rows + 3) / 4 * 4 : v.stride_cols;
+  if (!(v.stride_rows == 1 || rows == 1) || col_stride % 4 != 0 || col_stride < rows ||
+      reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "{}: per-token scales must be MN-major and TMA-aligned: strides (1, align({}, 4) = {}) and a "
+                    "16-byte aligned base (dg_transform_sf_into_required_layout produces that layout); got {}",
+                    arg, rows, (rows + 3) / 4 * 4, dg::describe(t));
+  *ld = col_stride;
+  return DG_SUCCESS;
+}
+
+dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
+               const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options, bool a_t, bool b_t,
+               bool fp8) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  DG_TRY(dg::check_tensor(a, "a"));
+  DG_TRY(dg::check_tensor(b, "b"));
+  DG_TRY(dg::check_tensor(d, "d"));
+  if (fp8) {
+    DG_TRY(dg::check_tensor(sfa, "sfa"));
+    DG_TRY(dg::check_tensor(sfb, "sfb"));
+  }
+  dg_gemm_options opts;
+  DG_TRY(read_options(options, &opts));
+  if (stream->device->cc_major != 9)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "stream: device {} is sm_{}{}; the dense GEMMs run on SM90 (sm_90a) only",
+                    stream->device->name, stream->device->cc_major, stream->device->cc_minor);
+  DG_TRY(dg::check_rank(*a, "a", {2}));
+  DG_TRY(dg::check_rank(*b, "b", {2}));
+  const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  DG_TRY(dg::check_dtype(*a, "a", {ab}));
+  DG_TRY(dg::check_dtype(*b, "b", {ab}));
+  DG_TRY(dg::check_dtype(*d, "d", {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32}));
+
+  const View va = view_of(*a, a_t), vb = view_of(*b, b_t);
+  const char* a_name = a_t ? "aᵀ (a is [K, M])" : "a ([M, K])";
+  const char* b_name = b_t ? "bᵀ (b is [K, N])" : "b ([N, K])";
+  const int64_t m = va.rows, n = vb.rows, k = va.cols;
+  if (vb.cols != k)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b: K is {} but a has K = {} (a {}, b {})", vb.cols, k,
+                    dg::describe(*a), dg::describe(*b));
+  DG_TRY(check_row_major_output(*d, "d", m, n));
+  if (c != nullptr) {
+    if (c->dtype != d->dtype)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: dtype is {} but d is {} (expected the same dtype)",
+                      dg::dtype_name(c->dtype), dg::dtype_name(d->dtype));
+    DG_TRY(check_row_major_output(*c, "c", m, n));
+    if (c->data == d->data && c->strides[0] != d->strides[0] && m > 1)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                      "c: aliases d but its strides differ (c {}, d {}); an aliased C must match D exactly",
+                      dg::describe(*c), dg::describe(*d));
+  }
+
+  dg::ops::GemmArgs args;
+  dg::ops::GemmShape& s = args.shape;
+  s.kind = !fp8 ? GemmKind::kBf16 : opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+  s.m = m, s.n = n, s.k = k;
+  s.d_dtype = d->dtype;
+  if (s.kind == GemmKind::kFp8_1D1D && d->dtype != DG_DTYPE_FLOAT32)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "d: dtype is {}; the 1D1D recipe writes FLOAT32 on SM90",
+                    dg::dtype_name(d->dtype));
+  if (m == 0 || n == 0) return DG_SUCCESS;
+  if (d->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: data is NULL");
+  if (c != nullptr && c->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: data is NULL");
+  args.d = d->data;
+  args.ldd = m > 1 ? d->strides[0] : n;
+  if (c != nullptr) {
+    args.c = c->data;
+    args.ldc = m > 1 ? c->strides[0] : n;
+  }
+  args.alpha = opts.alpha;
+  args.beta = opts.beta;
+  if (k > 0) {
+    if (a->data == nullptr || b->data == nullptr)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", a->data == nullptr ? "a" : "b");
+    DG_TRY(operand_major(*a, va, "a", a_name, fp8, &s.major_a, &args.lda));
+    DG_TRY(operand_major(*b, vb, "b", b_name, fp8, &s.major_b, &args.ldb));
+    args.a = a->data;
+    args.b = b->data;
+    if (fp8) {
+      const int64_t sf_k = (k + 127) / 128;
+      DG_TRY(check_token_scales(*sfa, a_t, "sfa", m, sf_k, &args.ld_sfa));
+      args.sfa = static_cast<const float*>(sfa->data);
+      if (s.kind == GemmKind::kFp8_1D1D) {
+        DG_TRY(check_token_scales(*sfb, b_t, "sfb", n, sf_k, &args.ld_sfb));
+      } else {
+        DG_TRY(dg::check_rank(*sfb, "sfb", {2}));
+        DG_TRY(dg::check_dtype(*sfb, "sfb", {DG_DTYPE_FLOAT32}));
+        const View vs = view_of(*sfb, b_t);
+        if (vs.rows != (n + 127) / 128 || vs.cols != sf_k)
+          return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                          "sfb: view is [{}, {}] (expected [ceil(N / 128) = {}, ceil(K / 128) = {}] for the 1D2D "
+                          "recipe); shape {}",
+                          vs.rows, vs.cols, (n + 127) / 128, sf_k, dg::describe(*sfb));
+        if (sfb->data == nullptr || reinterpret_cast<uintptr_t>(sfb->data) % 4 != 0)
+          return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfb: data pointer {} is NULL or not 4-byte aligned", sfb->data);
+        args.sfb_stride_n = vs.stride_rows;
+        args.sfb_stride_k = vs.stride_cols;
+      }
+      args.sfb = static_cast<const float*>(sfb->data);
+    }
+  }
+  return dg::ops::run_gemm(*stream, args, override_of(opts), false);
+}
+
+dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,
+                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  dg_gemm_options opts;
+  DG_TRY(read_options(options, &opts));
+  if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
+                    dg::dtype_name(ab_dtype));
+  if (d_dtype != DG_DTYPE_BFLOAT16 && d_dtype != DG_DTYPE_FLOAT32)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d_dtype: {} (expected bfloat16 or float32)", dg::dtype_name(d_dtype));
+  if (layout < DG_GEMM_LAYOUT_NT || layout > DG_GEMM_LAYOUT_TT)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "layout: {} (expected DG_GEMM_LAYOUT_NT..TT)", layout);
+  if (m < 0 || n < 0 || k < 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "m, n, k: {}, {}, {} (expected >= 0)", m, n, k);
+  if (stream->device->cc_major != 9)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "stream: the dense GEMMs run on SM90 only");
+  const bool fp8 = ab_dtype == DG_DTYPE_FLOAT8_E4M3;
+  dg::ops::GemmArgs args;
+  dg::ops::GemmShape& s = args.shape;
+  s.kind = !fp8 ? GemmKind::kBf16 : opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+  s.m = m, s.n = n, s.k = k;
+  s.d_dtype = d_dtype;
+  s.major_a = (layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT) ? Major::kMN : Major::kK;
+  s.major_b = (layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN) ? Major::kMN : Major::kK;
+  if (fp8 && (s.major_a != Major::kK || s.major_b != Major::kK))
+    return dg::fail(DG_ERROR_UNSUPPORTED, "layout: FP8 GEMMs on SM90 need K-major a and b (contiguous nt)");
+  if (s.kind == GemmKind::kFp8_1D1D && d_dtype != DG_DTYPE_FLOAT32)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "d_dtype: the 1D1D recipe writes FLOAT32 on SM90");
+  static const char placeholder[16] = {};
+  args.c = with_c ? placeholder : nullptr;
+  args.d = with_c ? nullptr : const_cast<char*>(placeholder);
+  args.alpha = opts.alpha;
+  args.beta = opts.beta;
+  return dg::ops::run_gemm(*stream, args, override_of(opts), true);
+}
+
+}  // namespace
+
+extern "C" {
+
+DG_API dg_status dg_bf16_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, false, false, false);)
+}
+DG_API dg_status dg_bf16_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, false, true, false);)
+}
+DG_API dg_status dg_bf16_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, true, true, false);)
+}
+DG_API dg_status dg_bf16_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
+                                 const dg_tensor* c, const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, true, false, false);)
+}
+
+DG_API dg_status dg_fp8_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, false, false, true);)
+}
+DG_API dg_status dg_fp8_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, false, true, true);)
+}
+DG_API dg_status dg_fp8_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, true, true, true);)
+}
+DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                                const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                                const dg_gemm_options* options) {
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, true, false, true);)
+}
+
+DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,
+                                 dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options) {
+  DG_API_GUARD(return prepare(stream, ab_dtype, layout, m, n, k, d_dtype, with_c, options);)
+}
+
+}  // extern "C"

@@ -1,0 +1,438 @@
+#include "ops/gemm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "jit/kernel_cache.h"
+#include "runtime/device.h"
+#include "runtime/launch.h"
+#include "runtime/log.h"
+#include "runtime/status.h"
+#include "runtime/tma.h"
+
+namespace dg::ops {
+namespace {
+
+constexpr unsigned kSmemBudget = 232448;  // 227 KiB, sm_90
+
+// Host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
+struct alignas(64) Sm90GemmParams {
+  tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
+  const float* sfb;
+  int64_t sfb_stride_n;
+  int64_t sfb_stride_k;
+  uint32_t m, n, k;
+  float alpha;
+  uint32_t raster_band;
+  uint32_t raster_along_n;
+  uint32_t sfb_rows;
+  uint32_t reserved0;
+  const int32_t* grouped_layout;
+  uint32_t num_groups;
+  uint32_t reserved1;
+};
+static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
+static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
+                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696,
+              "must match the device struct");
+
+bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
+int elem_bytes(GemmKind k) { return is_fp8(k) ? 1 : 2; }
+int out_bytes(const GemmShape& s) { return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2; }
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
+
+// Mirrors dg::epilogue::strip_elems.
+int strip_elems(int ob, int block_n) {
+  if (block_n % (128 / ob) == 0) return 128 / ob;
+  if (block_n % (64 / ob) == 0) return 64 / ob;
+  if (block_n % (32 / ob) == 0) return 32 / ob;
+  return 16 / ob;
+}
+
+// Registers a consumer thread needs for its accumulators (+ ~40 for addresses and scales).
+int accumulator_regs(const GemmShape& s, int block_m, int block_n, int math_wg, bool overlap, int split) {
+  const int m_iters = block_m / math_wg / 64;
+  const int acc = m_iters * block_n / 2;
+  if (!is_fp8(s.kind)) return acc;
+  return acc + (overlap ? 2 : 1) * acc / split;
+}
+
+// Why (block_m, block_n, math_wg, cluster, multicast_a, overlap) cannot run `s`; nullptr when it can.
+const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split) {
+  if (bm != 64 && bm != 128 && bm != 256) return "block_m must be 64, 128 or 256";
+  if (math_wg != 1 && math_wg != 2) return "math warp-groups must be 1 or 2";
+  if (bm / math_wg != 64 && bm / math_wg != 128) return "block_m / math warp-groups must be 64 or 128";
+  if (bn < 8 || bn > 256 || bn % 8 != 0) return "block_n must be a multiple of 8 in [8, 256]";
+  if (s.d_dtype == DG_DTYPE_BFLOAT16 && bn % 16 != 0) return "block_n must be a multiple of 16 for a BF16 D";
+  if (s.major_b == Major::kMN && bn % 64 != 0) return "block_n must be a multiple of 64 when B is MN-major";
+  if (is_fp8(s.kind) && (s.major_a != Major::kK || s.major_b != Major::kK)) return "FP8 needs K-major A and B";
+  if (s.kind == GemmKind::kFp8_1D1D && s.d_dtype != DG_DTYPE_FLOAT32) return "the 1D1D recipe writes FP32 D";
+  if (s.kind == GemmKind::kFp8_1D2D && 128 % bn != 0 && bn > 128 + (bn & -bn))
+    return "with the 1D2D recipe a block_n above 128 must be 144, 160 or 192 (at most two 128-row SFB blocks)";
+  if ((overlap || split != 1) && !is_fp8(s.kind)) return "promotion overlap and split are FP8 options";
+  if (split != 1 && split != 2 && split != 4) return "promotion split must be 1, 2 or 4";
+  if (bn % split != 0 || (bn / split) % 8 != 0) return "block_n / promotion split must be a multiple of 8";
+  const int regs = accumulator_regs(s, bm, bn, math_wg, overlap, split) + 40;
+  if (regs > (math_wg == 2 ? 232 : 255)) return "the accumulators do not fit in registers";
+  if (cluster != 1 && cluster != 2) return "cluster must be 1 or 2";
+  if (cluster == 2) {
+    if (mc_a && (bm / 2) % (s.major_a == Major::kMN ? 64 : 8) != 0) return "block_m / 2 cannot be multicast";
+    if (!mc_a && (bn / 2) % (s.major_b == Major::kMN ? 64 : 8) != 0) return "block_n / 2 cannot be multicast";
+  }
+  return nullptr;
+}
+
+int max_stages(const GemmShape& s, int bm, int bn) {
+  const unsigned fixed = gemm_smem_bytes(s, bm, bn, 0);
+  const unsigned per_stage = gemm_smem_bytes(s, bm, bn, 1) - fixed;
+  if (fixed >= kSmemBudget) return 0;
+  return static_cast<int>((kSmemBudget - fixed) / per_stage);
+}
+
+// Estimated microseconds (cost model calibrated on an H100: compute, L2 and SM-delivery bounds per
+// K block, wave quantisation over persistent rounds, an epilogue term and a DRAM floor).
+double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split,
+                   int stages, int num_sms) {
+  const bool fp8 = is_fp8(s.kind);
+  const int eb = elem_bytes(s.kind), bk = 128 / eb;
+  const int64_t mb = cdiv(s.m, bm), nb = cdiv(s.n, bn);
+  const int pm = cluster == 2 && !mc_a ? 2 : 1, pn = cluster == 2 && mc_a ? 2 : 1;
+  const int64_t units = cdiv(mb, pm) * cdiv(nb, pn);
+  const int64_t slots = num_sms / cluster;
+  const int64_t rounds = cdiv(units, slots);
+  const int64_t kbs = cdiv(s.k, bk);
+  const double peak = fp8 ? 11.0e12 : 5.9e12;  // sustained FLOP/s per SM
+  double promo = 1.0;
+  if (fp8) promo = overlap ? 1.05 : 1.45;  // measured: 128x192 without overlap ~ 128x128 with it, per FLOP
+  const double flops = 2.0 * bm * bn * bk;
+  const double l2_bytes = (double(bm) / pn + double(bn) / pm) * bk * eb;
+  const double sm_bytes = double(bm + bn) * bk * eb;
+  // WGMMA operand reads from shared memory (A is re-read for every column slice), ~128 B/clk.
+  const double smem_reads = double(math_wg) * (double(split) * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
+  double t_kb = std::max({flops / peak * promo, l2_bytes / 62e9, sm_bytes / (fp8 ? 68e9 : 80e9), smem_reads / 210e9});
+  if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
+  const double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9;
+  double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
+  if (cluster == 2) t *= 1.02;
+  const double dram = (double(s.m) * s.k * eb + double(s.n) * s.k * eb +
+                       double(s.m) * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;
+  return std::max(t, dram) * 1e6;
+}
+
+}  // namespace
+
+unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages) {
+  const int eb = elem_bytes(s.kind), bk = 128 / eb;
+  const unsigned smem_d = static_cast<unsigned>(align_up(int64_t(bm) * bn * out_bytes(s), 1024));
+  const unsigned a = bm * bk * eb, b = bn * bk * eb;
+  const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
+  const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128)) : 0;
+  return smem_d + stages * (a + b + sfa + sfb) + stages * 16;
+}
+
+dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out) {
+  if (o.num_sms < 0 || o.num_sms > num_sms)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.num_sms: {} (expected 0..{})", o.num_sms, num_sms);
+  if (o.num_sms > 0) num_sms = o.num_sms;
+  if (o.block_m < 0 || o.block_n < 0 || o.stages < 0 || o.cluster < 0 || o.math_wg < 0 || o.multicast_a < -1 ||
+      o.multicast_a > 1)
+    return fail(DG_ERROR_INVALID_ARGUMENT,
+                "options: block_m {}, block_n {}, num_stages {}, cluster {}, num_math_warpgroups {}, multicast_a {} "
+                "(expected >= 0, multicast_a -1, 0 or 1)",
+                o.block_m, o.block_n, o.stages, o.cluster, o.math_wg, o.multicast_a);
+  // Validate explicit values on their own first, so that the message names the option.
+  if (o.block_m && o.block_m != 64 && o.block_m != 128 && o.block_m != 256)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.block_m: {} (expected 64, 128 or 256)", o.block_m);
+  if (o.block_n && (o.block_n % 8 != 0 || o.block_n > 256))
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.block_n: {} (expected a multiple of 8 up to 256)", o.block_n);
+  if (o.cluster > 2) return fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: {} (expected 1 or 2)", o.cluster);
+  if (o.cluster == 2 && num_sms < 2)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: 2 needs at least 2 SMs (num_sms {})", num_sms);
+  if (o.math_wg > 2) return fail(DG_ERROR_INVALID_ARGUMENT, "options.num_math_warpgroups: {} (expected 1 or 2)", o.math_wg);
+
+  const bool fp8 = is_fp8(s.kind);
+  std::vector<int> bms = {64, 128};
+  if (!fp8) bms.push_back(256);
+  if (o.block_m) bms = {o.block_m};
+  std::vector<int> bns;
+  if (o.block_n) bns = {o.block_n};
+  else
+    for (int bn = 16; bn <= 256; bn += 16) bns.push_back(bn);
+
+  GemmConfig best;
+  double best_t = 0;
+  const char* last_reason = "no candidate";
+  for (int bm : bms)
+    for (int bn : bns)
+      for (int wg : {1, 2}) {
+        if (o.math_wg && wg != o.math_wg) continue;
+        if (!o.math_wg && wg != (bm == 64 ? 1 : 2)) continue;
+        for (int cl : {1, 2}) {
+          if (o.cluster && cl != o.cluster) continue;
+          if (cl == 2 && num_sms < 2) continue;
+          for (int mca : {0, 1}) {
+            if (cl == 1 && mca == 1) continue;
+            if (cl == 2 && o.multicast_a >= 0 && mca != o.multicast_a) continue;
+            // Multicast only pays with tiles to pair up.
+            if (cl == 2 && !o.cluster && (mca ? cdiv(s.n, bn) : cdiv(s.m, bm)) < 2) continue;
+            for (int variant = 0; variant < 6; ++variant) {
+              // FP8 promotion variants, best first: overlap with whole/half/quarter slices, then none.
+              static const int kOv[6] = {1, 1, 1, 0, 0, 0}, kSplit[6] = {1, 2, 4, 1, 2, 4};
+              const int ov = kOv[variant], split = kSplit[variant];
+              if (!fp8 && variant > 3) continue;
+              if (!fp8 && (ov || split != 1)) continue;
+              if (const char* why = illegal(s, bm, bn, wg, cl, mca, ov, split)) {
+                last_reason = why;
+                continue;
+              }
+              int stages = std::min(max_stages(s, bm, bn), 12);
+              if (o.stages) {
+                if (o.stages > max_stages(s, bm, bn)) {
+                  last_reason = "options.num_stages does not fit in shared memory";
+                  continue;
+                }
+                stages = o.stages;
+              }
+              if (stages < (o.stages ? 2 : 3)) {
+                last_reason = "too few pipeline stages fit in shared memory";
+                continue;
+              }
+              const double t = estimate_us(s, bm, bn, wg, cl, mca, ov, split, stages, num_sms);
+              if (best.block_m == 0 || t < best_t * 0.995) {
+                best_t = t;
+                best = GemmConfig{};
+                best.block_m = bm;
+                best.block_n = bn;
+                best.block_k = 128 / elem_bytes(s.kind);
+                best.stages = stages;
+                best.math_wg = wg;
+                best.cluster = cl;
+                best.multicast_a = mca;
+                best.overlap = ov;
+                best.promote_split = split;
+                best.estimate_us = t;
+              }
+              break;  // the first legal variant is taken
+            }
+          }
+        }
+      }
+  if (best.block_m == 0) {
+    if (o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0)
+      return fail(DG_ERROR_INVALID_ARGUMENT, "options: the explicit kernel config cannot run this problem: {}",
+                  last_reason);
+    return fail(DG_ERROR_UNSUPPORTED, "no SM90 GEMM config fits this problem: {}", last_reason);
+  }
+  best.num_sms = num_sms / best.cluster * best.cluster;
+  const int64_t pm = best.cluster == 2 && !best.multicast_a ? 2 : 1, pn = best.cluster == 2 && best.multicast_a ? 2 : 1;
+  const int64_t units_m = cdiv(cdiv(s.m, best.block_m), pm), units_n = cdiv(cdiv(s.n, best.block_n), pn);
+  const int64_t units = units_m * units_n;
+  best.grid = static_cast<int>(std::min<int64_t>(best.num_sms / best.cluster, units) * best.cluster);
+  // Raster bands: the tiles in flight at once reuse the fewest operand rows from L2.
+  const int64_t concurrent = best.num_sms / best.cluster;
+  double best_cost = 1e300;
+  for (int along_n = 0; along_n < 2; ++along_n)
+    for (int band : {4, 8, 16}) {
+      int64_t rows = along_n ? cdiv(concurrent, band) : band, cols = along_n ? band : cdiv(concurrent, band);
+      rows = std::min(rows, units_m);
+      cols = std::min(cols, units_n);
+      const double cost = double(rows) * pm * best.block_m + double(cols) * pn * best.block_n;
+      if (cost < best_cost - 1e-9) {
+        best_cost = cost;
+        best.raster_band = band;
+        best.raster_along_n = along_n;
+      }
+    }
+  best.smem_bytes = gemm_smem_bytes(s, best.block_m, best.block_n, best.stages);
+  best.threads = 128u * (best.math_wg + 1);
+  best.d_strip = strip_elems(out_bytes(s), best.block_n);
+  *out = best;
+  return DG_SUCCESS;
+}
+
+jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
+  return jit::KernelKey(jit::kFamilySm90Gemm,
+                        {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
+                         s.d_dtype, s.accumulate, c.block_m, c.block_n, c.stages, c.math_wg, c.cluster, c.multicast_a,
+                         c.overlap, c.promote_split, /*gemm type*/ 0});
+}
+
+jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
+  static const char* kinds[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
+  static const char* short_kinds[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
+  const char* majors[] = {"kK", "kMN"};
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/sm90_gemm.cu.j2";
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
+                                 s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
+                                 s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
+                                 c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
+                                 c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
+                                 c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string());
+  spec.context = codegen::Value::map({
+      {"kernel_name", spec.kernel_name},
+      {"kind", kinds[static_cast<int>(s.kind)]},
+      {"major_a", majors[static_cast<int>(s.major_a)]},
+      {"major_b", majors[static_cast<int>(s.major_b)]},
+      {"out_type", s.d_dtype == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"},
+      {"reduce_add", s.accumulate ? "true" : "false"},
+      {"block_m", c.block_m},
+      {"block_n", c.block_n},
+      {"stages", c.stages},
+      {"math_wg", c.math_wg},
+      {"cluster", c.cluster},
+      {"pair_along_n", c.multicast_a ? "true" : "false"},
+      {"overlap", c.overlap ? "true" : "false"},
+      {"promote_split", c.promote_split},
+      {"gemm_type", "kNormal"},
+  });
+  return spec;
+}
+
+std::string describe(const GemmShape& s, const GemmConfig& c) {
+  static const char* kinds[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
+  return fmt::format(
+      "{} gemm m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
+      "raster bands of {} along {}, smem {} B, est {:.1f} us",
+      kinds[static_cast<int>(s.kind)], s.m, s.n, s.k, s.major_a == Major::kK ? "K-major" : "M-major",
+      s.major_b == Major::kK ? "K-major" : "N-major", s.d_dtype == DG_DTYPE_FLOAT32 ? "fp32" : "bf16",
+      s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
+      c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
+      std::string(c.overlap ? ", overlapped promotion" : "") +
+          (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),
+      c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes, c.estimate_us);
+}
+
+jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c) {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/gemm_scale.cu.j2";
+  spec.kernel_name = fmt::format("dg_gemm_scale_{}{}", d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", has_c ? "_c" : "_zero");
+  spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
+                                      {"dtype", d_dtype == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"},
+                                      {"has_c", has_c ? "true" : "false"}});
+  return spec;
+}
+
+namespace {
+
+dg_status get_kernel(const dg_stream_s& stream, const jit::KernelKey& key, const jit::KernelSpec& spec,
+                     const jit::Kernel** kernel) {
+  return stream.device->kernels->get(
+      key, [&](jit::KernelSpec* out) { *out = spec; return DG_SUCCESS; }, config_of(stream), kernel);
+}
+
+// D := beta * C (has_c) or D := 0, on the device.
+dg_status run_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bool prepare_only) {
+  const dg_dtype dt = a.shape.d_dtype;
+  const jit::KernelKey key(jit::kFamilyElementwise, {1 /* gemm scale */, dt, has_c});
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(stream.device->kernels->get(
+      key, [&](jit::KernelSpec* out) { *out = gemm_scale_kernel_spec(dt, has_c); return DG_SUCCESS; },
+      config_of(stream), &kernel));
+  if (prepare_only) return DG_SUCCESS;
+  void* d = a.d;
+  const void* c = a.c;
+  long long ldd = a.ldd, ldc = a.ldc;
+  int m = static_cast<int>(a.shape.m), n = static_cast<int>(a.shape.n);
+  float beta = a.beta;
+  void* args[] = {&d, &c, &ldd, &ldc, &m, &n, &beta};
+  LaunchConfig lc;
+  lc.block[0] = 256;
+  lc.grid[0] = static_cast<unsigned>(std::min<int64_t>(cdiv(a.shape.n, 256), 8));
+  lc.grid[1] = static_cast<unsigned>(std::min<int64_t>(a.shape.m, 65535));
+  lc.pdl = config_of(stream).pdl;
+  return launch(stream, *kernel, lc, args);
+}
+
+CUtensorMapDataType ab_tma_type(GemmKind k) {
+  return is_fp8(k) ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+}
+
+void print_config_once(const dg_stream_s& stream, const GemmShape& s, const GemmConfig& c) {
+  if (!config_of(stream).print_configs && !config_of(stream).jit_debug) return;
+  static std::mutex mu;
+  static std::unordered_set<std::string> seen;
+  std::string text = describe(s, c);
+  std::lock_guard<std::mutex> lock(mu);
+  if (seen.insert(text).second) log::warn("DG_PRINT_CONFIGS: {}", text);
+}
+
+}  // namespace
+
+dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOverride& o, bool prepare_only) {
+  const GemmShape& s0 = args.shape;
+  if (s0.m == 0 || s0.n == 0) return DG_SUCCESS;
+  if (s0.m > INT32_MAX || s0.n > INT32_MAX || s0.k > INT32_MAX)
+    return fail(DG_ERROR_UNSUPPORTED, "m, n, k = {}, {}, {}: each must be below 2^31", s0.m, s0.n, s0.k);
+  const bool has_c = args.c != nullptr && args.beta != 0.0f;
+  if (s0.k == 0) return run_scale(stream, args, has_c, prepare_only);
+
+  GemmShape s = s0;
+  s.accumulate = has_c;
+  int num_sms = 0;
+  DG_TRY(num_sms_of(stream, &num_sms));
+  GemmConfig c;
+  DG_TRY(choose_gemm_config(s, num_sms, o, &c));
+  print_config_once(stream, s, c);
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(get_kernel(stream, gemm_kernel_key(s, c), gemm_kernel_spec(s, c), &kernel));
+  const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
+  if (pre_pass || prepare_only) DG_TRY(run_scale(stream, args, true, true));
+  if (prepare_only) return DG_SUCCESS;
+  if (pre_pass) DG_TRY(run_scale(stream, args, true, false));
+
+  Sm90GemmParams p;
+  std::memset(&p, 0, sizeof(p));
+  const int eb = elem_bytes(s.kind);
+  const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
+  if (s.major_a == Major::kK)
+    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, s.k, s.m, args.lda, c.block_k,
+                          mc_a ? c.block_m / 2 : c.block_m, 128, "a"));
+  else
+    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, s.m, s.k, args.lda, 64, c.block_k, 128, "a"));
+  if (s.major_b == Major::kK)
+    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.k, s.n, args.ldb, c.block_k,
+                          mc_b ? c.block_n / 2 : c.block_n, 128, "b"));
+  else
+    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.n, s.k, args.ldb, 64, c.block_k, 128, "b"));
+  const int ob = out_bytes(s);
+  const uint32_t strip_bytes = static_cast<uint32_t>(c.d_strip * ob);
+  DG_TRY(tma::encode_2d(&p.tma_d, args.d, ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                        ob, s.n, s.m, args.ldd, c.d_strip, c.block_m / c.math_wg, strip_bytes >= 32 ? strip_bytes : 0,
+                        "d"));
+  const int64_t sf_k = cdiv(s.k, 128);
+  if (is_fp8(s.kind))
+    DG_TRY(tma::encode_2d(&p.tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, s.m, sf_k, args.ld_sfa, c.block_m,
+                          1, 0, "sfa"));
+  if (s.kind == GemmKind::kFp8_1D1D)
+    DG_TRY(tma::encode_2d(&p.tma_sfb, args.sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, s.n, sf_k, args.ld_sfb, c.block_n,
+                          1, 0, "sfb"));
+  p.sfb = args.sfb;
+  p.sfb_stride_n = args.sfb_stride_n;
+  p.sfb_stride_k = args.sfb_stride_k;
+  p.m = static_cast<uint32_t>(s.m);
+  p.n = static_cast<uint32_t>(s.n);
+  p.k = static_cast<uint32_t>(s.k);
+  p.alpha = args.alpha;
+  p.raster_band = static_cast<uint32_t>(c.raster_band);
+  p.raster_along_n = c.raster_along_n ? 1u : 0u;
+  p.sfb_rows = static_cast<uint32_t>(cdiv(s.n, 128));
+
+  LaunchConfig lc;
+  lc.grid[0] = static_cast<unsigned>(c.grid);
+  lc.block[0] = c.threads;
+  lc.smem_bytes = c.smem_bytes;
+  lc.cluster = static_cast<unsigned>(c.cluster);
+  lc.pdl = config_of(stream).pdl;
+  void* kargs[] = {&p};
+  return launch(stream, *kernel, lc, kargs);
+}
+
+}  // namespace dg::ops

@@ -1,0 +1,85 @@
+// SM90 dense GEMMs (spec: DeepGEMM §1.1, §1.2, §5): the problem, the config heuristic, the kernel
+// key/spec (templates/kernels/sm90_gemm.cu.j2) and the launch with its TMA descriptors.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "dg.h"
+#include "jit/kernel.h"
+#include "runtime/stream.h"
+
+namespace dg::ops {
+
+enum class GemmKind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
+enum class Major : int { kK = 0, kMN = 1 };
+
+// Everything the kernel choice depends on (no pointers).
+struct GemmShape {
+  GemmKind kind = GemmKind::kBf16;
+  int64_t m = 0, n = 0, k = 0;
+  Major major_a = Major::kK, major_b = Major::kK;
+  dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
+  bool accumulate = false;  // the epilogue adds into D (TMA reduce-add)
+};
+
+// A kernel configuration: the template parameters plus launch geometry.
+struct GemmConfig {
+  int block_m = 0, block_n = 0, block_k = 0;
+  int stages = 0;
+  int math_wg = 0;          // consumer warp-groups (1 or 2)
+  int cluster = 1;          // 1 or 2 CTAs
+  bool multicast_a = false; // cluster 2: the pair shares A (tiles adjacent along N); else shares B
+  bool overlap = false;     // FP8: promote K block j while block j+1's WGMMAs run
+  int promote_split = 1;    // FP8: WGMMA partials cover block_n / promote_split columns
+  int num_sms = 0;          // SMs the persistent grid may use
+  int grid = 0;             // CTAs launched
+  int raster_band = 1;
+  bool raster_along_n = false;
+  unsigned smem_bytes = 0;
+  unsigned threads = 0;
+  int d_strip = 0;          // epilogue TMA box width (elements)
+  double estimate_us = 0;   // the heuristic's cost estimate
+};
+
+// Caller overrides (dg_gemm_options); 0 (or -1 for multicast_a) = heuristic.
+struct GemmOverride {
+  int block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
+};
+
+// Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes).
+unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages);
+
+// Picks the config for `s` on `num_sms` SMs; DG_ERROR_INVALID_ARGUMENT naming the option when an
+// override is illegal, DG_ERROR_UNSUPPORTED when nothing fits.
+dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out);
+
+jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c);
+jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c);
+std::string describe(const GemmShape& s, const GemmConfig& c);
+
+// A problem with its memory: operands as [MN, K] views (row = MN index).
+struct GemmArgs {
+  GemmShape shape;
+  const void* a = nullptr;
+  int64_t lda = 0;   // K-major: elements between rows of A; MN-major: between K rows
+  const void* b = nullptr;
+  int64_t ldb = 0;
+  void* d = nullptr;
+  int64_t ldd = 0;
+  const void* c = nullptr;  // nullptr: no C term
+  int64_t ldc = 0;
+  float alpha = 1.0f, beta = 1.0f;
+  const float* sfa = nullptr;  // FP8: sfa[kb * ld_sfa + m]
+  int64_t ld_sfa = 0;
+  const float* sfb = nullptr;  // 1D2D: sfb[nb * sfb_stride_n + kb * sfb_stride_k]; 1D1D: sfb[kb * ld_sfb + n]
+  int64_t sfb_stride_n = 0, sfb_stride_k = 0, ld_sfb = 0;
+};
+
+// Early exits (spec §0.2), the D := beta * C pre-pass, and the GEMM launch. With prepare_only the
+// kernels are compiled and loaded and nothing runs.
+dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOverride& o, bool prepare_only);
+
+// The elementwise D := beta * C / D := 0 kernel's spec (for the compile tests).
+jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c);
+
+}  // namespace dg::ops

@@ -1,0 +1,28 @@
+// TMA descriptors (CUtensorMap) encoded on the host with cuTensorMapEncodeTiled, for kernels that
+// take them by value as `const __grid_constant__` parameters (dg::TmaDescriptor on the device).
+#pragma once
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "dg.h"
+
+namespace dg::tma {
+
+// 128 opaque bytes, 64-byte aligned: the host twin of dg::TmaDescriptor in types.cuh.
+struct alignas(64) Descriptor {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(Descriptor) == sizeof(CUtensorMap), "TMA descriptor size");
+
+// The swizzle (bytes) TMA applies inside each box row; 0 = none.
+CUtensorMapSwizzle swizzle_mode(uint32_t swizzle_bytes);
+
+// A 2-D tiled map over a matrix whose rows are `inner` elements long (contiguous) and `outer` rows
+// apart by `row_stride` elements. Boxes are box_inner x box_outer elements; out-of-bounds loads
+// read zeros and out-of-bounds stores are dropped. `what` names the operand in error messages.
+dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes, uint64_t inner,
+                    uint64_t outer, uint64_t row_stride, uint32_t box_inner, uint32_t box_outer,
+                    uint32_t swizzle_bytes, const char* what);
+
+}  // namespace dg::tma

@@ -1,0 +1,439 @@
+// The SM90 dense GEMM: persistent, warp-specialised, TMA + WGMMA.
+//
+//   D[M,N] = alpha * A[M,K] . B[N,K]^T          (Kind::kBf16; A/B K- or MN-major)
+//   D[M,N] = alpha * sum_kb sfa[m,kb] sfb[n/128,kb] (A.B^T)_kb   (kFp8_1D2D; K-major e4m3)
+//   D[M,N] (+)= alpha * sum_kb sfa[m,kb] sfb[n,kb] (A.B^T)_kb    (kFp8_1D1D; K-major e4m3)
+// With kReduceAdd the epilogue adds into D with a TMA reduce-add (C pre-loaded into D by the host).
+//
+// Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
+// kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
+// of which issues every TMA load into a ring of kStages shared-memory stages guarded by full/empty
+// mbarriers. With a 2-CTA cluster the two CTAs compute tiles that share A (pair along N) or B (pair
+// along M); each loads half of the shared operand and multicasts it to both, and the consumers of
+// both CTAs release a stage of either CTA.
+//
+// Shared memory (dynamic, 1024-byte aligned):
+//   [D staging: BLOCK_M x BLOCK_N OutT] [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
+// A/B tiles use the 128-byte swizzle: K-major tiles are rows of BLOCK_K (128 bytes), MN-major tiles
+// (BF16 only) are column chunks of 64 MN elements x BLOCK_K rows.
+#pragma once
+#include <dg/types.cuh>
+#include <dg/ptx/common.cuh>
+#include <dg/ptx/mbarrier.cuh>
+#include <dg/ptx/tma.cuh>
+#include <dg/ptx/wgmma.cuh>
+#include <dg/sched/sm90_scheduler.cuh>
+#include <dg/epilogue/sm90_store.cuh>
+
+namespace dg::gemm {
+
+enum class Kind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
+enum class Major : int { kK = 0, kMN = 1 };
+
+// Kernel argument (passed by value as a __grid_constant__ parameter). The host mirrors this layout.
+struct alignas(64) Sm90GemmParams {
+  TmaDescriptor tma_a;    // K-major: dims (K, M) box (BLOCK_K, rows); MN-major: dims (M, K) box (64, BLOCK_K)
+  TmaDescriptor tma_b;    // same for B with N
+  TmaDescriptor tma_d;    // dims (N, M), box (strip, BLOCK_M / kMathWG)
+  TmaDescriptor tma_sfa;  // FP8: dims (align(M,4), ceil(K/128)), box (BLOCK_M, 1), fp32
+  TmaDescriptor tma_sfb;  // 1D1D: dims (align(N,4), ceil(K/128)), box (BLOCK_N, 1), fp32
+  const float* sfb;       // 1D2D: SFB[nb][kb] = sfb[nb * sfb_stride_n + kb * sfb_stride_k]
+  int64_t sfb_stride_n;
+  int64_t sfb_stride_k;
+  uint32_t m, n, k;
+  float alpha;
+  uint32_t raster_band;     // units per raster band (>= 1)
+  uint32_t raster_along_n;  // 0: bands of unit-rows, 1: bands of unit-columns
+  uint32_t sfb_rows;        // 1D2D: ceil(N / 128)
+  uint32_t reserved0;
+  const int32_t* grouped_layout;  // grouped GEMMs (not used by the Normal type)
+  uint32_t num_groups;
+  uint32_t reserved1;
+};
+
+static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.cpp)");
+
+template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
+          uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
+          bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1,
+          sched::GemmType kType_ = sched::GemmType::kNormal>
+struct Sm90GemmTraits {
+  static constexpr Kind kKind = kKind_;
+  static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
+  using OutT = OutT_;
+  static constexpr bool kReduceAdd = kReduceAdd_;
+  static constexpr uint32_t kBlockM = kBlockM_, kBlockN = kBlockN_, kStages = kStages_, kMathWG = kMathWG_;
+  static constexpr uint32_t kCluster = kCluster_;
+  static constexpr bool kPairAlongN = kPairAlongN_;
+  static constexpr sched::GemmType kType = kType_;
+
+  static constexpr bool kFp8 = kKind != Kind::kBf16;
+  static constexpr uint32_t kElem = kFp8 ? 1 : 2;
+  static constexpr uint32_t kBlockK = 128 / kElem;
+  static constexpr uint32_t kWgM = kBlockM / kMathWG;
+  static constexpr uint32_t kMIters = kWgM / 64;
+  static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
+  static constexpr bool kMcA = kCluster == 2 && kPairAlongN;   // A shared by the CTA pair
+  static constexpr bool kMcB = kCluster == 2 && !kPairAlongN;  // B shared by the CTA pair
+  static constexpr bool kOverlapPromotion = kFp8 && kOverlapPromotion_;
+  // FP8: the WGMMA partials cover BLOCK_N / kPromoteSplit columns at a time (fewer registers for
+  // wide tiles: each K block is issued and promoted in kPromoteSplit column slices).
+  static constexpr uint32_t kPromoteSplit = kFp8 ? kPromoteSplit_ : 1;
+  static constexpr bool kSfbStraddle = kKind == Kind::kFp8_1D2D && (128 % kBlockN != 0);
+
+  static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
+  static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
+  static constexpr uint32_t kSmemSfa = kFp8 ? align_up<uint32_t>(kBlockM * 4, 128) : 0;
+  static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128) : 0;
+  static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
+                                       (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
+  static constexpr uint32_t kSmemD = align_up<uint32_t>(kBlockM * kBlockN * sizeof(OutT), 1024);
+  static constexpr uint32_t kOffA = kSmemD;
+  static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
+  static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
+  static constexpr uint32_t kOffSfb = kOffSfa + kStages * kSmemSfa;
+  static constexpr uint32_t kOffBar = kOffSfb + kStages * kSmemSfb;
+  static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
+
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd>;
+  using Sched = sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN>;
+
+  static_assert(kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2, "BLOCK_M / math WGs: 64 or 128 rows per WG");
+  static_assert(kBlockN % 8 == 0 && kBlockN >= 8 && kBlockN <= 256, "BLOCK_N: multiple of 8 in [8, 256]");
+  static_assert(kMathWG == 1 || kMathWG == 2, "1 or 2 consumer warp-groups");
+  static_assert(!kFp8 || (kMajorA == Major::kK && kMajorB == Major::kK), "FP8 WGMMA needs K-major A and B");
+  static_assert(kMajorB == Major::kK || kBlockN % 64 == 0, "MN-major B needs BLOCK_N % 64 == 0");
+  static_assert(!kMcA || (kBlockM / 2) % (kMajorA == Major::kMN ? 64 : 8) == 0, "A multicast halves");
+  static_assert(!kMcB || (kBlockN / 2) % (kMajorB == Major::kMN ? 64 : 8) == 0, "B multicast halves");
+  static_assert(!kSfbStraddle || kBlockN <= 128 + (kBlockN & (~kBlockN + 1)), "a tile may straddle at most two SFB rows");
+  static_assert(kKind != Kind::kFp8_1D1D || sizeof(OutT) == 4, "1D1D writes FP32");
+  static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
+  static_assert(kStages >= 2, "at least 2 stages");
+  static_assert(kPromoteSplit == 1 || kPromoteSplit == 2 || kPromoteSplit == 4, "promotion split 1, 2 or 4");
+  static_assert((kBlockN / kPromoteSplit) % 8 == 0 && kBlockN % kPromoteSplit == 0, "column slices of 8");
+};
+
+// ---------------------------------------------------------------------------------------------
+// Producer: loads one operand tile (rows [row0, row0 + rows) of BLOCK_MN, all of BLOCK_K) of a stage.
+template <Major kMajor, uint32_t kElem, bool kMulticast>
+DG_DEVICE void load_operand(const TmaDescriptor* desc, ptx::Mbarrier* bar, uint8_t* tile, uint32_t tile_row0,
+                            uint32_t rows, uint32_t g_row0, uint32_t k0, uint16_t mask) {
+  constexpr uint32_t kBlockK = 128 / kElem;
+  if constexpr (kMajor == Major::kK) {
+    uint8_t* dst = tile + tile_row0 * 128;
+    if constexpr (kMulticast) ptx::tma_load_2d_multicast(desc, bar, dst, k0, g_row0 + tile_row0, mask);
+    else ptx::tma_load_2d(desc, bar, dst, k0, g_row0 + tile_row0);
+  } else {
+    for (uint32_t c = tile_row0 / 64; c < (tile_row0 + rows) / 64; ++c) {
+      uint8_t* dst = tile + c * (kBlockK * 128);
+      if constexpr (kMulticast) ptx::tma_load_2d_multicast(desc, bar, dst, g_row0 + c * 64, k0, mask);
+      else ptx::tma_load_2d(desc, bar, dst, g_row0 + c * 64, k0);
+    }
+  }
+}
+
+// WGMMA descriptor of an operand tile at sub-row `row0` (multiple of 64) and K step `kk`.
+template <Major kMajor, uint32_t kBlockK>
+DG_DEVICE uint64_t operand_desc(uint32_t tile_addr, uint32_t row0, uint32_t kk) {
+  if constexpr (kMajor == Major::kK) {
+    // Rows of 128 bytes, 8-row core groups 1024 bytes apart; a K step is 32 bytes inside the swizzle atom.
+    return ptx::make_smem_desc(tile_addr + row0 * 128 + kk * 32, 0, 1024, 1);
+  } else {
+    // 64-element MN chunks of kBlockK rows each (LBO between chunks); 8-row K groups 1024 bytes apart.
+    return ptx::make_smem_desc(tile_addr + (row0 / 64) * (kBlockK * 128) + kk * 16 * 128, kBlockK * 128, 1024, 1);
+  }
+}
+
+template <class T>
+DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
+  using OutT = typename T::OutT;
+  constexpr uint32_t kStages = T::kStages, kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBlockK = T::kBlockK;
+  constexpr uint32_t kAcc = kBlockN / 2;
+  extern __shared__ __align__(1024) uint8_t smem[];
+
+  ptx::Mbarrier* full = reinterpret_cast<ptx::Mbarrier*>(smem + T::kOffBar);
+  ptx::Mbarrier* empty = full + kStages;
+  const uint32_t warp = ptx::warp_uniform(threadIdx.x / 32);
+  const uint32_t lane = ptx::lane_id();
+  const uint32_t wg = warp / 4;
+
+  if (threadIdx.x == T::kMathWG * 128) {
+    ptx::tma_prefetch_descriptor(&p.tma_a);
+    ptx::tma_prefetch_descriptor(&p.tma_b);
+    ptx::tma_prefetch_descriptor(&p.tma_d);
+    if constexpr (T::kFp8) ptx::tma_prefetch_descriptor(&p.tma_sfa);
+    if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
+#pragma unroll
+    for (uint32_t s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], T::kMathWG * 4 * T::kCluster);
+    }
+    ptx::fence_barrier_init();
+  }
+  if constexpr (T::kCluster > 1) ptx::cluster_sync();
+  else __syncthreads();
+  // Programmatic dependent launch: everything above overlaps the previous kernel's tail.
+  ptx::grid_dependency_wait();
+
+  const uint32_t num_kb = ceil_div(p.k, kBlockK);
+
+  if (wg == T::kMathWG) {
+    // ------------------------------------------------------------------ producer
+    ptx::setmaxnreg_dec<40>();
+    if (warp == T::kMathWG * 4 && ptx::elect_one()) {
+      typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
+      const uint32_t rank = T::kCluster > 1 ? ptx::cluster_ctarank() : 0;
+      uint32_t stage = 0, phase = 0;
+      sched::Tile t;
+      while (sched.next(t)) {
+        const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+        for (uint32_t kb = 0; kb < num_kb; ++kb) {
+          ptx::mbar_wait(&empty[stage], phase ^ 1);
+          ptx::Mbarrier* bar = &full[stage];
+          ptx::mbar_arrive_expect_tx(bar, T::kTxBytes);
+          const uint32_t k0 = kb * kBlockK;
+          uint8_t* a = smem + T::kOffA + stage * T::kSmemA;
+          uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
+          if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(&p.tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
+          else load_operand<T::kMajorA, T::kElem, false>(&p.tma_a, bar, a, 0, kBlockM, m0, k0, 0);
+          if constexpr (T::kMcB) load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, n0, k0, 0x3);
+          else load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, n0, k0, 0);
+          if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, m0, kb);
+          if constexpr (T::kKind == Kind::kFp8_1D1D)
+            ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, kb);
+          if (++stage == kStages) { stage = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------------ consumers
+    if constexpr (T::kMathWG == 2) ptx::setmaxnreg_inc<232>();
+    typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
+    const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
+    const uint32_t warp_in_wg = warp % 4;
+    uint32_t stage = 0, phase = 0;
+
+    // Frees a stage: one arrival per consumer warp, on this CTA's barrier and the peer's.
+    auto release = [&](uint32_t s) {
+      if constexpr (T::kCluster == 1) {
+        if (lane == 0) ptx::mbar_arrive(&empty[s]);
+      } else {
+        if (lane < T::kCluster) ptx::mbar_arrive_cluster(&empty[s], lane);
+      }
+    };
+    auto advance = [&]() { if (++stage == kStages) { stage = 0; phase ^= 1; } };
+
+    float acc[T::kMIters][kAcc];
+    sched::Tile t;
+    while (sched.next(t)) {
+      const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+
+      if constexpr (!T::kFp8) {
+        // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
+        uint32_t prev = 0;
+        for (uint32_t kb = 0; kb < num_kb; ++kb) {
+          ptx::mbar_wait(&full[stage], phase);
+          const uint32_t a_addr = ptx::smem_addr(smem + T::kOffA + stage * T::kSmemA);
+          const uint32_t b_addr = ptx::smem_addr(smem + T::kOffB + stage * T::kSmemB);
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kAcc; ++r) ptx::fence_operand(acc[i][r]);
+          ptx::wgmma_fence();
+#pragma unroll
+          for (uint32_t kk = 0; kk < kBlockK / 16; ++kk) {
+            const uint64_t db = operand_desc<T::kMajorB, kBlockK>(b_addr, 0, kk);
+#pragma unroll
+            for (uint32_t i = 0; i < T::kMIters; ++i) {
+              const uint64_t da = operand_desc<T::kMajorA, kBlockK>(a_addr, wg_row0 + i * 64, kk);
+              ptx::WgmmaBf16<kBlockN>::template mma<static_cast<int>(T::kMajorA), static_cast<int>(T::kMajorB)>(
+                  da, db, acc[i], kb > 0 || kk > 0);
+            }
+          }
+          ptx::wgmma_commit();
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kAcc; ++r) ptx::fence_operand(acc[i][r]);
+          if (kb > 0) {
+            ptx::wgmma_wait<1>();
+            release(prev);
+          }
+          prev = stage;
+          advance();
+        }
+        ptx::wgmma_wait<0>();
+        release(prev);
+#pragma unroll
+        for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+          for (uint32_t r = 0; r < kAcc; ++r) ptx::fence_operand(acc[i][r]);
+      } else {
+        // ---------------- FP8: per 128-K block, fresh WGMMA partials promoted into acc with the scales.
+        // Work unit = (K block, column slice); with overlap, unit j+1's WGMMAs (into the other partial
+        // buffer) run while unit j is promoted.
+        constexpr uint32_t kSplit = T::kPromoteSplit;
+        constexpr uint32_t kSubN = kBlockN / kSplit;
+        constexpr uint32_t kSubAcc = kSubN / 2;
+        constexpr uint32_t kBufs = T::kOverlapPromotion ? 2 : 1;
+        float part[kBufs][T::kMIters][kSubAcc];
+#pragma unroll
+        for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+          for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
+
+        // 1D2D: SFB of this tile's (at most two) 128-column blocks.
+        uint32_t sfb_row0 = 0, sfb_row1 = 0, boundary = kBlockN;
+        if constexpr (T::kKind == Kind::kFp8_1D2D) {
+          sfb_row0 = min_of(n0 / 128, p.sfb_rows - 1);
+          sfb_row1 = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1);
+          boundary = 128 - n0 % 128;  // columns [0, boundary) use row 0
+        }
+        auto load_sfb = [&](uint32_t kb, float& s0, float& s1) {
+          if constexpr (T::kKind == Kind::kFp8_1D2D) {
+            s0 = ptx::ldg_nc(p.sfb + sfb_row0 * p.sfb_stride_n + kb * p.sfb_stride_k);
+            if constexpr (T::kSfbStraddle) s1 = ptx::ldg_nc(p.sfb + sfb_row1 * p.sfb_stride_n + kb * p.sfb_stride_k);
+            else s1 = s0;
+          }
+        };
+
+        // Issues column slice h of the K block in stage s into part[buf] (waits for the stage first).
+        auto issue = [&](uint32_t buf, uint32_t s, uint32_t h) {
+          if (h == 0) ptx::mbar_wait(&full[s], phase);
+          const uint32_t a_addr = ptx::smem_addr(smem + T::kOffA + s * T::kSmemA);
+          const uint32_t b_addr = ptx::smem_addr(smem + T::kOffB + s * T::kSmemB);
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][i][r]);
+          ptx::wgmma_fence();
+#pragma unroll
+          for (uint32_t kk = 0; kk < kBlockK / 32; ++kk) {
+            const uint64_t db = operand_desc<Major::kK, kBlockK>(b_addr, h * kSubN, kk);
+#pragma unroll
+            for (uint32_t i = 0; i < T::kMIters; ++i) {
+              const uint64_t da = operand_desc<Major::kK, kBlockK>(a_addr, wg_row0 + i * 64, kk);
+              ptx::WgmmaE4m3<kSubN>::mma(da, db, part[buf][i], kk > 0);
+            }
+          }
+          ptx::wgmma_commit();
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][i][r]);
+        };
+
+        // Promotes part[buf] (column slice h of the K block in stage s) into acc; the last slice
+        // frees the stage once its scales are read.
+        auto promote = [&](uint32_t buf, uint32_t s, uint32_t h, float sb0, float sb1) {
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][i][r]);
+          const float* sfa = reinterpret_cast<const float*>(smem + T::kOffSfa + s * T::kSmemSfa);
+          float sa[T::kMIters][2];
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i) {
+            const uint32_t r = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4;
+            sa[i][0] = sfa[r];
+            sa[i][1] = sfa[r + 8];
+          }
+          if constexpr (T::kKind == Kind::kFp8_1D1D) {
+            const float* sfb = reinterpret_cast<const float*>(smem + T::kOffSfb + s * T::kSmemSfb);
+            f32x2 sb[kSubN / 8];
+#pragma unroll
+            for (uint32_t g = 0; g < kSubN / 8; ++g)
+              sb[g] = *reinterpret_cast<const f32x2*>(&sfb[h * kSubN + g * 8 + (lane % 4) * 2]);
+            if (h == kSplit - 1) release(s);
+#pragma unroll
+            for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+              for (uint32_t g = 0; g < kSubN / 8; ++g) {
+                const uint32_t G = h * (kSubN / 8) + g;
+                acc[i][G * 4 + 0] += sa[i][0] * sb[g].x * part[buf][i][g * 4 + 0];
+                acc[i][G * 4 + 1] += sa[i][0] * sb[g].y * part[buf][i][g * 4 + 1];
+                acc[i][G * 4 + 2] += sa[i][1] * sb[g].x * part[buf][i][g * 4 + 2];
+                acc[i][G * 4 + 3] += sa[i][1] * sb[g].y * part[buf][i][g * 4 + 3];
+              }
+          } else {
+            if (h == kSplit - 1) release(s);
+#pragma unroll
+            for (uint32_t i = 0; i < T::kMIters; ++i) {
+              const float lo0 = sa[i][0] * sb0, hi0 = sa[i][1] * sb0;
+              float lo1 = lo0, hi1 = hi0;
+              if constexpr (T::kSfbStraddle) { lo1 = sa[i][0] * sb1; hi1 = sa[i][1] * sb1; }
+#pragma unroll
+              for (uint32_t g = 0; g < kSubN / 8; ++g) {
+                const uint32_t G = h * (kSubN / 8) + g;
+                const bool first = !T::kSfbStraddle || G * 8 < boundary;
+                const float lo = first ? lo0 : lo1, hi = first ? hi0 : hi1;
+                acc[i][G * 4 + 0] += lo * part[buf][i][g * 4 + 0];
+                acc[i][G * 4 + 1] += lo * part[buf][i][g * 4 + 1];
+                acc[i][G * 4 + 2] += hi * part[buf][i][g * 4 + 2];
+                acc[i][G * 4 + 3] += hi * part[buf][i][g * 4 + 3];
+              }
+            }
+          }
+        };
+
+        // Straight-line groups of whole K blocks: nothing is in flight across loop iterations, so
+        // ptxas keeps the WGMMAs asynchronous. Leftover K blocks go one at a time.
+        constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : kSplit;  // units
+        constexpr uint32_t kKbPerGroup = kGroup / kSplit;
+        uint32_t kb = 0;
+        for (; kb + kKbPerGroup <= num_kb; kb += kKbPerGroup) {
+          float sb0[kKbPerGroup], sb1[kKbPerGroup];
+          uint32_t st[kKbPerGroup];
+#pragma unroll
+          for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(kb + q, sb0[q], sb1[q]);
+#pragma unroll
+          for (uint32_t j = 0; j < kGroup; ++j) {
+            const uint32_t q = j / kSplit, h = j % kSplit;
+            if (h == 0) st[q] = stage;
+            issue(j % kBufs, st[q], h);
+            if (h == kSplit - 1) advance();
+            if constexpr (T::kOverlapPromotion) {
+              if (j >= 1) {
+                ptx::wgmma_wait<1>();
+                promote((j - 1) % 2, st[(j - 1) / kSplit], (j - 1) % kSplit, sb0[(j - 1) / kSplit], sb1[(j - 1) / kSplit]);
+              }
+            } else {
+              ptx::wgmma_wait<0>();
+              promote(0, st[q], h, sb0[q], sb1[q]);
+            }
+          }
+          if constexpr (T::kOverlapPromotion) {
+            ptx::wgmma_wait<0>();
+            promote((kGroup - 1) % 2, st[kKbPerGroup - 1], kSplit - 1, sb0[kKbPerGroup - 1], sb1[kKbPerGroup - 1]);
+          }
+        }
+        for (; kb < num_kb; ++kb) {
+          float s0 = 0.f, s1 = 0.f;
+          load_sfb(kb, s0, s1);
+          const uint32_t s = stage;
+#pragma unroll
+          for (uint32_t h = 0; h < kSplit; ++h) {
+            issue(0, s, h);
+            if (h == kSplit - 1) advance();
+            ptx::wgmma_wait<0>();
+            promote(0, s, h, s0, s1);
+          }
+        }
+      }
+
+      // ---------------- epilogue
+      T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
+                    static_cast<int32_t>(m0 + wg_row0), 1 + wg);
+    }
+    T::Store::drain();
+  }
+
+  __syncwarp();  // the producer warp's elected lane rejoins before the aligned cluster barrier
+  if constexpr (T::kCluster > 1) {
+    // No CTA may leave while its peer can still arrive on its barriers or multicast into it.
+    ptx::cluster_arrive();
+    ptx::cluster_wait();
+  }
+}
+
+}  // namespace dg::gemm

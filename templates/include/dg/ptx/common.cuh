@@ -1,0 +1,82 @@
+// Small PTX wrappers shared by the SM90 kernels: thread election, register reallocation, fences,
+// named barriers, cluster helpers and programmatic dependent launch.
+#pragma once
+#include <dg/types.cuh>
+
+namespace dg::ptx {
+
+DG_DEVICE uint32_t lane_id() { uint32_t r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+
+DG_DEVICE uint32_t warp_id_in_block() { return threadIdx.x / 32u; }
+
+// Warp index made uniform so that the compiler can branch on it without divergence.
+DG_DEVICE uint32_t warp_uniform(uint32_t v) { return __shfl_sync(0xffffffffu, v, 0); }
+
+// One thread of a fully converged warp returns true.
+DG_DEVICE bool elect_one() {
+  uint32_t pred = 0;
+  asm volatile(
+      "{\n .reg .b32 rx;\n .reg .pred px;\n"
+      " elect.sync rx|px, %1;\n"
+      " @px mov.s32 %0, 1;\n}"
+      : "+r"(pred) : "r"(0xffffffffu));
+  return pred != 0;
+}
+
+template <uint32_t kRegs> DG_DEVICE void setmaxnreg_inc() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, multiple of 8");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(kRegs));
+}
+template <uint32_t kRegs> DG_DEVICE void setmaxnreg_dec() {
+  static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, multiple of 8");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(kRegs));
+}
+
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA, WGMMA) reads.
+DG_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+DG_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+DG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async;\n" ::: "memory"); }
+// Makes mbarrier.init visible to the async proxy and to the other CTAs of the cluster.
+DG_DEVICE void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+// Named barrier over `threads` threads (a multiple of 32); id 0 is __syncthreads'.
+DG_DEVICE void named_barrier_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+DG_DEVICE void named_barrier_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+
+// ---- clusters ----
+DG_DEVICE uint32_t cluster_ctarank() { uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r; }
+DG_DEVICE uint32_t cluster_nctarank() { uint32_t r; asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r)); return r; }
+DG_DEVICE void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+DG_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+DG_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+DG_DEVICE void cluster_sync() { cluster_arrive(); cluster_wait(); }
+
+DG_DEVICE uint32_t smem_addr(const void* p) {
+  uint64_t r;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(r) : "l"(p));
+  return static_cast<uint32_t>(r);
+}
+
+// Address of the same shared-memory location in CTA `rank` of this cluster.
+DG_DEVICE uint32_t map_shared_rank(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+
+// ---- programmatic dependent launch ----
+DG_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+DG_DEVICE void grid_dependency_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+// ---- global loads that bypass L1 allocation hints ----
+DG_DEVICE float ldg_nc(const float* p) {
+  float v;
+  asm volatile("ld.global.nc.L1::no_allocate.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+  return v;
+}
+
+}  // namespace dg::ptx

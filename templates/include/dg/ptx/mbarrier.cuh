@@ -1,0 +1,69 @@
+// mbarrier wrappers (64-bit barriers in shared memory) for the TMA/WGMMA stage ring.
+#pragma once
+#include <dg/ptx/common.cuh>
+
+namespace dg::ptx {
+
+struct alignas(8) Mbarrier { uint64_t state; };
+
+DG_DEVICE void mbar_init(Mbarrier* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+DG_DEVICE void mbar_arrive(Mbarrier* bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+}
+
+DG_DEVICE void mbar_arrive_count(Mbarrier* bar, uint32_t count) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+// Arrive on the barrier at the same offset in CTA `rank` of the cluster (rank may be our own).
+DG_DEVICE void mbar_arrive_cluster(Mbarrier* bar, uint32_t rank) {
+  uint32_t remote = map_shared_rank(smem_addr(bar), rank);
+  // Default semantics (release, CTA scope), as the stage ring needs no cluster-wide ordering of this
+  // thread's own memory operations; .release.cluster here costs a fence per K block.
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
+}
+
+// One arrival that also announces `bytes` of transaction (TMA) traffic for the current phase.
+DG_DEVICE void mbar_arrive_expect_tx(Mbarrier* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n"
+               :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+DG_DEVICE void mbar_expect_tx(Mbarrier* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+DG_DEVICE bool mbar_try_wait(Mbarrier* bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok) : "r"(smem_addr(bar)), "r"(parity) : "memory");
+  return ok != 0;
+}
+
+// Blocks until the phase with parity `parity` has completed.
+DG_DEVICE void mbar_wait(Mbarrier* bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "DG_MBAR_WAIT_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra DG_MBAR_WAIT_%=;\n}"
+      :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+// Same, with the acquire at cluster scope (a peer CTA's writes are then visible).
+DG_DEVICE void mbar_wait_cluster(Mbarrier* bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "DG_MBAR_WAITC_%=:\n"
+      " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra DG_MBAR_WAITC_%=;\n}"
+      :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+}
+
+}  // namespace dg::ptx

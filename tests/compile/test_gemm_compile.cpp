@@ -1,0 +1,133 @@
+// Renders and NVRTC-compiles, for sm_90a, every SM90 GEMM configuration the heuristic picks for the
+// test and benchmark shapes (132 SMs, as an H100), plus the elementwise pre-pass kernels. No GPU.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "jit/compiler.h"
+#include "ops/gemm.h"
+#include "runtime/config.h"
+
+namespace {
+
+using dg::ops::GemmKind;
+using dg::ops::GemmShape;
+using dg::ops::Major;
+
+std::vector<GemmShape> gemm_shapes() {
+  std::vector<GemmShape> out;
+  auto add = [&](GemmKind kind, int64_t m, int64_t n, int64_t k, Major ma, Major mb, dg_dtype d, bool acc) {
+    GemmShape s;
+    s.kind = kind, s.m = m, s.n = n, s.k = k, s.major_a = ma, s.major_b = mb, s.d_dtype = d, s.accumulate = acc;
+    out.push_back(s);
+  };
+  const int64_t nk[7][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512},
+                            {7168, 16384}, {4096, 7168}, {7168, 2048}};
+  // Benchmark suite (spec §6.2): forward M in {1, 128, 4096}, BF16 and FP8 1D2D.
+  for (int64_t m : {1, 128, 4096})
+    for (auto& p : nk) {
+      add(GemmKind::kBf16, m, p[0], p[1], Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);
+      add(GemmKind::kFp8_1D2D, m, p[0], p[1], Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);
+    }
+  for (auto& p : nk) {
+    // Backward: dgrad (B MN-major for BF16), wgrad (both MN-major, FP32 += for BF16; 1D1D for FP8).
+    add(GemmKind::kBf16, 4096, p[1], p[0], Major::kK, Major::kMN, DG_DTYPE_BFLOAT16, false);
+    add(GemmKind::kBf16, p[0], 4096, p[1], Major::kMN, Major::kMN, DG_DTYPE_FLOAT32, true);
+    add(GemmKind::kFp8_1D2D, 4096, p[1], p[0], Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);
+    add(GemmKind::kFp8_1D1D, p[0], 4096, p[1], Major::kK, Major::kK, DG_DTYPE_FLOAT32, true);
+  }
+  for (int64_t n : {256, 129280}) add(GemmKind::kBf16, 4096, n, 7168, Major::kK, Major::kK, DG_DTYPE_FLOAT32, false);
+  // tests/gpu/test_gemm.cpp: tails, every layout, both outputs, with and without C.
+  for (int64_t m : {1, 17, 128, 129, 4096})
+    for (int lay = 0; lay < 4; ++lay)
+      for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+        for (bool acc : {false, true}) {
+          const Major ma = lay >= 2 ? Major::kMN : Major::kK, mb = (lay == 1 || lay == 2) ? Major::kMN : Major::kK;
+          add(GemmKind::kBf16, m, 336, 264, ma, mb, d, acc);
+          if (lay == 0) {
+            add(GemmKind::kFp8_1D2D, m, 336, 400, ma, mb, d, acc);
+            if (d == DG_DTYPE_FLOAT32) add(GemmKind::kFp8_1D1D, m, 336, 400, ma, mb, d, acc);
+          }
+        }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  std::set<std::string> seen;
+  int compiled = 0;
+  double worst = 0;
+  for (const GemmShape& s : gemm_shapes()) {
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+    CHECK(c.smem_bytes <= 232448u);
+    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
+    if (!seen.insert(spec.kernel_name).second) continue;
+    dg::jit::CompileResult r;
+    const auto t0 = std::chrono::steady_clock::now();
+    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+    const std::string err = dg_last_error();
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    worst = std::max(worst, sec);
+    INFO(spec.kernel_name << ": " << err);
+    CHECK(st == DG_SUCCESS);
+    CHECK(!r.cubin.empty());
+    ++compiled;
+  }
+  std::printf("sm90 gemm: %d distinct configs compiled, slowest %.2f s\n", compiled, worst);
+}
+
+TEST_CASE("sm90 gemm: elementwise pre-pass kernels compile") {
+  dg::Config config = dg::default_config();
+  for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+    for (bool has_c : {false, true}) {
+      dg::jit::CompileResult r;
+      const auto spec = dg::ops::gemm_scale_kernel_spec(d, has_c);
+      const std::string err = dg_last_error();
+    INFO(spec.kernel_name << ": " << err);
+      CHECK(dg::jit::compile(spec, "sm_90a", config, &r) == DG_SUCCESS);
+    }
+}
+
+TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 4096, s.n = 4096, s.k = 4096;
+  dg::ops::GemmConfig c;
+  dg::ops::GemmOverride o;
+  o.block_m = 96;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.block_m") != std::string::npos);
+  o = {};
+  o.block_n = 176;  // straddles three 128-row SFB blocks
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.stages = 40;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.block_m = 128, o.block_n = 128, o.cluster = 2, o.multicast_a = 0;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 128);
+  CHECK(c.block_n == 128);
+  CHECK(c.cluster == 2);
+  CHECK(!c.multicast_a);
+}
+
+// DG_GEMM_PRINT_HEURISTIC=1 prints the config chosen for every test/benchmark shape.
+TEST_CASE("sm90 gemm: heuristic choices (print with DG_GEMM_PRINT_HEURISTIC=1)") {
+  const char* env = std::getenv("DG_GEMM_PRINT_HEURISTIC");
+  for (const GemmShape& s : gemm_shapes()) {
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+    CHECK(c.grid % c.cluster == 0);
+    CHECK(c.grid <= 132);
+    if (env && env[0] == '1') std::printf("%s\n", dg::ops::describe(s, c).c_str());
+  }
+}

@@ -1,0 +1,465 @@
+// SM90 dense GEMMs through the public API against a double-precision CPU reference (on the
+// dequantised inputs for FP8): every layout, both D dtypes, with and without C (separate and
+// aliased), alpha/beta != 1, M in {1, 17, 128, 129, 4096}, N and K tails, the DeepSeek shapes
+// (sampled), poisoned outputs, early exits and argument errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "runtime/device.h"
+#include "runtime/driver.h"
+
+namespace {
+
+// ---------------------------------------------------------------- host number formats
+uint16_t f2bf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+float bf2f(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+float e4m3_to_f(uint8_t v) {
+  const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
+  float r;
+  if (e == 15 && m == 7) r = NAN;
+  else if (e == 0) r = std::ldexp(m / 8.0f, -6);
+  else r = std::ldexp(1.0f + m / 8.0f, e - 7);
+  return s ? -r : r;
+}
+// Round to nearest even by search over the 127 finite magnitudes (tests only: speed is fine).
+uint8_t f_to_e4m3(float x) {
+  static std::vector<float> mags = [] {
+    std::vector<float> v;
+    for (int i = 0; i < 127; ++i) v.push_back(e4m3_to_f(static_cast<uint8_t>(i)));
+    return v;
+  }();
+  const float a = std::fabs(x);
+  int lo = 0;
+  if (a >= 448.f) lo = 126;
+  else {
+    int l = 0, h = 126;
+    while (h - l > 1) {
+      const int mid = (l + h) / 2;
+      if (mags[mid] <= a) l = mid; else h = mid;
+    }
+    const float dl = a - mags[l], dh = mags[h] - a;
+    lo = dl < dh ? l : dh < dl ? h : (l % 2 == 0 ? l : h);
+  }
+  return static_cast<uint8_t>(lo | (x < 0 ? 0x80 : 0));
+}
+
+// ---------------------------------------------------------------- device helpers
+struct Gpu {
+  dg::Device* device = nullptr;
+  dg_stream* stream = nullptr;
+  Gpu() {
+    REQUIRE(dg::get_device(0, &device) == DG_SUCCESS);
+    REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  }
+  ~Gpu() { dg_stream_destroy(stream); }
+  bool sm90() const { return device->cc_major == 9; }
+};
+
+struct Buf {
+  CUdeviceptr ptr = 0;
+  size_t bytes = 0;
+  dg::Device* dev;
+  Buf(dg::Device* d, size_t n) : bytes(n), dev(d) {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemAlloc(&ptr, n < 256 ? 256 : n) == CUDA_SUCCESS);
+  }
+  ~Buf() {
+    dg::ContextScope scope;
+    if (scope.enter(*dev) == DG_SUCCESS) dg::driver::api().cuMemFree(ptr);
+  }
+  void* data() const { return reinterpret_cast<void*>(ptr); }
+  void upload(const void* src, size_t n) {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemcpyHtoD(ptr, src, n) == CUDA_SUCCESS);
+  }
+  void download(void* dst, size_t n) {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
+    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);
+    REQUIRE(dg::driver::api().cuMemcpyDtoH(dst, ptr, n) == CUDA_SUCCESS);
+  }
+};
+
+struct Tensor {
+  dg_tensor* t = nullptr;
+  Tensor(void* data, dg_dtype dt, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    REQUIRE(dg_tensor_create(&t, data, dt, static_cast<int32_t>(sizes.size()), sizes.data(), strides.data()) ==
+            DG_SUCCESS);
+  }
+  ~Tensor() { dg_tensor_destroy(t); }
+};
+
+double calc_diff(const std::vector<double>& ref, const std::vector<double>& out) {
+  double xy = 0, xx = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(out[i])) return 1.0;
+    xy += ref[i] * out[i];
+    xx += ref[i] * ref[i] + out[i] * out[i];
+  }
+  return xx == 0 ? 0.0 : 1.0 - 2.0 * xy / xx;
+}
+
+enum Layout { NT = 0, NN = 1, TN = 2, TT = 3 };
+const char* layout_name(int l) { return l == NT ? "nt" : l == NN ? "nn" : l == TN ? "tn" : "tt"; }
+
+// One GEMM problem: logical A [M, K], B [N, K] (floats already rounded to the operand format).
+struct Case {
+  bool fp8 = false;
+  int recipe = DG_FP8_RECIPE_1D2D;
+  int layout = NT;
+  int64_t m = 0, n = 0, k = 0;
+  dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
+  int c_mode = 0;  // 0: no C, 1: separate C, 2: C aliased to D
+  float alpha = 1.f, beta = 1.f;
+  int samples = 0;  // > 0: check this many random entries only
+};
+
+std::string describe(const Case& c) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g",
+                c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
+                layout_name(c.layout), (long long)c.m, (long long)c.n, (long long)c.k,
+                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta);
+  return buf;
+}
+
+double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
+  const int64_t M = cs.m, N = cs.n, K = cs.k;
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const bool a_t = cs.layout == TN || cs.layout == TT, b_t = cs.layout == NN || cs.layout == TN;
+  // Storage: a is [M, K] or [K, M]; b is [N, K] or [K, N]; MN-major rows padded to 16 bytes.
+  const int64_t eb = cs.fp8 ? 1 : 2, pad = 16 / eb;
+  const int64_t lda = a_t ? (M + pad - 1) / pad * pad : K, ldb = b_t ? (N + pad - 1) / pad * pad : K;
+  const int64_t a_rows = a_t ? K : M, b_rows = b_t ? K : N;
+  std::vector<float> A(M * K), B(N * K);  // logical, dequantised
+  std::vector<uint8_t> a_mem(a_rows * lda * eb + 16, 0), b_mem(b_rows * ldb * eb + 16, 0);
+  const int64_t sf_k = (K + 127) / 128, ld_sfa = (M + 3) / 4 * 4;
+  std::vector<float> sfa(ld_sfa * sf_k + 4, 0.f), sfb;
+  int64_t ld_sfb = 0;
+  auto put = [&](std::vector<uint8_t>& mem, int64_t off, float v) -> float {
+    if (!cs.fp8) {
+      const uint16_t h = f2bf(v);
+      std::memcpy(&mem[off * 2], &h, 2);
+      return bf2f(h);
+    }
+    const uint8_t q = f_to_e4m3(v);
+    mem[off] = q;
+    return e4m3_to_f(q);
+  };
+  if (!cs.fp8) {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) A[i * K + k] = put(a_mem, a_t ? k * lda + i : i * lda + k, nd(rng));
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t k = 0; k < K; ++k) B[j * K + k] = put(b_mem, b_t ? k * ldb + j : j * ldb + k, nd(rng));
+  } else {
+    // A per token x 128 K; B per 128x128 block (1D2D) or per token (1D1D).
+    std::vector<float> ra(M * K), rb(N * K);
+    for (auto& v : ra) v = nd(rng);
+    for (auto& v : rb) v = nd(rng);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t kb = 0; kb < sf_k; ++kb) {
+        float amax = 1e-4f;
+        for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k) amax = std::max(amax, std::fabs(ra[i * K + k]));
+        const float s = amax / 448.f;
+        sfa[kb * ld_sfa + i] = s;
+        for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
+          A[i * K + k] = put(a_mem, i * lda + k, ra[i * K + k] / s) * s;
+      }
+    if (cs.recipe == DG_FP8_RECIPE_1D1D) {
+      ld_sfb = (N + 3) / 4 * 4;
+      sfb.assign(ld_sfb * sf_k + 4, 0.f);
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t kb = 0; kb < sf_k; ++kb) {
+          float amax = 1e-4f;
+          for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k) amax = std::max(amax, std::fabs(rb[j * K + k]));
+          const float s = amax / 448.f;
+          sfb[kb * ld_sfb + j] = s;
+          for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
+            B[j * K + k] = put(b_mem, j * ldb + k, rb[j * K + k] / s) * s;
+        }
+    } else {
+      const int64_t nb = (N + 127) / 128;
+      ld_sfb = sf_k;
+      sfb.assign(nb * sf_k + 4, 0.f);
+      for (int64_t jb = 0; jb < nb; ++jb)
+        for (int64_t kb = 0; kb < sf_k; ++kb) {
+          float amax = 1e-4f;
+          for (int64_t j = jb * 128; j < std::min(N, jb * 128 + 128); ++j)
+            for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k) amax = std::max(amax, std::fabs(rb[j * K + k]));
+          const float s = amax / 448.f;
+          sfb[jb * sf_k + kb] = s;
+          for (int64_t j = jb * 128; j < std::min(N, jb * 128 + 128); ++j)
+            for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
+              B[j * K + k] = put(b_mem, j * ldb + k, rb[j * K + k] / s) * s;
+        }
+    }
+  }
+  // D (and C): row-major, row stride padded to 16 bytes.
+  const int64_t db = cs.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2, ldd = (N + 16 / db - 1) / (16 / db) * (16 / db);
+  std::vector<uint8_t> c_mem(M * ldd * db + 16), d_mem(M * ldd * db + 16);
+  std::vector<double> C(M * N, 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const float v = nd(rng) * 4.f;
+      if (db == 4) {
+        std::memcpy(&c_mem[(i * ldd + j) * 4], &v, 4);
+        C[i * N + j] = v;
+      } else {
+        const uint16_t h = f2bf(v);
+        std::memcpy(&c_mem[(i * ldd + j) * 2], &h, 2);
+        C[i * N + j] = bf2f(h);
+      }
+    }
+  // Poison D (NaN) unless it holds C.
+  if (cs.c_mode == 2) d_mem = c_mem;
+  else if (db == 4) for (size_t i = 0; i + 4 <= d_mem.size(); i += 4) { uint32_t p = 0x7fc00001u; std::memcpy(&d_mem[i], &p, 4); }
+  else for (size_t i = 0; i + 2 <= d_mem.size(); i += 2) { uint16_t p = 0x7fc1; std::memcpy(&d_mem[i], &p, 2); }
+
+  Buf ga(g.device, a_mem.size()), gb(g.device, b_mem.size()), gd(g.device, d_mem.size()), gc(g.device, c_mem.size());
+  Buf gsa(g.device, sfa.size() * 4), gsb(g.device, std::max<size_t>(sfb.size(), 1) * 4);
+  ga.upload(a_mem.data(), a_mem.size());
+  gb.upload(b_mem.data(), b_mem.size());
+  gd.upload(d_mem.data(), d_mem.size());
+  gc.upload(c_mem.data(), c_mem.size());
+  gsa.upload(sfa.data(), sfa.size() * 4);
+  if (!sfb.empty()) gsb.upload(sfb.data(), sfb.size() * 4);
+
+  const dg_dtype ab = cs.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  Tensor ta(ga.data(), ab, {a_rows, a_t ? M : K}, {lda, 1});
+  Tensor tb(gb.data(), ab, {b_rows, b_t ? N : K}, {ldb, 1});
+  Tensor td(gd.data(), cs.d_dtype, {M, N}, {ldd, 1});
+  Tensor tc(cs.c_mode == 2 ? gd.data() : gc.data(), cs.d_dtype, {M, N}, {ldd, 1});
+  // Scales are transposed together with their data.
+  Tensor tsa(gsa.data(), DG_DTYPE_FLOAT32, a_t ? std::vector<int64_t>{sf_k, M} : std::vector<int64_t>{M, sf_k},
+             a_t ? std::vector<int64_t>{ld_sfa, 1} : std::vector<int64_t>{1, ld_sfa});
+  const bool sfb_token = cs.recipe == DG_FP8_RECIPE_1D1D;
+  const int64_t sfb_rows = sfb_token ? N : (N + 127) / 128;
+  Tensor tsb(gsb.data(), DG_DTYPE_FLOAT32, {sfb_rows, sf_k},
+             sfb_token ? std::vector<int64_t>{1, ld_sfb} : std::vector<int64_t>{sf_k, 1});
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.recipe = cs.recipe;
+  o.alpha = cs.alpha;
+  o.beta = cs.beta;
+  const dg_tensor* c = cs.c_mode ? tc.t : nullptr;
+  dg_status st;
+  if (!cs.fp8) {
+    auto f = cs.layout == NT ? dg_bf16_gemm_nt : cs.layout == NN ? dg_bf16_gemm_nn : cs.layout == TN ? dg_bf16_gemm_tn : dg_bf16_gemm_tt;
+    st = f(g.stream, ta.t, tb.t, td.t, c, &o);
+  } else {
+    auto f = cs.layout == NT ? dg_fp8_gemm_nt : cs.layout == NN ? dg_fp8_gemm_nn : cs.layout == TN ? dg_fp8_gemm_tn : dg_fp8_gemm_tt;
+    st = f(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, c, &o);
+  }
+  INFO(describe(cs) << ": " << dg_last_error());
+  REQUIRE(st == DG_SUCCESS);
+  REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
+  gd.download(d_mem.data(), d_mem.size());
+
+  auto out_at = [&](int64_t i, int64_t j) -> double {
+    if (db == 4) { float v; std::memcpy(&v, &d_mem[(i * ldd + j) * 4], 4); return v; }
+    uint16_t h; std::memcpy(&h, &d_mem[(i * ldd + j) * 2], 2); return bf2f(h);
+  };
+  auto ref_at = [&](int64_t i, int64_t j) -> double {
+    double acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc += double(A[i * K + k]) * B[j * K + k];
+    return cs.alpha * acc + (cs.c_mode ? cs.beta * C[i * N + j] : 0.0);
+  };
+  std::vector<double> ref, out;
+  if (cs.samples > 0) {
+    std::uniform_int_distribution<int64_t> ri(0, M - 1), rj(0, N - 1);
+    for (int s = 0; s < cs.samples; ++s) {
+      const int64_t i = ri(rng), j = rj(rng);
+      ref.push_back(ref_at(i, j));
+      out.push_back(out_at(i, j));
+    }
+  } else {
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        ref.push_back(ref_at(i, j));
+        out.push_back(out_at(i, j));
+      }
+  }
+  return calc_diff(ref, out);
+}
+
+void check_case(Gpu& g, const Case& cs, std::mt19937& rng) {
+  const double diff = run_case(g, cs, rng);
+  const double thr = cs.fp8 ? 1e-3 : 1e-5;
+  INFO(describe(cs) << " calc_diff " << diff);
+  CHECK(diff < thr);
+}
+
+}  // namespace
+
+TEST_CASE("sm90 bf16 gemm: layouts, outputs, C, alpha/beta, tails") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(1234);
+  for (int64_t m : {1, 17, 128, 129})
+    for (int lay = 0; lay < 4; ++lay)
+      for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+        for (int c_mode : {0, 1, 2}) {
+          Case cs;
+          cs.layout = lay, cs.m = m, cs.n = 336, cs.k = 264, cs.d_dtype = d, cs.c_mode = c_mode;
+          cs.alpha = c_mode == 1 ? 1.5f : 1.f;
+          cs.beta = c_mode == 1 ? 0.5f : 1.f;
+          check_case(g, cs, rng);
+        }
+  for (int lay = 0; lay < 4; ++lay) {
+    Case cs;
+    cs.layout = lay, cs.m = 4096, cs.n = 320, cs.k = 200, cs.c_mode = lay == 3 ? 2 : 0;
+    check_case(g, cs, rng);
+  }
+}
+
+TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(99);
+  for (int64_t m : {1, 17, 128, 129, 4096})
+    for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+      for (int c_mode : {0, 1, 2}) {
+        if (m == 4096 && c_mode == 1) continue;
+        Case cs;
+        cs.fp8 = true, cs.m = m, cs.n = 336, cs.k = 400, cs.d_dtype = d, cs.c_mode = c_mode;
+        cs.alpha = c_mode == 1 ? 0.75f : 1.f;
+        cs.beta = c_mode == 1 ? 2.f : 1.f;
+        if (m == 4096) cs.samples = 4096;
+        check_case(g, cs, rng);
+        if (d == DG_DTYPE_FLOAT32) {
+          cs.recipe = DG_FP8_RECIPE_1D1D;
+          check_case(g, cs, rng);
+        }
+      }
+  // N past a 128-row SFB boundary inside a block (block N not dividing 128) is exercised by the
+  // heuristic's choices for these N.
+  for (int64_t n : {144, 160, 400, 1040}) {
+    Case cs;
+    cs.fp8 = true, cs.m = 256, cs.n = n, cs.k = 1024;
+    check_case(g, cs, rng);
+  }
+}
+
+TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(7);
+  const int64_t nk[7][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512},
+                            {7168, 16384}, {4096, 7168}, {7168, 2048}};
+  for (auto& p : nk)
+    for (bool fp8 : {false, true}) {
+      Case cs;
+      cs.fp8 = fp8, cs.m = 128, cs.n = p[0], cs.k = p[1], cs.samples = 2048;
+      check_case(g, cs, rng);
+    }
+}
+
+TEST_CASE("sm90 gemm: early exits") {
+  Gpu g;
+  if (!g.sm90()) return;
+  const int64_t M = 33, N = 64;
+  std::vector<float> c(M * N), d(M * N, -7.f);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(i % 13) - 6.f;
+  Buf gc(g.device, c.size() * 4), gd(g.device, d.size() * 4), dummy(g.device, 1024);
+  gc.upload(c.data(), c.size() * 4);
+  Tensor ta(dummy.data(), DG_DTYPE_BFLOAT16, {M, 0}, {8, 1});
+  Tensor tb(dummy.data(), DG_DTYPE_BFLOAT16, {N, 0}, {8, 1});
+  Tensor td(gd.data(), DG_DTYPE_FLOAT32, {M, N}, {N, 1});
+  Tensor tc(gc.data(), DG_DTYPE_FLOAT32, {M, N}, {N, 1});
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.beta = 0.5f;
+  // K == 0 with C: D = beta * C.
+  gd.upload(d.data(), d.size() * 4);
+  REQUIRE(dg_bf16_gemm_nt(g.stream, ta.t, tb.t, td.t, tc.t, &o) == DG_SUCCESS);
+  gd.download(d.data(), d.size() * 4);
+  for (size_t i = 0; i < d.size(); ++i) CHECK(d[i] == 0.5f * c[i]);
+  // K == 0 without C: zeros.
+  REQUIRE(dg_bf16_gemm_nt(g.stream, ta.t, tb.t, td.t, nullptr, &o) == DG_SUCCESS);
+  gd.download(d.data(), d.size() * 4);
+  for (float v : d) CHECK(v == 0.f);
+  // M == 0: nothing is written.
+  std::vector<float> mark(M * N, 3.f);
+  gd.upload(mark.data(), mark.size() * 4);
+  Tensor ta0(dummy.data(), DG_DTYPE_BFLOAT16, {0, 64}, {64, 1});
+  Tensor tb0(dummy.data(), DG_DTYPE_BFLOAT16, {N, 64}, {0, 1});
+  Tensor td0(gd.data(), DG_DTYPE_FLOAT32, {0, N}, {N, 1});
+  REQUIRE(dg_bf16_gemm_nt(g.stream, ta0.t, tb0.t, td0.t, nullptr, nullptr) == DG_SUCCESS);
+  gd.download(d.data(), d.size() * 4);
+  for (float v : d) CHECK(v == 3.f);
+}
+
+TEST_CASE("sm90 gemm: bad arguments name the argument") {
+  Gpu g;
+  if (!g.sm90()) return;
+  Buf buf(g.device, 1 << 20);
+  auto msg = [] { return std::string(dg_last_error()); };
+  Tensor a(buf.data(), DG_DTYPE_BFLOAT16, {64, 128}, {128, 1});
+  Tensor b(buf.data(), DG_DTYPE_BFLOAT16, {64, 128}, {128, 1});
+  Tensor bk(buf.data(), DG_DTYPE_BFLOAT16, {64, 96}, {96, 1});
+  Tensor d(buf.data(), DG_DTYPE_BFLOAT16, {64, 64}, {64, 1});
+  Tensor dcol(buf.data(), DG_DTYPE_BFLOAT16, {64, 64}, {1, 64});
+  Tensor a_f32(buf.data(), DG_DTYPE_FLOAT32, {64, 128}, {128, 1});
+  CHECK(dg_bf16_gemm_nt(g.stream, a.t, bk.t, d.t, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("b:") == 0);
+  CHECK(dg_bf16_gemm_nt(g.stream, a_f32.t, b.t, d.t, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("a:") == 0);
+  CHECK(dg_bf16_gemm_nt(g.stream, a.t, b.t, dcol.t, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("d:") == 0);
+  CHECK(dg_bf16_gemm_nt(nullptr, a.t, b.t, d.t, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.struct_size = 8;
+  CHECK(dg_bf16_gemm_nt(g.stream, a.t, b.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options") == 0);
+  o = DG_GEMM_OPTIONS_INIT;
+  o.block_m = 96;
+  CHECK(dg_bf16_gemm_nt(g.stream, a.t, b.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options.block_m") != std::string::npos);
+  // FP8: operands must be K-major in memory; scales in the required layouts.
+  Tensor a8(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 128}, {128, 1});
+  Tensor b8_mn(buf.data(), DG_DTYPE_FLOAT8_E4M3, {128, 64}, {64, 1});  // nn: [K, N] contiguous
+  Tensor b8(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 128}, {128, 1});
+  Tensor sfa(buf.data(), DG_DTYPE_FLOAT32, {64, 1}, {1, 64});
+  Tensor sfa_bad(buf.data(), DG_DTYPE_FLOAT32, {64, 1}, {1, 1});
+  Tensor sfa_rowmajor(buf.data(), DG_DTYPE_FLOAT32, {64, 2}, {2, 1});
+  Tensor sfb(buf.data(), DG_DTYPE_FLOAT32, {1, 1}, {1, 1});
+  Tensor sfb_nn(buf.data(), DG_DTYPE_FLOAT32, {1, 1}, {1, 1});
+  Tensor a8_k256(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 256}, {256, 1});
+  Tensor b8_k256(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 256}, {256, 1});
+  Tensor sfb2(buf.data(), DG_DTYPE_FLOAT32, {1, 2}, {2, 1});
+  CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_mn.t, sfb_nn.t, d.t, nullptr, nullptr) == DG_ERROR_UNSUPPORTED);
+  CHECK(msg().find("b:") == 0);
+  CHECK(dg_fp8_gemm_nt(g.stream, a8_k256.t, sfa_rowmajor.t, b8_k256.t, sfb2.t, d.t, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("sfa:") == 0);
+  CHECK(dg_fp8_gemm_nt(g.stream, a8.t, sfa.t, b8.t, sfb2.t, d.t, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("sfb:") == 0);
+  o = DG_GEMM_OPTIONS_INIT;
+  o.recipe = DG_FP8_RECIPE_1D1D;
+  CHECK(dg_fp8_gemm_nt(g.stream, a8.t, sfa.t, b8.t, sfb.t, d.t, nullptr, &o) == DG_ERROR_UNSUPPORTED);
+  CHECK(msg().find("d:") == 0);
+  (void)sfa_bad;
+  // Prepare: compiles and loads without launching.
+  CHECK(dg_gemm_prepare(g.stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 4096, 7168, 2048, DG_DTYPE_BFLOAT16, 0,
+                        nullptr) == DG_SUCCESS);
+  CHECK(dg_gemm_prepare(g.stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NN, 128, 128, 128, DG_DTYPE_BFLOAT16, 0,
+                        nullptr) == DG_ERROR_UNSUPPORTED);
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs the GPU-facing suites on the lent GPU machine from a staged folder of stripped binaries
+# (libdg.so.0, dg_unit_tests, dg_gpu_tests, dg-demo, bench/dg-bench). Logs go under $OUT.
+#   tests/run_device.sh STAGE_DIR [gpu-test-filter]
+set -u
+STAGE=${1:?usage: tests/run_device.sh STAGE_DIR [doctest -tc filter]}
+DEST=${OUT:-device-out}
+mkdir -p "$DEST"
+export LD_LIBRARY_PATH="$STAGE${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export DG_JIT_CACHE_DIR=$(mktemp -d)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$DEST/nvidia-smi.csv"
+run() {  # name, command...
+  local name=$1; shift
+  local t0=$(date +%s.%N)
+  "$@" > "$DEST/$name.log" 2>&1
+  local rc=$?
+  printf '%-12s exit %3d  %6.1fs  %s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)" \
+    "$(grep -E 'test cases:|passed|failed' "$DEST/$name.log" | tail -1)" | tee -a "$DEST/summary.txt"
+}
+run demo "$STAGE/dg-demo"
+run unit "$STAGE/dg_unit_tests"
+run gpu "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}
+run gpu-warm "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}   # second run: every kernel from the disk cache
+DG_LIBRARY_PATH="$STAGE/libdg.so.0" PYTHONUNBUFFERED=1 run python python3 -m pytest -q -x bindings/python/tests
+cat "$DEST/summary.txt"

@@ -1,0 +1,217 @@
+// dg-bench's harness logic, without a GPU: statistics, JSON/CSV output, argument and shape
+// parsing, calc_diff and the number formats the checks decode.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../../bench/src/cli.h"
+#include "../../bench/src/json.h"
+#include "../../bench/src/numerics.h"
+#include "../../bench/src/stats.h"
+
+using namespace dgb;
+
+TEST_CASE("bench stats: percentiles interpolate between order statistics") {
+  const std::vector<double> v = {5, 1, 4, 2, 3};
+  CHECK(percentile(v, 0) == 1.0);
+  CHECK(percentile(v, 100) == 5.0);
+  CHECK(median(v) == 3.0);
+  CHECK(percentile(v, 25) == doctest::Approx(2.0));
+  CHECK(percentile(v, 10) == doctest::Approx(1.4));
+  CHECK(median({1, 2, 3, 4}) == doctest::Approx(2.5));
+  CHECK(std::isnan(median({})));
+  CHECK(percentile({7}, 90) == 7.0);
+}
+
+TEST_CASE("bench stats: summary and spread") {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  const Summary s = summarize(v);
+  CHECK(s.count == 100);
+  CHECK(s.median == doctest::Approx(50.5));
+  CHECK(s.p10 == doctest::Approx(10.9));
+  CHECK(s.p90 == doctest::Approx(90.1));
+  CHECK(s.min == 1.0);
+  CHECK(s.max == 100.0);
+  CHECK(s.mean == doctest::Approx(50.5));
+  CHECK(s.stddev == doctest::Approx(29.011491975882016));
+  CHECK(s.spread() == doctest::Approx((90.1 - 10.9) / 50.5));
+  CHECK(std::isnan(summarize({}).spread()));
+}
+
+TEST_CASE("bench stats: geometric mean ignores non-positive and non-finite values") {
+  CHECK(geomean({2, 8}) == doctest::Approx(4.0));
+  CHECK(geomean({1, 10, 100}) == doctest::Approx(10.0));
+  CHECK(geomean({4, 0, -1, NAN, INFINITY}) == doctest::Approx(4.0));
+  CHECK(std::isnan(geomean({})));
+  CHECK(std::isnan(geomean({0, -2})));
+}
+
+TEST_CASE("bench json: escaping") {
+  CHECK(json_escape("plain") == "plain");
+  CHECK(json_escape("a\"b\\c") == "a\\\"b\\\\c");
+  CHECK(json_escape("l1\nl2\tx\r") == "l1\\nl2\\tx\\r");
+  CHECK(json_escape(std::string("\x01\x1f", 2)) == "\\u0001\\u001f");
+  CHECK(json_escape("\xc3\xa9") == "\xc3\xa9");  // UTF-8 passes through
+}
+
+TEST_CASE("bench json: numbers round-trip and non-finite values become null") {
+  CHECK(json_number(3) == "3");
+  CHECK(json_number(-42) == "-42");
+  CHECK(json_number(0.1) == "0.1");
+  CHECK(json_number(1e-7) == "1e-07");
+  CHECK(std::strtod(json_number(1.0 / 3).c_str(), nullptr) == 1.0 / 3);
+  CHECK(json_number(NAN) == "null");
+  CHECK(json_number(INFINITY) == "null");
+}
+
+TEST_CASE("bench json: document structure keeps insertion order") {
+  Json root = Json::object();
+  root["tool"] = "dg-bench";
+  root["n"] = 3;
+  root["ok"] = true;
+  root["none"] = nullptr;
+  Json arr = Json::array();
+  arr.push(1.5);
+  arr.push("x\"y");
+  root["list"] = arr;
+  root["nested"]["a"] = 1;
+  root["n"] = 4;  // replaces in place
+  CHECK(root.dump() ==
+        "{\"tool\":\"dg-bench\",\"n\":4,\"ok\":true,\"none\":null,\"list\":[1.5,\"x\\\"y\"],\"nested\":{\"a\":1}}");
+  CHECK(Json::array().dump() == "[]");
+  CHECK(Json::object().dump(2) == "{}");
+  CHECK(root.find("missing") == nullptr);
+  REQUIRE(root.find("list") != nullptr);
+  CHECK(root.find("list")->size() == 2);
+  const std::string pretty = root.dump(1);
+  CHECK(pretty.find("\n \"tool\": \"dg-bench\"") != std::string::npos);
+}
+
+TEST_CASE("bench csv: fields are quoted only when needed") {
+  CHECK(csv_field("abc") == "abc");
+  CHECK(csv_field("a,b") == "\"a,b\"");
+  CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  CHECK(csv_field("l1\nl2") == "\"l1\nl2\"");
+}
+
+TEST_CASE("bench cli: --shape parsing") {
+  Shape s;
+  std::string err;
+  REQUIRE(parse_shape("128,2112,7168", &s, &err));
+  CHECK(s == Shape{128, 2112, 7168, 1});
+  REQUIRE(parse_shape("4096,7168,2048,8", &s, &err));
+  CHECK(s == Shape{4096, 7168, 2048, 8});
+  CHECK_FALSE(parse_shape("1,2", &s, &err));
+  CHECK(err.find("expected m,n,k") != std::string::npos);
+  CHECK_FALSE(parse_shape("1,2,3,4,5", &s, &err));
+  CHECK_FALSE(parse_shape("1,x,3", &s, &err));
+  CHECK(err.find("'x'") != std::string::npos);
+  CHECK_FALSE(parse_shape("1,-2,3", &s, &err));
+  CHECK_FALSE(parse_shape("1,2,3,0", &s, &err));
+  CHECK(err.find("g must be") != std::string::npos);
+  CHECK_FALSE(parse_shape("1,2,", &s, &err));
+  CHECK_FALSE(parse_shape("1,2,3 ", &s, &err));
+}
+
+TEST_CASE("bench cli: suites, options and errors") {
+  Options o;
+  std::string err;
+  const char* argv[] = {"dg-bench", "--suite", "dense-fp8,copy", "--suite", "copy", "--shape", "1,2,3",
+                        "--shape",  "4,5,6,2", "--reps", "40", "--json", "out.json", "--csv", "out.csv",
+                        "--no-peers", "--device", "1", "--seed", "7", "--warmup", "3", "--host-calls", "10"};
+  REQUIRE(parse_args(static_cast<int>(sizeof(argv) / sizeof(argv[0])), argv, &o, &err));
+  CHECK(o.suites == std::vector<std::string>{"dense-fp8", "copy"});
+  REQUIRE(o.shapes.size() == 2);
+  CHECK(o.shapes[1] == Shape{4, 5, 6, 2});
+  CHECK(o.reps == 40);
+  CHECK(o.json_path == "out.json");
+  CHECK(o.csv_path == "out.csv");
+  CHECK_FALSE(o.peers);
+  CHECK(o.device == 1);
+  CHECK(o.seed == 7);
+  CHECK(o.warmup == 3);
+  CHECK(o.host_calls == 10);
+
+  auto fails = [](std::vector<const char*> args, const char* needle) {
+    Options x;
+    std::string e;
+    args.insert(args.begin(), "dg-bench");
+    const bool ok = parse_args(static_cast<int>(args.size()), args.data(), &x, &e);
+    CHECK_FALSE(ok);
+    CHECK_MESSAGE(e.find(needle) != std::string::npos, e);
+  };
+  fails({"--suite", "dense-int4"}, "unknown suite 'dense-int4'");
+  fails({"--reps", "10"}, ">= 30");  // the issue asks for >= 30 repetitions
+  fails({"--reps"}, "missing value");
+  fails({"--shape", "1,2"}, "expected m,n,k");
+  fails({"--frobnicate"}, "unknown argument");
+  fails({"--device", "-1"}, ">= 0");
+}
+
+TEST_CASE("bench shapes: the DeepSeek-V3 dense set of spec 6.2") {
+  const auto shapes = dense_shapes();
+  REQUIRE(shapes.size() == 21);
+  CHECK(shapes.front() == Shape{1, 2112, 7168, 1});
+  CHECK(shapes.back() == Shape{4096, 7168, 2048, 1});
+  int m128 = 0;
+  for (const auto& s : shapes) m128 += s.m == 128;
+  CHECK(m128 == 7);
+  CHECK(to_string(Shape{128, 576, 7168, 1}) == "m=128 n=576 k=7168");
+  CHECK(to_string(Shape{128, 576, 7168, 4}) == "g=4 m=128 n=576 k=7168");
+  CHECK(nvfp4_gemv_shapes().size() == 3);
+  for (const auto& s : layout_shapes()) CHECK(s.m > 0);
+}
+
+TEST_CASE("bench numerics: calc_diff") {
+  const std::vector<double> x = {1, 2, 3, -4};
+  CHECK(calc_diff(x.data(), x.data(), 4) == doctest::Approx(0.0));
+  std::vector<double> neg = x;
+  for (auto& v : neg) v = -v;
+  CHECK(calc_diff(x.data(), neg.data(), 4) == doctest::Approx(2.0));
+  const std::vector<double> zero(4, 0.0);
+  CHECK(calc_diff(zero.data(), zero.data(), 4) == 0.0);
+  CHECK(calc_diff(x.data(), zero.data(), 4) == doctest::Approx(1.0));
+  // A 1% relative error in every element gives about (0.01)^2 / 2.
+  std::vector<double> y = x;
+  for (auto& v : y) v *= 1.01;
+  CHECK(calc_diff(y.data(), x.data(), 4) == doctest::Approx(0.01 * 0.01 / (1 + 1.01 * 1.01)).epsilon(1e-6));
+  DiffSums s;
+  s.xy = 5, s.xx = 5, s.yy = 5;
+  CHECK(calc_diff(s) == doctest::Approx(0.0));
+}
+
+TEST_CASE("bench numerics: BF16 and E4M3 decoding") {
+  CHECK(bf16_to_float(0x3f80) == 1.0f);
+  CHECK(bf16_to_float(0xc000) == -2.0f);
+  CHECK(float_to_bf16(1.0f) == 0x3f80);
+  CHECK(float_to_bf16(1.00390625f) == 0x3f80);  // tie rounds to even
+  CHECK(float_to_bf16(1.01171875f) == 0x3f82);  // tie rounds to even (up)
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
+  CHECK(e4m3_to_float(0x7e) == 448.0f);
+  CHECK(e4m3_to_float(0xfe) == -448.0f);
+  CHECK(e4m3_to_float(0x38) == 1.0f);
+  CHECK(e4m3_to_float(0x01) == std::ldexp(1.0f, -9));  // smallest subnormal
+  CHECK(e4m3_to_float(0x08) == std::ldexp(1.0f, -6));  // smallest normal
+  CHECK(std::isnan(e4m3_to_float(0x7f)));
+  CHECK(std::isnan(e4m3_to_float(0xff)));
+}
+
+TEST_CASE("bench numerics: FLOPs, bytes and the H100 peaks") {
+  CHECK(gemm_flops(4096, 7168, 2048) == 2.0 * 4096 * 7168 * 2048);
+  GemmBytes bf;
+  CHECK(gemm_bytes(128, 256, 512, bf) == 128.0 * 512 * 2 + 256.0 * 512 * 2 + 128.0 * 256 * 2);
+  GemmBytes f8;
+  f8.a_elem = f8.b_elem = 1;
+  f8.sfa_per_token = f8.sfb_per_block = true;
+  // K = 300 -> 3 K blocks; N = 200 -> 2 N blocks.
+  CHECK(gemm_bytes(10, 200, 300, f8) == 10.0 * 300 + 200.0 * 300 + 10.0 * 200 * 2 + 4.0 * 10 * 3 + 4.0 * 2 * 3);
+  f8.with_c = true;
+  CHECK(gemm_bytes(10, 200, 300, f8) == 10.0 * 300 + 200.0 * 300 + 2 * 10.0 * 200 * 2 + 4.0 * 10 * 3 + 4.0 * 2 * 3);
+  // H100 SXM: 132 SMs at 1830 MHz: 989 BF16 and 1979 FP8 dense TFLOPS.
+  CHECK(peak_tflops(9, 132, datasheet_clock_mhz(9), false) == doctest::Approx(989.4).epsilon(0.001));
+  CHECK(peak_tflops(9, 132, datasheet_clock_mhz(9), true) == doctest::Approx(1978.9).epsilon(0.001));
+  CHECK(peak_tflops(8, 108, 1410, false) == 0.0);
+}
