@@ -186,6 +186,13 @@ DG_API dg_status dg_device_get_capability(int32_t device, int32_t* major, int32_
 /* `config` is copied; NULL means "follow the process-wide settings at each call". */
 DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_stream, int32_t flags,
                                   const dg_config* config);
+/* An offline stream describes a device instead of using one: kernel preparation calls on it (e.g.
+ * dg_gemm_prepare) render and compile kernels into the disk cache for that architecture and SM
+ * count, with no GPU and no driver needed; calls that would launch return DG_ERROR_NO_DEVICE. For
+ * warming a JIT cache ahead of time, e.g. while building a container. arch_major.arch_minor: 9.0
+ * (SM90) or 10.0 (SM100); num_sms: the target's SM count (132 for an H100 SXM). */
+DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms,
+                                          const dg_config* config);
 /* Destroys the handle and, for DG_STREAM_CREATE, the CUstream (after pending work completes). */
 DG_API void dg_stream_destroy(dg_stream* stream);
 DG_API dg_status dg_stream_get_cu_stream(const dg_stream* stream, void** cu_stream);

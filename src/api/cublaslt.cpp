@@ -3,6 +3,7 @@
 
 #include "dg.h"
 #include "ops/cublaslt.h"
+#include "runtime/options.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -63,14 +64,9 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const 
   DG_TRY(dg::check_tensor(a, "a"));
   DG_TRY(dg::check_tensor(b, "b"));
   DG_TRY(dg::check_tensor(d, "d"));
-  dg_cublaslt_options opts = DG_CUBLASLT_OPTIONS_INIT;
-  if (options != nullptr) {
-    if (options->struct_size < sizeof(dg_cublaslt_options))
-      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                      "options: struct_size {} is smaller than {} (use DG_CUBLASLT_OPTIONS_INIT)",
-                      options->struct_size, sizeof(dg_cublaslt_options));
-    opts = *options;
-  }
+  dg_cublaslt_options opts;
+  DG_TRY(dg::read_options(options, dg_cublaslt_options DG_CUBLASLT_OPTIONS_INIT, sizeof(dg_cublaslt_options),
+                          "options", "DG_CUBLASLT_OPTIONS_INIT", &opts));
   if (opts.workspace_size > 0 && opts.workspace == nullptr)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options: workspace is NULL but workspace_size is {} bytes",
                     opts.workspace_size);

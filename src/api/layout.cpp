@@ -1,6 +1,7 @@
 // Host utilities and the scaling-factor layout entry points.
 #include "jit/kernel_cache.h"
 #include "ops/layout.h"
+#include "runtime/options.h"
 #include "runtime/status.h"
 
 namespace {
@@ -50,9 +51,9 @@ dg_status plan_transform(const dg_stream* stream, const dg_tensor* sf, int64_t m
                          const dg_sf_recipe* recipe, dg::ops::SfTransformPlan* plan) {
   DG_TRY(dg::check_tensor(sf, "sf"));
   if (recipe == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "recipe: is NULL (use DG_SF_RECIPE_INIT)");
-  if (recipe->struct_size < sizeof(dg_sf_recipe))
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "recipe: struct_size {} is smaller than {} (use DG_SF_RECIPE_INIT)",
-                    recipe->struct_size, sizeof(dg_sf_recipe));
+  dg_sf_recipe r;
+  DG_TRY(dg::read_options(recipe, dg_sf_recipe DG_SF_RECIPE_INIT, sizeof(dg_sf_recipe), "recipe", "DG_SF_RECIPE_INIT", &r));
+  recipe = &r;
   int arch = recipe->arch_major;
   if (arch == 0) {
     DG_TRY(dg::check_stream(stream, "stream (needed because recipe.arch_major is 0)"));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ops/nvfp4_gemv.h"
+#include "runtime/options.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -72,14 +73,9 @@ dg_status nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
   DG_TRY(dg::check_dtype(*c, "c", {DG_DTYPE_FLOAT16}));
   DG_TRY(dg::check_rank(*a, "a", {2, 3}));
 
-  dg_nvfp4_gemv_options opts = DG_NVFP4_GEMV_OPTIONS_INIT;
-  if (options != nullptr) {
-    if (options->struct_size < sizeof(dg_nvfp4_gemv_options))
-      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                      "options: struct_size {} is smaller than {} (use DG_NVFP4_GEMV_OPTIONS_INIT)",
-                      options->struct_size, sizeof(dg_nvfp4_gemv_options));
-    opts = *options;
-  }
+  dg_nvfp4_gemv_options opts;
+  DG_TRY(dg::read_options(options, dg_nvfp4_gemv_options DG_NVFP4_GEMV_OPTIONS_INIT, sizeof(dg_nvfp4_gemv_options),
+                          "options", "DG_NVFP4_GEMV_OPTIONS_INIT", &opts));
 
   const int rank = a->rank;
   const int64_t M = a->sizes[0], K = 2 * a->sizes[1], L = size_at(*a, 2);

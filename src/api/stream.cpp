@@ -1,4 +1,6 @@
 // Devices and dg_stream handles.
+#include <memory>
+
 #include "runtime/driver.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
@@ -46,6 +48,21 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
       DG_CU(cuStreamCreate(&s->handle, CU_STREAM_NON_BLOCKING));
       s->owned = true;
     }
+    *stream = s.release();
+    return DG_SUCCESS;
+  })
+}
+
+DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms,
+                                          const dg_config* config) {
+  DG_API_GUARD({
+    if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
+    *stream = nullptr;
+    dg::Device* d = nullptr;
+    DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, &d));
+    auto s = std::make_unique<dg_stream_s>();
+    s->device = d;
+    if (config != nullptr) s->config = config->value;
     *stream = s.release();
     return DG_SUCCESS;
   })

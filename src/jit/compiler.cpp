@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "jit/source_bundle.h"
@@ -147,8 +149,27 @@ std::vector<std::string> compiler_options(const std::string& arch, const Config&
   return o;
 }
 
+// "release 13.0, V13.0.88" from `nvcc --version`, run once per path.
+static std::string nvcc_version(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = versions.find(path);
+  if (it != versions.end()) return it->second;
+  std::string out;
+  if (FILE* pipe = ::popen(("'" + path + "' --version 2>/dev/null").c_str(), "r")) {
+    char buf[512];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    ::pclose(pipe);
+  }
+  const size_t at = out.find("release ");
+  std::string version = at == std::string::npos ? "unknown" : out.substr(at, out.find('\n', at) - at);
+  return versions.emplace(path, version).first->second;
+}
+
 std::string compiler_signature(const Config& config) {
-  if (config.compiler == DG_COMPILER_NVCC) return "nvcc " + config.nvcc_path;
+  if (config.compiler == DG_COMPILER_NVCC) return "nvcc " + nvcc_version(config.nvcc_path) + " at " + config.nvcc_path;
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   return "NVRTC " + std::to_string(major) + "." + std::to_string(minor);

@@ -84,6 +84,9 @@ dg_status KernelCache::build(const SpecBuilder& builder, const Config& config, K
     stats().loaded_from_disk.fetch_add(1, std::memory_order_relaxed);
   }
 
+  out->name = spec.kernel_name;
+  if (device_.offline) return DG_SUCCESS;  // compiled into the disk cache; nothing to load
+
   ContextScope scope;
   DG_TRY(scope.enter(device_));
   const driver::Api& cu = driver::api();
@@ -97,7 +100,6 @@ dg_status KernelCache::build(const SpecBuilder& builder, const Config& config, K
     return fail(DG_ERROR_INTERNAL, "template {} defines no kernel named {}: {}", spec.template_name, spec.kernel_name,
                 last_error());
   }
-  out->name = spec.kernel_name;
   log::debug("JIT: {} ready in {:.3f} s ({}, key {})", spec.kernel_name,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
              from_disk ? "disk cache" : "compiled", digest_key.hex());

@@ -26,6 +26,7 @@ struct Device {
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;
   std::string arch;         // NVRTC target: "sm_90a", "sm_100a"; "" when unsupported
+  bool offline = false;     // a description only (dg_stream_create_offline): compiles, never runs
   std::unique_ptr<jit::KernelCache> kernels;
   ~Device();
 };
@@ -33,6 +34,10 @@ struct Device {
 // The device with this ordinal, initialised on first use (thread-safe, lives until exit).
 // DG_ERROR_NO_DEVICE without a driver or for an ordinal out of range.
 dg_status get_device(int ordinal, Device** device);
+
+// A device that is only described (architecture and SM count), for compiling kernels ahead of
+// time on machines without a GPU. One per (major, minor, sm_count), living until exit.
+dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** device);
 
 // Makes the device's primary context current for the scope, restoring the previous one.
 class ContextScope {

@@ -22,8 +22,15 @@ namespace dg::driver {
   X(cuMemcpyDtoH) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)       \
   X(cuEventElapsedTime) X(cuPointerGetAttribute) X(cuMemGetInfo)
 
+// Until the driver is loaded (or when it cannot be), every entry points at a stub that returns
+// CUDA_ERROR_NO_DEVICE, so a stray call becomes a status instead of a crash.
+template <typename F> struct Stub;
+template <typename... Args> struct Stub<CUresult (*)(Args...)> {
+  static CUresult call(Args...) { return CUDA_ERROR_NO_DEVICE; }
+};
+
 struct Api {
-#define DG_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
+#define DG_DRIVER_MEMBER(name) decltype(&::name) name = &Stub<decltype(&::name)>::call;
   DG_DRIVER_FUNCTIONS(DG_DRIVER_MEMBER)
 #undef DG_DRIVER_MEMBER
   int version = 0;  // cuDriverGetVersion, e.g. 13000

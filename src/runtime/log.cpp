@@ -64,6 +64,9 @@ struct State {
   spdlog::logger logger{"libdg", sink};  // never registered: invisible to the host's spdlog
   std::atomic<int> level{DG_LOG_WARN};
   State() {
+    // DG_JIT_DEBUG asks for the JIT's debug messages, unless DG_LOG_LEVEL says otherwise.
+    const char* jit_debug = std::getenv("DG_JIT_DEBUG");
+    if (jit_debug != nullptr && std::strcmp(jit_debug, "0") != 0 && jit_debug[0] != '\0') level = DG_LOG_DEBUG;
     if (const char* env = std::getenv("DG_LOG_LEVEL")) {
       int parsed = parse_level(env);
       if (parsed >= 0) level = parsed;

@@ -1,6 +1,8 @@
 // Every layout-kernel configuration renders and compiles through NVRTC, without a GPU.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <string>
 
 #include "jit/compiler.h"
@@ -54,4 +56,21 @@ TEST_CASE("template and compiler errors come back as DG_ERROR_COMPILE with the d
     CHECK(msg.find("NVRTC failed") != std::string::npos);
     CHECK(msg.find("error") != std::string::npos);
   }
+}
+
+TEST_CASE("the nvcc path compiles the same kernel when nvcc is installed") {
+  dg::Config config = dg::Config::from_environment();
+  config.compiler = DG_COMPILER_NVCC;
+  if (access(config.nvcc_path.c_str(), X_OK) != 0) {
+    dg::jit::CompileResult result;
+    CHECK(dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kTranspose, false), "sm_90a", config, &result) ==
+          DG_ERROR_UNSUPPORTED);
+    CHECK(std::string(dg_last_error()).find("nvcc not found") != std::string::npos);
+    return;
+  }
+  dg::jit::CompileResult result;
+  const dg_status s = dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kPackUe8m0, true), "sm_90a", config, &result);
+  REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+  CHECK(result.cubin.size() > 1000);
+  CHECK(dg::jit::compiler_signature(config).rfind("nvcc", 0) == 0);
 }

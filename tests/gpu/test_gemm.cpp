@@ -269,7 +269,8 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
     auto f = cs.layout == NT ? dg_fp8_gemm_nt : cs.layout == NN ? dg_fp8_gemm_nn : cs.layout == TN ? dg_fp8_gemm_tn : dg_fp8_gemm_tt;
     st = f(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, c, &o);
   }
-  INFO(describe(cs) << ": " << dg_last_error());
+  const std::string err = st == DG_SUCCESS ? std::string() : std::string(dg_last_error());
+  INFO(describe(cs) << ": " << err);
   REQUIRE(st == DG_SUCCESS);
   REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
   gd.download(d_mem.data(), d_mem.size());

@@ -352,6 +352,7 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_device_count": (dg_status, [POINTER(c_int32)]),
     "dg_device_get_capability": (dg_status, [c_int32, POINTER(c_int32), POINTER(c_int32)]),
     "dg_stream_create": (dg_status, [POINTER(c_void_p), c_int32, c_void_p, c_int32, _p]),
+    "dg_stream_create_offline": (dg_status, [POINTER(c_void_p), c_int32, c_int32, c_int32, _p]),
     "dg_stream_destroy": (None, [_p]),
     "dg_stream_get_cu_stream": (dg_status, [_p, POINTER(c_void_p)]),
     "dg_stream_get_device": (dg_status, [_p, POINTER(c_int32)]),

@@ -43,6 +43,23 @@ class Stream:
         )
         self._keep = cu_stream  # a borrowed torch stream must outlive us
 
+    @classmethod
+    def offline(cls, arch: Tuple[int, int] = (9, 0), num_sms: int = 132, config: Any = None) -> "Stream":
+        """A stream that describes a device instead of using one (``dg_stream_create_offline``).
+
+        Preparation calls on it (:func:`dg.gemm_prepare`) compile kernels into the disk cache for
+        that architecture and SM count without a GPU; calls that would launch raise
+        :class:`dg.NoDevice`.
+        """
+        self = cls.__new__(cls)
+        self._lib = _lib.get()
+        self._handle = c_void_p()
+        self._keep = None
+        cfg = config._handle if config is not None else None
+        self._lib.call("dg_stream_create_offline", ctypes.byref(self._handle), int(arch[0]), int(arch[1]),
+                       int(num_sms), cfg)
+        return self
+
     @property
     def handle(self) -> c_void_p:
         """The ``dg_stream*``."""

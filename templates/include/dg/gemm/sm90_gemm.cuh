@@ -325,19 +325,23 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
 
         // Promotes part[buf] (column slice h of the K block in stage s) into acc; the last slice
         // frees the stage once its scales are read.
-        auto promote = [&](uint32_t buf, uint32_t s, uint32_t h, float sb0, float sb1) {
-#pragma unroll
-          for (uint32_t i = 0; i < T::kMIters; ++i)
-#pragma unroll
-            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][i][r]);
+        // This thread's two rows of SFA for the K block in stage s (read while its WGMMAs run).
+        auto load_sfa = [&](uint32_t s, float (&sa)[T::kMIters][2]) {
           const float* sfa = reinterpret_cast<const float*>(smem + T::kOffSfa + s * T::kSmemSfa);
-          float sa[T::kMIters][2];
 #pragma unroll
           for (uint32_t i = 0; i < T::kMIters; ++i) {
             const uint32_t r = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4;
             sa[i][0] = sfa[r];
             sa[i][1] = sfa[r + 8];
           }
+        };
+
+        auto promote = [&](uint32_t buf, uint32_t s, uint32_t h, float sb0, float sb1,
+                           const float (&sa)[T::kMIters][2]) {
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][i][r]);
           if constexpr (T::kKind == Kind::kFp8_1D1D) {
             const float* sfb = reinterpret_cast<const float*>(smem + T::kOffSfb + s * T::kSmemSfb);
             f32x2 sb[kSubN / 8];
@@ -383,6 +387,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         uint32_t kb = 0;
         for (; kb + kKbPerGroup <= num_kb; kb += kKbPerGroup) {
           float sb0[kKbPerGroup], sb1[kKbPerGroup];
+          float sa[kKbPerGroup][T::kMIters][2];
           uint32_t st[kKbPerGroup];
 #pragma unroll
           for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(kb + q, sb0[q], sb1[q]);
@@ -391,32 +396,36 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             const uint32_t q = j / kSplit, h = j % kSplit;
             if (h == 0) st[q] = stage;
             issue(j % kBufs, st[q], h);
+            if (h == 0) load_sfa(st[q], sa[q]);
             if (h == kSplit - 1) advance();
             if constexpr (T::kOverlapPromotion) {
               if (j >= 1) {
+                const uint32_t pq = (j - 1) / kSplit;
                 ptx::wgmma_wait<1>();
-                promote((j - 1) % 2, st[(j - 1) / kSplit], (j - 1) % kSplit, sb0[(j - 1) / kSplit], sb1[(j - 1) / kSplit]);
+                promote((j - 1) % 2, st[pq], (j - 1) % kSplit, sb0[pq], sb1[pq], sa[pq]);
               }
             } else {
               ptx::wgmma_wait<0>();
-              promote(0, st[q], h, sb0[q], sb1[q]);
+              promote(0, st[q], h, sb0[q], sb1[q], sa[q]);
             }
           }
           if constexpr (T::kOverlapPromotion) {
             ptx::wgmma_wait<0>();
-            promote((kGroup - 1) % 2, st[kKbPerGroup - 1], kSplit - 1, sb0[kKbPerGroup - 1], sb1[kKbPerGroup - 1]);
+            promote((kGroup - 1) % 2, st[kKbPerGroup - 1], kSplit - 1, sb0[kKbPerGroup - 1], sb1[kKbPerGroup - 1],
+                    sa[kKbPerGroup - 1]);
           }
         }
         for (; kb < num_kb; ++kb) {
-          float s0 = 0.f, s1 = 0.f;
+          float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
           load_sfb(kb, s0, s1);
           const uint32_t s = stage;
 #pragma unroll
           for (uint32_t h = 0; h < kSplit; ++h) {
             issue(0, s, h);
+            if (h == 0) load_sfa(s, sa);
             if (h == kSplit - 1) advance();
             ptx::wgmma_wait<0>();
-            promote(0, s, h, s0, s1);
+            promote(0, s, h, s0, s1, sa);
           }
         }
       }
