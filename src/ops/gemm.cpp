@@ -7,7 +7,8 @@
 #include <cstddef>
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
+#include <shared_mutex>
+#include <unordered_map>
 
 #include "jit/kernel_cache.h"
 #include "runtime/device.h"
@@ -367,13 +368,47 @@ CUtensorMapDataType ab_tma_type(GemmKind k) {
   return is_fp8(k) ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
 
-void print_config_once(const dg_stream_s& stream, const GemmShape& s, const GemmConfig& c) {
-  if (!config_of(stream).print_configs && !config_of(stream).jit_debug) return;
-  static std::mutex mu;
-  static std::unordered_set<std::string> seen;
-  std::string text = describe(s, c);
-  std::lock_guard<std::mutex> lock(mu);
-  if (seen.insert(text).second) log::warn("DG_PRINT_CONFIGS: {}", text);
+// The heuristic's choice per distinct problem, so that a warm call costs one lookup; a new entry
+// is also when DG_PRINT_CONFIGS prints.
+struct ConfigKey {
+  int64_t v[12];
+  bool operator==(const ConfigKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
+};
+struct ConfigKeyHash {
+  size_t operator()(const ConfigKey& k) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t x : k.v) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_sms, const GemmOverride& o,
+                        GemmConfig* out) {
+  const ConfigKey key{{static_cast<int64_t>(s.kind), s.m, s.n, s.k,
+                       static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 | int64_t(s.accumulate) << 2 |
+                           int64_t(s.d_dtype) << 3,
+                       num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32, o.cluster,
+                       o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
+  static std::shared_mutex mu;
+  static std::unordered_map<ConfigKey, GemmConfig, ConfigKeyHash> cache;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      *out = it->second;
+      return DG_SUCCESS;
+    }
+  }
+  DG_TRY(choose_gemm_config(s, num_sms, o, out));
+  bool inserted = false;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu);
+    if (cache.size() > 4096) cache.clear();  // bounded: shapes seen by one process are few
+    inserted = cache.emplace(key, *out).second;
+  }
+  if (inserted && (config_of(stream).print_configs || config_of(stream).jit_debug))
+    log::warn("DG_PRINT_CONFIGS: {}", describe(s, *out));
+  return DG_SUCCESS;
 }
 
 }  // namespace
@@ -391,8 +426,7 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
   int num_sms = 0;
   DG_TRY(num_sms_of(stream, &num_sms));
   GemmConfig c;
-  DG_TRY(choose_gemm_config(s, num_sms, o, &c));
-  print_config_once(stream, s, c);
+  DG_TRY(cached_config(stream, s, num_sms, o, &c));
   const jit::Kernel* kernel = nullptr;
   DG_TRY(get_kernel(stream, gemm_kernel_key(s, c), gemm_kernel_spec(s, c), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
