@@ -6,7 +6,8 @@ Renders with both, and fails on any difference:
     must also equal the checked-in NAME.out;
   - every error case tests/unit/codegen/errors/NAME.j2: both engines must reject it;
   - every kernel template templates/kernels/FAMILY.cu.j2, once per context listed for FAMILY in
-    kernel_contexts.json next to this script (a template without contexts fails).
+    the --contexts file, which the compile tests write from the library's own kernel specs (a
+    template without contexts fails).
 
 --update rewrites NAME.out from Jinja2 and errors/NAME.err from dg-codegen; review the diff.
 """
@@ -142,7 +143,10 @@ def error_cases(args, report):
 
 
 def kernel_templates(args, report):
-    contexts_path = os.path.join(HERE, "kernel_contexts.json")
+    if args.contexts is None:
+        report.check("kernels/*", ["no --contexts file: the kernel templates were not compared"])
+        return
+    contexts_path = os.path.abspath(args.contexts)
     contexts = json.loads(read(contexts_path))
     kernels = os.path.join(TEMPLATES, "kernels")
     names = sorted(n for n in os.listdir(kernels) if n.endswith(".cu.j2")) if os.path.isdir(kernels) else []
@@ -155,12 +159,14 @@ def kernel_templates(args, report):
             problems, _ = compare(args.codegen, TEMPLATES, f"kernels/{name}", context)
             report.check(f"kernels/{name} [context {i}]", problems)
     for family in sorted(set(contexts) - {n[: -len(".cu.j2")] for n in names}):
-        report.check(f"kernel_contexts.json:{family}", [f"no template kernels/{family}.cu.j2"])
+        report.check(f"contexts:{family}", [f"no template kernels/{family}.cu.j2"])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--codegen", required=True, help="path to the dg-codegen executable")
+    parser.add_argument("--contexts", help="JSON {family: [context, ...]} for the kernel templates, as written by "
+                        "dg_compile_tests -tc='kernel contexts*' with DG_KERNEL_CONTEXTS_OUT set")
     parser.add_argument("--update", action="store_true", help="rewrite the .out and .err files")
     args = parser.parse_args()
 
