@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "dg.h"
+#include "api/matrix_view.h"
 #include "ops/cublaslt.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
@@ -10,20 +11,9 @@
 
 namespace {
 
-// A 2-D operand seen through an optional transpose: sizes and strides of the logical view.
-struct View {
-  int64_t rows = 0, cols = 0;
-  int64_t stride_rows = 0, stride_cols = 0;
-};
-
-View view_of(const dg_tensor_s& t, bool transposed) {
-  View v{t.sizes[0], t.sizes[1], t.strides[0], t.strides[1]};
-  if (transposed) {
-    std::swap(v.rows, v.cols);
-    std::swap(v.stride_rows, v.stride_cols);
-  }
-  return v;
-}
+using dg::api::View;
+using dg::api::view_of;
+using dg::api::check_row_major_output;
 
 // One of the two strides of an [MN, K] view must be 1 (a dimension of size 1 may have any stride),
 // and the other must step over a whole row/column so that elements do not overlap.
@@ -45,18 +35,6 @@ dg_status check_operand(const dg_tensor_s& t, const View& v, const char* arg, co
   return DG_SUCCESS;
 }
 
-dg_status check_row_major_output(const dg_tensor_s& t, const char* arg, int64_t m, int64_t n) {
-  DG_TRY(dg::check_rank(t, arg, {2}));
-  DG_TRY(dg::check_size(t, arg, 0, m, "M"));
-  DG_TRY(dg::check_size(t, arg, 1, n, "N"));
-  if (n > 1 && t.strides[1] != 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(1) is {} (expected 1: C and D must be row-major); shape {}",
-                    arg, t.strides[1], dg::describe(t));
-  if (m > 1 && t.strides[0] < n)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(0) is {} (expected >= N = {}); shape {}", arg,
-                    t.strides[0], n, dg::describe(t));
-  return DG_SUCCESS;
-}
 
 dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d, const dg_tensor* c,
                const dg_cublaslt_options* options, bool a_transposed, bool b_transposed, const char* layout) {
@@ -92,12 +70,12 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const 
                     layout, dg::describe(*a), dg::describe(*b));
   DG_TRY(check_operand(*a, va, "a", a_name));
   DG_TRY(check_operand(*b, vb, "b", b_name));
-  DG_TRY(check_row_major_output(*d, "d", m, n));
+  DG_TRY(check_row_major_output(*d, "d", m, n, false));
   if (c != nullptr) {
     if (c->dtype != d->dtype)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: dtype is {} but d is {} (expected the same dtype)",
                       dg::dtype_name(c->dtype), dg::dtype_name(d->dtype));
-    DG_TRY(check_row_major_output(*c, "c", m, n));
+    DG_TRY(check_row_major_output(*c, "c", m, n, false));
     if (c->data == d->data && (c->strides[0] != d->strides[0] || c->strides[1] != d->strides[1]))
       return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                       "c: aliases d but its strides differ (c {}, d {}); an aliased C must match D exactly",

@@ -1,40 +1,26 @@
 // dg_bf16_gemm_*, dg_fp8_gemm_*, dg_gemm_prepare: argument validation, then ops/gemm.
 #include <utility>
 
+#include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
 #include "runtime/device.h"
+#include "runtime/options.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
 
 namespace {
 
+using dg::api::View;
+using dg::api::view_of;
+using dg::api::check_row_major_output;
 using dg::ops::GemmKind;
 using dg::ops::Major;
 
-// A 2-D tensor seen as [rows, cols] through an optional transpose.
-struct View {
-  int64_t rows = 0, cols = 0;
-  int64_t stride_rows = 0, stride_cols = 0;
-};
-
-View view_of(const dg_tensor_s& t, bool transposed) {
-  View v{t.sizes[0], t.sizes[1], t.strides[0], t.strides[1]};
-  if (transposed) {
-    std::swap(v.rows, v.cols);
-    std::swap(v.stride_rows, v.stride_cols);
-  }
-  return v;
-}
-
 dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
-  *out = DG_GEMM_OPTIONS_INIT;
-  if (options == nullptr) return DG_SUCCESS;
-  if (options->struct_size < sizeof(dg_gemm_options))
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options: struct_size {} is smaller than {} (use DG_GEMM_OPTIONS_INIT)",
-                    options->struct_size, sizeof(dg_gemm_options));
-  *out = *options;
+  DG_TRY(dg::read_options(options, dg_gemm_options DG_GEMM_OPTIONS_INIT, sizeof(dg_gemm_options), "options",
+                          "DG_GEMM_OPTIONS_INIT", out));
   if (out->recipe != DG_FP8_RECIPE_1D2D && out->recipe != DG_FP8_RECIPE_1D1D)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.recipe: {} (expected DG_FP8_RECIPE_1D2D (0) or _1D1D (1))",
                     out->recipe);
@@ -93,26 +79,6 @@ dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, co
                   arg, view_name, dg::describe(t));
 }
 
-dg_status check_row_major_output(const dg_tensor_s& t, const char* arg, int64_t m, int64_t n) {
-  DG_TRY(dg::check_rank(t, arg, {2}));
-  DG_TRY(dg::check_size(t, arg, 0, m, "M"));
-  DG_TRY(dg::check_size(t, arg, 1, n, "N"));
-  if (n > 1 && t.strides[1] != 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(1) is {} (expected 1: C and D must be row-major); shape {}",
-                    arg, t.strides[1], dg::describe(t));
-  if (m > 1 && t.strides[0] < n)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride(0) is {} (expected >= N = {}); shape {}", arg,
-                    t.strides[0], n, dg::describe(t));
-  const int64_t eb = static_cast<int64_t>(dg::dtype_size(t.dtype));
-  if (m > 1 && (t.strides[0] * eb) % 16 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "{}: row stride {} elements is not a multiple of 16 bytes (TMA; N % {} == 0 when contiguous); "
-                    "shape {}",
-                    arg, t.strides[0], 16 / eb, dg::describe(t));
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 16-byte aligned (TMA)", arg, t.data);
-  return DG_SUCCESS;
-}
 
 // Per-token scales [rows, sf_k] as a view: MN-major TMA-aligned (stride 1 along rows, a multiple of
 // 4 elements >= rows along K blocks).
@@ -165,12 +131,12 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   if (vb.cols != k)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b: K is {} but a has K = {} (a {}, b {})", vb.cols, k,
                     dg::describe(*a), dg::describe(*b));
-  DG_TRY(check_row_major_output(*d, "d", m, n));
+  DG_TRY(check_row_major_output(*d, "d", m, n, true));
   if (c != nullptr) {
     if (c->dtype != d->dtype)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: dtype is {} but d is {} (expected the same dtype)",
                       dg::dtype_name(c->dtype), dg::dtype_name(d->dtype));
-    DG_TRY(check_row_major_output(*c, "c", m, n));
+    DG_TRY(check_row_major_output(*c, "c", m, n, true));
     if (c->data == d->data && c->strides[0] != d->strides[0] && m > 1)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                       "c: aliases d but its strides differ (c {}, d {}); an aliased C must match D exactly",
