@@ -11,10 +11,10 @@ export DG_JIT_CACHE_DIR=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$DEST/nvidia-smi.csv"
 run() {  # name, command...
   local name=$1; shift
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   "$@" > "$DEST/$name.log" 2>&1
   local rc=$?
-  printf '%-12s exit %3d  %6.1fs  %s\n' "$name" "$rc" "$(echo "$(date +%s.%N) - $t0" | bc)" \
+  printf '%-12s exit %3d  %6.1fs  %s\n' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { print (b - a) / 1e9 }')" \
     "$(grep -E 'test cases:|passed|failed' "$DEST/$name.log" | tail -1)" | tee -a "$DEST/summary.txt"
 }
 run demo "$STAGE/dg-demo"

@@ -69,10 +69,6 @@ DG_DEVICE float fp8_e4m3_to_float(fp8_e4m3 v) {
   return half_to_float(half{h2});
 }
 
-// With Programmatic Dependent Launch a kernel may start before the previous one in the stream
-// has finished; this waits until that kernel's writes are visible (a no-op without PDL).
-DG_DEVICE void wait_for_prior_grid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-
 template <typename T> DG_HOST_DEVICE constexpr T ceil_div(T a, T b) { return (a + b - 1) / b; }
 template <typename T> DG_HOST_DEVICE constexpr T min_of(T a, T b) { return a < b ? a : b; }
 template <typename T> DG_HOST_DEVICE constexpr T max_of(T a, T b) { return a < b ? b : a; }
