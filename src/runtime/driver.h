@@ -17,7 +17,7 @@ namespace dg::driver {
   X(cuCtxPopCurrent) X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamDestroy)                     \
   X(cuStreamSynchronize) X(cuStreamGetCtx) X(cuModuleLoadData) X(cuModuleUnload)                  \
   X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernelEx)          \
-  X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8Async) X(cuMemsetD16Async)     \
+  X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD16Async)     \
   X(cuMemsetD32Async) X(cuMemcpyAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoD) \
   X(cuMemcpyDtoH) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)       \
   X(cuEventElapsedTime) X(cuPointerGetAttribute) X(cuMemGetInfo)

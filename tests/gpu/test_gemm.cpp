@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dg.h"
+#include "gpu_fixture.h"
 #include "runtime/device.h"
 #include "runtime/driver.h"
 
@@ -62,52 +63,9 @@ uint8_t f_to_e4m3(float x) {
 }
 
 // ---------------------------------------------------------------- device helpers
-struct Gpu {
-  dg::Device* device = nullptr;
-  dg_stream* stream = nullptr;
-  Gpu() {
-    REQUIRE(dg::get_device(0, &device) == DG_SUCCESS);
-    REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
-  }
-  ~Gpu() { dg_stream_destroy(stream); }
-  bool sm90() const { return device->cc_major == 9; }
-};
-
-struct Buf {
-  CUdeviceptr ptr = 0;
-  size_t bytes = 0;
-  dg::Device* dev;
-  Buf(dg::Device* d, size_t n) : bytes(n), dev(d) {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemAlloc(&ptr, n < 256 ? 256 : n) == CUDA_SUCCESS);
-  }
-  ~Buf() {
-    dg::ContextScope scope;
-    if (scope.enter(*dev) == DG_SUCCESS) dg::driver::api().cuMemFree(ptr);
-  }
-  void* data() const { return reinterpret_cast<void*>(ptr); }
-  void upload(const void* src, size_t n) {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemcpyHtoD(ptr, src, n) == CUDA_SUCCESS);
-  }
-  void download(void* dst, size_t n) {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(*dev) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemcpyDtoH(dst, ptr, n) == CUDA_SUCCESS);
-  }
-};
-
-struct Tensor {
-  dg_tensor* t = nullptr;
-  Tensor(void* data, dg_dtype dt, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
-    REQUIRE(dg_tensor_create(&t, data, dt, static_cast<int32_t>(sizes.size()), sizes.data(), strides.data()) ==
-            DG_SUCCESS);
-  }
-  ~Tensor() { dg_tensor_destroy(t); }
-};
+using Gpu = dg::test::Gpu;
+using Buf = dg::test::DeviceBuffer;
+using dg::test::Tensor;
 
 double calc_diff(const std::vector<double>& ref, const std::vector<double>& out) {
   double xy = 0, xx = 0;

@@ -8,62 +8,12 @@
 #include <vector>
 
 #include "dg.h"
-#include "runtime/device.h"
-#include "runtime/driver.h"
+#include "gpu_fixture.h"
 
 namespace {
 
-struct Fixture {
-  dg::Device* device = nullptr;
-  dg_stream* stream = nullptr;
-  Fixture() {
-    REQUIRE(dg::get_device(0, &device) == DG_SUCCESS);
-    REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
-  }
-  ~Fixture() { dg_stream_destroy(stream); }
-};
-
-// Device memory in the device's primary context, freed on scope exit.
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  size_t bytes;
-  const dg::Device& device;
-  DeviceBuffer(const dg::Device& d, size_t n) : bytes(n), device(d) {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(device) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemAlloc(&ptr, bytes) == CUDA_SUCCESS);
-  }
-  ~DeviceBuffer() {
-    dg::ContextScope scope;
-    if (scope.enter(device) == DG_SUCCESS) dg::driver::api().cuMemFree(ptr);
-  }
-  void* data() const { return reinterpret_cast<void*>(ptr); }
-  template <typename T> void upload(const std::vector<T>& host) {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(device) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemcpyHtoD(ptr, host.data(), host.size() * sizeof(T)) == CUDA_SUCCESS);
-  }
-  template <typename T> std::vector<T> download() {
-    std::vector<T> host(bytes / sizeof(T));
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(device) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemcpyDtoH(host.data(), ptr, bytes) == CUDA_SUCCESS);
-    return host;
-  }
-  void poison() {
-    dg::ContextScope scope;
-    REQUIRE(scope.enter(device) == DG_SUCCESS);
-    REQUIRE(dg::driver::api().cuMemsetD8Async(ptr, 0xff, bytes, nullptr) == CUDA_SUCCESS);  // NaN / 0xffffffff
-  }
-};
-
-dg_tensor* make_tensor(void* data, dg_dtype dtype, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  dg_tensor* t = nullptr;
-  REQUIRE(dg_tensor_create(&t, data, dtype, static_cast<int32_t>(sizes.size()), sizes.data(),
-                           strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
-  return t;
-}
+using dg::test::DeviceBuffer;
+using Fixture = dg::test::Gpu;
 
 // Scales like real ones: positive powers of two times a random mantissa, or exact powers of two
 // for the UE8M0 packer (whose input must be powers of two).
@@ -99,7 +49,7 @@ void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
     sizes.insert(sizes.begin(), g);
     strides.insert(strides.begin(), mn * k);
   }
-  DeviceBuffer in(*fx.device, host.size() * 4);
+  DeviceBuffer in(fx.device, host.size() * 4);
   in.upload(host);
 
   int64_t out_sizes[3], out_strides[3];
@@ -114,18 +64,16 @@ void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
   CHECK(out_strides[rank - 1] == aligned_mn);
   CHECK(out_bytes == static_cast<size_t>(g * aligned_mn * cols * 4));
 
-  DeviceBuffer out(*fx.device, out_bytes);
+  DeviceBuffer out(fx.device, out_bytes);
   out.poison();
-  dg_tensor* tin = make_tensor(in.data(), DG_DTYPE_FLOAT32, sizes, strides);
-  dg_tensor* tout = make_tensor(out.data(), pack ? DG_DTYPE_INT32 : DG_DTYPE_FLOAT32,
+  dg::test::Tensor tin(in.data(), DG_DTYPE_FLOAT32, sizes, strides);
+  dg::test::Tensor tout(out.data(), pack ? DG_DTYPE_INT32 : DG_DTYPE_FLOAT32,
                                 std::vector<int64_t>(out_sizes, out_sizes + rank),
                                 std::vector<int64_t>(out_strides, out_strides + rank));
-  const dg_status s = pack ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(fx.stream, tin, tout)
-                           : dg_get_mn_major_tma_aligned_tensor(fx.stream, tin, tout);
+  const dg_status s = pack ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(fx.stream, tin.t, tout.t)
+                           : dg_get_mn_major_tma_aligned_tensor(fx.stream, tin.t, tout.t);
   REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
   REQUIRE(dg_stream_synchronize(fx.stream) == DG_SUCCESS);
-  dg_tensor_destroy(tin);
-  dg_tensor_destroy(tout);
 
   const std::vector<uint32_t> got = out.download<uint32_t>();
   int64_t mismatches = 0;
@@ -184,26 +132,24 @@ TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales") {
   std::mt19937 rng(5);
   const int64_t mn = 4097, k = 7296, sf_k = 57;
   std::vector<float> host = random_scales(static_cast<size_t>(mn * sf_k), false, rng);
-  DeviceBuffer in(*fx.device, host.size() * 4);
+  DeviceBuffer in(fx.device, host.size() * 4);
   in.upload(host);
-  dg_tensor* tin = make_tensor(in.data(), DG_DTYPE_FLOAT32, {mn, sf_k}, {});
+  dg::test::Tensor tin(in.data(), DG_DTYPE_FLOAT32, {mn, sf_k}, {});
   dg_sf_recipe recipe = DG_SF_RECIPE_INIT;  // arch from the stream's device
   int32_t is_input = -1;
   dg_dtype dtype = 0;
   int64_t sizes[3], strides[3];
   size_t bytes = 0;
-  REQUIRE(dg_transform_sf_layout(fx.stream, tin, mn, k, &recipe, &is_input, &dtype, sizes, strides, &bytes) == DG_SUCCESS);
+  REQUIRE(dg_transform_sf_layout(fx.stream, tin.t, mn, k, &recipe, &is_input, &dtype, sizes, strides, &bytes) == DG_SUCCESS);
   if (fx.device->cc_major != 9) return;  // the SM100 path packs to UE8M0 and is covered above
   REQUIRE(is_input == 0);
-  DeviceBuffer out(*fx.device, bytes);
+  DeviceBuffer out(fx.device, bytes);
   out.poison();
-  dg_tensor* tout = make_tensor(out.data(), dtype, {sizes[0], sizes[1]}, {strides[0], strides[1]});
-  REQUIRE_MESSAGE(dg_transform_sf_into_required_layout(fx.stream, tin, mn, k, &recipe, tout) == DG_SUCCESS, dg_last_error());
+  dg::test::Tensor tout(out.data(), dtype, {sizes[0], sizes[1]}, {strides[0], strides[1]});
+  REQUIRE_MESSAGE(dg_transform_sf_into_required_layout(fx.stream, tin.t, mn, k, &recipe, tout.t) == DG_SUCCESS, dg_last_error());
   const std::vector<float> got = out.download<float>();
   int64_t bad = 0;
   for (int64_t i = 0; i < mn; ++i)
     for (int64_t kb = 0; kb < sf_k; ++kb) bad += got[static_cast<size_t>(kb * 4100 + i)] != host[static_cast<size_t>(i * sf_k + kb)];
   CHECK(bad == 0);
-  dg_tensor_destroy(tin);
-  dg_tensor_destroy(tout);
 }
