@@ -118,7 +118,11 @@ dg_status choose_nvfp4_gemv_config(int M, int K, int L, int max_vec, int arch, c
                 kt, c.threads());
   if (o.prefetch < -1 || o.prefetch > 1)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.prefetch: {} (expected -1, 0 or 1)", o.prefetch);
-  c.prefetch = o.prefetch >= 0;
+  // One round ahead; deeper (pipe 2) and deferring the per-round barrier (defer 16/32) both
+  // measured slower on H100 for the benchmark shapes (scratch/gemv/NOTES.md, run 4): the barrier
+  // keeps a row's warps on the same stretch of memory.
+  c.pipe = o.prefetch >= 0 ? 1 : 0;
+  c.defer = 1;
   if (o.hint < 0 || o.hint > 3)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.cache_hint: {} (expected 0..3)", o.hint);
   c.hint = static_cast<Nvfp4CacheHint>(o.hint);
@@ -149,7 +153,7 @@ std::vector<Nvfp4GemvConfig> all_nvfp4_gemv_heuristic_configs(int arch) {
 jit::KernelKey nvfp4_gemv_kernel_key(const Nvfp4GemvConfig& c) {
   return jit::KernelKey(jit::kFamilyNvfp4Gemv,
                         {c.arch, c.threads_per_row, c.row_groups, c.chunks, c.rows, c.vec, c.exact, c.loop_k,
-                         c.prefetch, static_cast<int64_t>(c.hint)});
+                         c.pipe, c.defer, static_cast<int64_t>(c.hint)});
 }
 
 jit::KernelSpec nvfp4_gemv_kernel_spec(const Nvfp4GemvConfig& c) {
@@ -164,7 +168,8 @@ jit::KernelSpec nvfp4_gemv_kernel_spec(const Nvfp4GemvConfig& c) {
                                       {"rows", c.rows},
                                       {"vec", c.vec},
                                       {"exact", c.exact ? 1 : 0},
-                                      {"pipe", c.prefetch ? 1 : 0},
+                                      {"pipe", c.pipe},
+                                      {"defer", c.defer},
                                       {"loopk", c.loop_k ? 1 : 0},
                                       {"a_cop", cop},
                                       {"s_cop", cop},

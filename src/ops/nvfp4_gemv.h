@@ -40,7 +40,8 @@ struct Nvfp4GemvConfig {
   int vec = 16;              // bytes per load of a: 16 or 8
   bool exact = false;        // K / (2 * vec) == KT * NC (no bounds checks along K)
   bool loop_k = false;       // K needs more than one segment of KT * NC chunks
-  bool prefetch = true;      // issue the next round's loads before computing the current one
+  int pipe = 1;              // rounds whose loads are in flight ahead of the one computed (0..2)
+  int defer = 1;             // KT > 32: rounds whose cross-warp row sums share one barrier (>= 1)
   Nvfp4CacheHint hint = Nvfp4CacheHint::kNoAllocate;
   int grid = 0;              // blocks; 0 = one wave (blocks per SM x SMs), capped by the work
   int threads() const { return threads_per_row * row_groups; }

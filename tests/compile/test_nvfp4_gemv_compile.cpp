@@ -15,7 +15,7 @@ std::string describe(const dg::ops::Nvfp4GemvConfig& c) {
   return "arch " + std::to_string(c.arch) + " kt " + std::to_string(c.threads_per_row) + " rg " +
          std::to_string(c.row_groups) + " nc " + std::to_string(c.chunks) + " rows " + std::to_string(c.rows) +
          " vec " + std::to_string(c.vec) + " exact " + std::to_string(c.exact) + " loop_k " +
-         std::to_string(c.loop_k) + " prefetch " + std::to_string(c.prefetch) + " hint " +
+         std::to_string(c.loop_k) + " pipe " + std::to_string(c.pipe) + " defer " + std::to_string(c.defer) + " hint " +
          std::to_string(static_cast<int>(c.hint));
 }
 
@@ -63,6 +63,18 @@ TEST_CASE("nvfp4_gemv: option variants compile for sm_90a") {
   o.chunks = 2;
   o.rows = 3;
   check_compiles(choose(7168, 16384, 1, 8, 90, o), "sm_90a");  // loop over K, 8-byte loads
+  // Template paths the heuristic does not take today (measured slower on H100): two rounds in
+  // flight and the deferred cross-warp reduction, with and without the loop over K.
+  for (int arch : {90, 100}) {
+    auto c = choose(7168, 16384, 1, 16, arch);
+    c.pipe = 2;
+    c.defer = 16;
+    check_compiles(c, arch == 90 ? "sm_90a" : "sm_100a");
+    c = choose(16, 1 << 20, 1, 16, arch);
+    c.pipe = 2;
+    c.defer = 5;
+    check_compiles(c, arch == 90 ? "sm_90a" : "sm_100a");
+  }
 }
 
 TEST_CASE("nvfp4_gemv: the SM100 path compiles for sm_100a") {

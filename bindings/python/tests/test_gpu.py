@@ -79,6 +79,16 @@ def _run_gemm(kind: str, layout: str, m: int, n: int, k: int, out_dtype, via_nt:
     ag = given(a, ta, contiguous=True)
     bg = given(b, tb, contiguous=True)
     d = poisoned(m, n, dtype=out_dtype)
+    # libdg's kernels read through TMA, which needs every non-unit stride to be a multiple of 16
+    # bytes: an operand stored transposed (MN-major) needs its M or N to be a multiple of 8, a
+    # K-major one K % 8 == 0. libdg refuses the rest with a message rather than a wrong answer.
+    legal = kind != "bf16" or all(dim % 8 == 0 or dim == 1 for dim in ((m if ta else k), (n if tb else k)))
+    if not legal:
+        entry = getattr(dg, "%s_gemm_nt" % kind) if via_nt else getattr(dg, "%s_gemm_%s" % (kind, layout))
+        args = (as_nt(ag, ta), as_nt(bg, tb), d) if via_nt else (ag, bg, d)
+        with pytest.raises(dg.InvalidArgument, match="16 bytes"):
+            entry(*args)
+        return
     if via_nt:  # the NT entry with strided (MN-major) views
         getattr(dg, "%s_gemm_nt" % kind)(as_nt(ag, ta), as_nt(bg, tb), d)
     else:  # the alias entry with contiguous transposed tensors
