@@ -421,9 +421,16 @@ def read_descriptor(handle: c_void_p) -> Tuple[int, int, Tuple[int, ...], Tuple[
     return (data.value or 0, dtype.value, tuple(sizes[:r]), tuple(strides[:r]))
 
 
-def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: Sequence[int], nbytes: int) -> Any:
+def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: Sequence[int], nbytes: int,
+                   cu_stream: Optional[int] = None) -> Any:
     """A torch tensor on ``like``'s device with the given sizes/strides (elements) over a buffer of
-    ``nbytes`` bytes (so padding that libdg may write is inside the allocation)."""
+    ``nbytes`` bytes (so padding that libdg may write is inside the allocation).
+
+    The memory is allocated on ``cu_stream`` (the stream libdg writes it on), as torch allocates
+    an op's output on the op's stream: the caching allocator then never reuses it before that
+    stream's work is done, and nothing is recorded on that stream when the tensor is freed, so it
+    stays safe after a libdg-owned stream is destroyed. Using the result on another stream needs
+    the usual synchronisation."""
     torch = torch_module()
     if torch is None or not like.is_torch:
         raise InvalidArgument("cannot allocate an output: the input is not a torch tensor; pass out=")
@@ -433,18 +440,9 @@ def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: 
     needed = 1 + sum((int(s) - 1) * int(st) for s, st in zip(sizes, strides)) if all(int(s) > 0 for s in sizes) else 0
     numel = max(numel, needed)
     device = like.source.device
-    buf = torch.empty(numel, dtype=tdtype, device=device)
+    if cu_stream is not None and torch.cuda.current_stream(device).cuda_stream != cu_stream:
+        with torch.cuda.stream(torch.cuda.ExternalStream(cu_stream, device=device)):
+            buf = torch.empty(numel, dtype=tdtype, device=device)
+    else:
+        buf = torch.empty(numel, dtype=tdtype, device=device)
     return buf.as_strided(tuple(int(s) for s in sizes), tuple(int(s) for s in strides))
-
-
-def record_stream(t: Any, device: int, cu_stream: int) -> None:
-    """Tells torch's caching allocator that ``t`` (allocated on torch's current stream) is used on
-    ``cu_stream``, so its memory is not reused before that stream's work completes."""
-    torch = torch_module()
-    if torch is None or not is_torch_tensor(t):
-        return
-    try:
-        if torch.cuda.current_stream(device).cuda_stream != cu_stream:
-            t.record_stream(torch.cuda.ExternalStream(cu_stream, device=device))
-    except Exception:  # pragma: no cover - best effort on exotic torch builds
-        pass

@@ -22,7 +22,6 @@ from ._tensor import (
     TensorInfo,
     allocate_torch,
     describe,
-    record_stream,
     is_torch_tensor,
 )
 from .errors import InvalidArgument, Unsupported
@@ -429,8 +428,7 @@ def _layout_transform(fn_name: str, layout_fn: Callable, sf: Tensor, out: Option
     if out_info is None:
         if layout.dtype == FLOAT32 and sf_info.dtype == FLOAT32 and _same_layout(sf_info, layout.sizes, layout.strides):
             return sf  # already MN-major and TMA-aligned: DeepGEMM returns it as is
-        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes)
-        record_stream(result, dev, cu)
+        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes, cu)
         out_info = describe(result, "out", ROLE_SF)
     _writable(out_info, "out")
     lib = _lib.get()
@@ -548,8 +546,7 @@ def _transform_info(
                 "torch tensor: pass it already transformed, or pass out= (dg.get_transform_sf_layout gives the layout)"
                 % (name, DTYPE_NAMES.get(layout.dtype, layout.dtype), list(layout.sizes), list(layout.strides), layout.nbytes)
             )
-        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes)
-        record_stream(result, dev, cu)
+        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes, cu)
     else:
         result = out
     out_info = describe(result, "out", ROLE_SF)

@@ -374,7 +374,9 @@ def test_mn_major_tma_aligned_tensor(mn, k, groups):
     torch.cuda.synchronize()
     am = align(mn, 4)
     assert torch.equal(out, sf)
-    assert out.stride()[-2:] == (1, am)
+    # Strides of size-1 dimensions carry no layout (a [MN, 1] input already has the layout).
+    assert out.stride(-2) == 1
+    assert sf_k == 1 or out.stride(-1) == am
     if groups:
         assert out.stride(0) == am * sf_k
     assert dg.get_mn_major_tma_aligned_tensor(out) is out  # already in layout: no copy
