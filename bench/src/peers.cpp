@@ -112,6 +112,11 @@ bool BlockScaledFp8::prepare(int64_t m, int64_t n, int64_t k, void* workspace, s
   DGB_LT_TRY(cublasLtMatrixLayoutCreate(&I.la, CUDA_R_8F_E4M3, k, n, k));
   DGB_LT_TRY(cublasLtMatrixLayoutCreate(&I.lb, CUDA_R_8F_E4M3, k, m, k));
   DGB_LT_TRY(cublasLtMatrixLayoutCreate(&I.ld, CUDA_R_16BF, n, m, n));
+  // The heuristic validates the scale pointers of a block-scaled descriptor: give it a valid
+  // device address (the workspace) until run() sets the real ones.
+  const void* placeholder = I.workspace;
+  DGB_LT_TRY(cublasLtMatmulDescSetAttribute(I.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &placeholder, sizeof(placeholder)));
+  DGB_LT_TRY(cublasLtMatmulDescSetAttribute(I.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &placeholder, sizeof(placeholder)));
   cublasLtMatmulPreference_t pref = nullptr;
   DGB_LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_size;
