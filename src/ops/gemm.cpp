@@ -335,12 +335,6 @@ jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c) {
 
 namespace {
 
-dg_status get_kernel(const dg_stream_s& stream, const jit::KernelKey& key, const jit::KernelSpec& spec,
-                     const jit::Kernel** kernel) {
-  return stream.device->kernels->get(
-      key, [&](jit::KernelSpec* out) { *out = spec; return DG_SUCCESS; }, config_of(stream), kernel);
-}
-
 // D := beta * C (has_c) or D := 0, on the device.
 dg_status run_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bool prepare_only) {
   const dg_dtype dt = a.shape.d_dtype;
@@ -428,7 +422,10 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
   GemmConfig c;
   DG_TRY(cached_config(stream, s, num_sms, o, &c));
   const jit::Kernel* kernel = nullptr;
-  DG_TRY(get_kernel(stream, gemm_kernel_key(s, c), gemm_kernel_spec(s, c), &kernel));
+  // The spec (strings, a template context) is built only on a cache miss: the warm path hashes the key.
+  DG_TRY(stream.device->kernels->get(
+      gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
+      config_of(stream), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
   if (pre_pass || prepare_only) DG_TRY(run_scale(stream, args, true, true));
   if (prepare_only) return DG_SUCCESS;
