@@ -21,5 +21,5 @@ run demo "$STAGE/dg-demo"
 run unit "$STAGE/dg_unit_tests"
 run gpu "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}
 run gpu-warm "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}   # second run: every kernel from the disk cache
-DG_LIBRARY_PATH="$STAGE/libdg.so.0" PYTHONUNBUFFERED=1 run python python3 -m pytest -q -x bindings/python/tests
+DG_LIBRARY_PATH="$STAGE/libdg.so.0" PYTHONUNBUFFERED=1 run python python3 -m pytest -q -rs bindings/python/tests
 cat "$DEST/summary.txt"
