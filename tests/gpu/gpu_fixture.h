@@ -46,6 +46,9 @@ class DeviceBuffer {
     dg::ContextScope scope;
     REQUIRE(scope.enter(*device_) == DG_SUCCESS);
     REQUIRE(dg::driver::api().cuMemcpyHtoD(ptr_, src, n) == CUDA_SUCCESS);
+    // The copy runs on the legacy stream, which does not order with the tests' non-blocking
+    // streams: finish it before any kernel reads the buffer.
+    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);
   }
   // Waits for all work on the device first.
   void download(void* dst, size_t n) {
@@ -59,6 +62,7 @@ class DeviceBuffer {
     dg::ContextScope scope;
     REQUIRE(scope.enter(*device_) == DG_SUCCESS);
     REQUIRE(dg::driver::api().cuMemsetD8(ptr_, value, bytes_) == CUDA_SUCCESS);
+    REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);  // as in upload()
   }
   template <typename T> void upload(const std::vector<T>& host) { upload(host.data(), host.size() * sizeof(T)); }
   template <typename T> std::vector<T> download() {

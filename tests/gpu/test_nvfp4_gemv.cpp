@@ -112,6 +112,8 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
   for (uint16_t poison : {uint16_t(0xFFFF), uint16_t(0x7E7E)}) {
     std::vector<uint16_t> hc(c_sl * L, poison);
     REQUIRE(api.cuMemcpyHtoD(dc.ptr, hc.data(), hc.size() * 2) == CUDA_SUCCESS);
+    // Legacy-stream copies do not order with the test's non-blocking stream.
+    REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
     const dg_status s = dg_nvfp4_gemv(f.stream, a, sfa, b, sfb, c, &cs.options);
     REQUIRE_MESSAGE(s == DG_SUCCESS, std::string(dg_last_error()));
     REQUIRE(dg_stream_synchronize(f.stream) == DG_SUCCESS);
