@@ -1,6 +1,4 @@
 // dg_cublaslt_gemm_{nt,nn,tn,tt}: the cuBLASLt baseline of spec §1.9 behind the C ABI.
-#include <utility>
-
 #include "dg.h"
 #include "api/matrix_view.h"
 #include "ops/cublaslt.h"

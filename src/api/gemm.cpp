@@ -1,6 +1,4 @@
 // dg_bf16_gemm_*, dg_fp8_gemm_*, dg_gemm_prepare: argument validation, then ops/gemm.
-#include <utility>
-
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"

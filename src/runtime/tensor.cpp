@@ -47,15 +47,6 @@ int64_t numel(const dg_tensor_s& t) {
   return n;
 }
 
-bool is_contiguous(const dg_tensor_s& t) {
-  int64_t expected = 1;
-  for (int i = t.rank - 1; i >= 0; --i) {
-    if (t.sizes[i] != 1 && t.strides[i] != expected) return false;
-    expected *= t.sizes[i];
-  }
-  return true;
-}
-
 int64_t extent_bytes(const dg_tensor_s& t) {
   if (numel(t) == 0) return 0;
   int64_t last = 0;
@@ -95,20 +86,6 @@ dg_status check_size(const dg_tensor_s& t, const char* arg, int dim, int64_t exp
 dg_status check_alignment(const dg_tensor_s& t, const char* arg, size_t bytes) {
   if (reinterpret_cast<uintptr_t>(t.data) % bytes == 0) return DG_SUCCESS;
   return fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not {}-byte aligned", arg, t.data, bytes);
-}
-
-dg_status check_tma_compatible(const dg_tensor_s& t, const char* arg, int inner_dim) {
-  DG_TRY(check_alignment(t, arg, 16));
-  const int64_t elem = static_cast<int64_t>(dtype_size(t.dtype));
-  if (t.strides[inner_dim] != 1 && t.sizes[inner_dim] != 1)
-    return fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride({}) must be 1 for TMA; shape {}", arg, inner_dim, describe(t));
-  for (int i = 0; i < t.rank; ++i) {
-    if (i == inner_dim || t.sizes[i] == 1) continue;
-    if ((t.strides[i] * elem) % 16 != 0)
-      return fail(DG_ERROR_INVALID_ARGUMENT, "{}: stride({}) = {} elements is not a multiple of 16 bytes, as TMA requires; shape {}",
-                  arg, i, t.strides[i], describe(t));
-  }
-  return DG_SUCCESS;
 }
 
 }  // namespace dg

@@ -23,7 +23,6 @@ const char* dtype_name(dg_dtype dtype);
 // "[4096, 7168] strides [7168, 1] bfloat16"
 std::string describe(const dg_tensor_s& t);
 int64_t numel(const dg_tensor_s& t);
-bool is_contiguous(const dg_tensor_s& t);
 // Bytes from the first to one past the last element addressed (0 for an empty tensor).
 int64_t extent_bytes(const dg_tensor_s& t);
 
@@ -35,8 +34,5 @@ dg_status check_rank(const dg_tensor_s& t, const char* arg, std::initializer_lis
 dg_status check_size(const dg_tensor_s& t, const char* arg, int dim, int64_t expected, const char* what);
 // Data pointer aligned to `bytes`.
 dg_status check_alignment(const dg_tensor_s& t, const char* arg, size_t bytes);
-// What TMA requires of a tensor it reads or writes: 16-byte aligned base, innermost stride 1 on
-// dimension `inner_dim`, every other stride a multiple of 16 bytes.
-dg_status check_tma_compatible(const dg_tensor_s& t, const char* arg, int inner_dim);
 
 }  // namespace dg
