@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define DG_VERSION_MAJOR 0
-#define DG_VERSION_MINOR 1
+#define DG_VERSION_MINOR 2
 #define DG_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define DG_VERSION_NUMBER (DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH)
@@ -330,8 +330,17 @@ typedef struct dg_gemm_options {
   int32_t multicast_a;        /* cluster 2: 1 = the pair shares A, 0 = shares B, -1 = heuristic */
   int32_t num_math_warpgroups;/* 1 or 2 WGMMA warp-groups */
   int32_t num_sms;            /* SMs to use, at most the stream's cap; 0 = the cap */
+  /* Appended in 0.2 (callers built against an older dg.h keep the heuristic for these): */
+  int32_t fp8_promotion;      /* FP8: DG_FP8_PROMOTION_*; 0 = heuristic */
+  int32_t fp8_promotion_slices; /* FP8: column slices each K block is issued and promoted in: 1, 2 or 4; 0 = heuristic */
 } dg_gemm_options;
-#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0}
+#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0}
+
+/* How the FP8 kernels fold each 128-K block's tensor-core partial sums into the FP32 accumulators
+ * (with the scales): after the block's WGMMAs complete, or while the next block's WGMMAs run (costs
+ * a second set of partial-sum registers). */
+#define DG_FP8_PROMOTION_AFTER 1
+#define DG_FP8_PROMOTION_OVERLAP 2
 
 /* BF16 GEMMs: a and b BFLOAT16, every layout runs natively. */
 DG_API dg_status dg_bf16_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,

@@ -108,6 +108,40 @@ inline bool parse_shape(const std::string& text, Shape* shape, std::string* erro
   return true;
 }
 
+// An explicit libdg GEMM kernel config (the dg_gemm_options override fields; 0 = heuristic,
+// multicast_a -1 = heuristic), parsed from "key=value,..." with the keys below. `text` labels the
+// contender "libdg[text]" beside the heuristic's own "libdg".
+struct GemmConfigArg {
+  std::string text;
+  int64_t block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
+  int64_t promotion = 0, slices = 0;
+};
+
+inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::string* error) {
+  GemmConfigArg c;
+  c.text = text;
+  for (const auto& item : split(text, ',')) {
+    const auto kv = split(item, '=');
+    int64_t v = 0;
+    if (kv.size() != 2 || !parse_int(kv[1], &v) || v < -1) {
+      *error = "--gemm-config '" + text + "': '" + item + "' is not key=integer";
+      return false;
+    }
+    const std::string& k = kv[0];
+    int64_t* field = k == "bm" ? &c.block_m : k == "bn" ? &c.block_n : k == "stages" ? &c.stages
+                   : k == "cluster" ? &c.cluster : k == "mca" ? &c.multicast_a : k == "wg" ? &c.math_wg
+                   : k == "sms" ? &c.num_sms : k == "promo" ? &c.promotion : k == "slices" ? &c.slices : nullptr;
+    if (!field) {
+      *error = "--gemm-config '" + text + "': unknown key '" + k +
+               "' (known: bm, bn, stages, cluster, mca, wg, sms, promo, slices)";
+      return false;
+    }
+    *field = v;
+  }
+  *cfg = c;
+  return true;
+}
+
 struct Options {
   std::vector<std::string> suites;  // empty: every known suite
   std::vector<Shape> shapes;        // empty: each suite's built-in set
@@ -117,6 +151,7 @@ struct Options {
   int device = 0;
   uint64_t seed = 0x5eed;
   bool peers = true;                // time cuBLASLt beside libdg
+  std::vector<GemmConfigArg> gemm_configs;  // extra libdg GEMM contenders with explicit configs
   bool list = false;
   bool help = false;
   std::string json_path, csv_path;
@@ -125,9 +160,12 @@ struct Options {
 inline const char* usage() {
   return "usage: dg-bench [--suite NAME[,NAME..]] [--shape m,n,k[,g]]... [--reps N] [--warmup N]\n"
          "                [--host-calls N] [--device I] [--seed S] [--no-peers] [--json FILE] [--csv FILE]\n"
-         "                [--list] [--help]\n"
+         "                [--gemm-config key=v,...]... [--list] [--help]\n"
          "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv (default: all)\n"
-         "--shape replaces the built-in shapes of the selected suites (repeatable).\n";
+         "--shape replaces the built-in shapes of the selected suites (repeatable).\n"
+         "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
+         "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
+         "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4); e.g. bm=128,bn=256,stages=4,cluster=2\n";
 }
 
 // Parses argv into `opts`; false with a message on a bad argument.
@@ -188,6 +226,11 @@ inline bool parse_args(int argc, const char* const* argv, Options* opts, std::st
       opts->seed = static_cast<uint64_t>(x);
     } else if (arg == "--no-peers") {
       opts->peers = false;
+    } else if (arg == "--gemm-config") {
+      if (!need(i, arg, &v)) return false;
+      GemmConfigArg g;
+      if (!parse_gemm_config(v, &g, error)) return false;
+      opts->gemm_configs.push_back(g);
     } else if (arg == "--json") {
       if (!need(i, arg, &opts->json_path)) return false;
     } else if (arg == "--csv") {

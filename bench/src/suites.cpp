@@ -277,18 +277,39 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
         dg.message = libdg_absent;
       } else {
 #ifdef DG_GEMM_OPTIONS_INIT
-        dg_gemm_options go = DG_GEMM_OPTIONS_INIT;
-        Call call = [&](int set) {
-          DenseSet& d = sets[set];
-          return fp8 ? dg_error(fn_fp8(ctx.stream, d.taq.get(), d.tsfa_dg.get(), d.tbq.get(), d.tsfb.get(), td.get(),
-                                       nullptr, &go))
-                     : dg_error(fn_bf16(ctx.stream, d.ta.get(), d.tb.get(), td.get(), nullptr, &go));
+        const dg_gemm_options go = DG_GEMM_OPTIONS_INIT;
+        auto run_libdg = [&](Result& r, const dg_gemm_options& opts) {
+          Call call = [&](int set) {
+            DenseSet& d = sets[set];
+            return fp8 ? dg_error(fn_fp8(ctx.stream, d.taq.get(), d.tsfa_dg.get(), d.tbq.get(), d.tsfb.get(), td.get(),
+                                         nullptr, &opts))
+                       : dg_error(fn_bf16(ctx.stream, d.ta.get(), d.tb.get(), td.get(), nullptr, &opts));
+          };
+          run_contender(ctx, r, call, nsets, dbuf.ptr, dbuf.bytes,
+                        check_against(dbuf.ptr, ref.ptr, fp8 ? 1e-3 : 1e-5, ref_name));
         };
-        run_contender(ctx, dg, call, nsets, dbuf.ptr, dbuf.bytes,
-                      check_against(dbuf.ptr, ref.ptr, fp8 ? 1e-3 : 1e-5, ref_name));
+        run_libdg(dg, go);
+        c.results.push_back(dg);
+        for (const GemmConfigArg& g : ctx.opts.gemm_configs) {
+          Result r;
+          r.name = "libdg[" + g.text + "]";
+          r.flops = dg.flops, r.bytes = dg.bytes, r.peak_tflops = peak;
+          dg_gemm_options o = go;
+          o.block_m = static_cast<int32_t>(g.block_m);
+          o.block_n = static_cast<int32_t>(g.block_n);
+          o.num_stages = static_cast<int32_t>(g.stages);
+          o.cluster = static_cast<int32_t>(g.cluster);
+          o.multicast_a = static_cast<int32_t>(g.multicast_a);
+          o.num_math_warpgroups = static_cast<int32_t>(g.math_wg);
+          o.num_sms = static_cast<int32_t>(g.num_sms);
+          o.fp8_promotion = static_cast<int32_t>(g.promotion);
+          o.fp8_promotion_slices = static_cast<int32_t>(g.slices);
+          run_libdg(r, o);
+          c.results.push_back(r);
+        }
 #endif
       }
-      c.results.push_back(dg);
+      if (libdg_absent) c.results.push_back(dg);
 
       if (!ctx.opts.peers) {
         finish(c, out);

@@ -1,4 +1,6 @@
 // dg_bf16_gemm_*, dg_fp8_gemm_*, dg_gemm_prepare: argument validation, then ops/gemm.
+#include <cstddef>
+
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
@@ -17,7 +19,9 @@ using dg::ops::GemmKind;
 using dg::ops::Major;
 
 dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
-  DG_TRY(dg::read_options(options, dg_gemm_options DG_GEMM_OPTIONS_INIT, sizeof(dg_gemm_options), "options",
+  // 0.1's struct ended at num_sms.
+  constexpr size_t kOldestSize = offsetof(dg_gemm_options, fp8_promotion);
+  DG_TRY(dg::read_options(options, dg_gemm_options DG_GEMM_OPTIONS_INIT, kOldestSize, "options",
                           "DG_GEMM_OPTIONS_INIT", out));
   if (out->recipe != DG_FP8_RECIPE_1D2D && out->recipe != DG_FP8_RECIPE_1D1D)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.recipe: {} (expected DG_FP8_RECIPE_1D2D (0) or _1D1D (1))",
@@ -34,6 +38,8 @@ dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
   r.multicast_a = o.multicast_a;
   r.math_wg = o.num_math_warpgroups;
   r.num_sms = o.num_sms;
+  r.fp8_promotion = o.fp8_promotion;
+  r.promotion_slices = o.fp8_promotion_slices;
   return r;
 }
 

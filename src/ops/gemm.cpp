@@ -202,6 +202,15 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (o.cluster == 2 && num_sms < 2)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: 2 needs at least 2 SMs (num_sms {})", num_sms);
   if (o.math_wg > 2) return fail(DG_ERROR_INVALID_ARGUMENT, "options.num_math_warpgroups: {} (expected 1 or 2)", o.math_wg);
+  if (o.fp8_promotion < 0 || o.fp8_promotion > DG_FP8_PROMOTION_OVERLAP)
+    return fail(DG_ERROR_INVALID_ARGUMENT,
+                "options.fp8_promotion: {} (expected 0 = heuristic, DG_FP8_PROMOTION_AFTER (1) or _OVERLAP (2))",
+                o.fp8_promotion);
+  if (o.promotion_slices != 0 && o.promotion_slices != 1 && o.promotion_slices != 2 && o.promotion_slices != 4)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion_slices: {} (expected 0 = heuristic, 1, 2 or 4)",
+                o.promotion_slices);
+  if ((o.fp8_promotion || o.promotion_slices) && !is_fp8(s.kind))
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion / fp8_promotion_slices: FP8 GEMMs only (expected 0)");
 
   const bool fp8 = is_fp8(s.kind);
   // block_m 256 (BF16) is legal but was never the fastest on an H100: only by override.
@@ -234,10 +243,12 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               static const int kOv[6] = {1, 1, 1, 0, 0, 0}, kSplit[6] = {1, 2, 4, 1, 2, 4};
               const int ov = kOv[variant], split = kSplit[variant];
               if (!fp8 && (ov || split != 1)) continue;
+              if (o.fp8_promotion && ov != (o.fp8_promotion == DG_FP8_PROMOTION_OVERLAP)) continue;
+              if (o.promotion_slices && split != o.promotion_slices) continue;
               // Measured on an H100: slices pay only for the 256-wide tile without overlap (two warp-
               // groups interleave their promotions); with overlap or 4 slices they lose to the
-              // whole-tile variants. Those stay reachable by override only through the kernel key.
-              if (fp8 && split != 1 && (ov || split != 2 || bn != 256)) continue;
+              // whole-tile variants, so only an override reaches them.
+              if (fp8 && !o.promotion_slices && split != 1 && (ov || split != 2 || bn != 256)) continue;
               if (const char* why = illegal(s, bm, bn, wg, cl, mca, ov, split)) {
                 last_reason = why;
                 continue;
@@ -276,7 +287,8 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
         }
       }
   if (best.block_m == 0) {
-    if (o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0)
+    if (o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0 || o.fp8_promotion ||
+        o.promotion_slices)
       return fail(DG_ERROR_INVALID_ARGUMENT, "options: the explicit kernel config cannot run this problem: {}",
                   last_reason);
     return fail(DG_ERROR_UNSUPPORTED, "no SM90 GEMM config fits this problem: {}", last_reason);
@@ -419,8 +431,9 @@ dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_s
   const ConfigKey key{{static_cast<int64_t>(s.kind), s.m, s.n, s.k,
                        static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 | int64_t(s.accumulate) << 2 |
                            int64_t(s.d_dtype) << 3,
-                       num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32, o.cluster,
-                       o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
+                       num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
+                       o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16, o.multicast_a,
+                       o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
   static std::shared_mutex mu;
   static std::unordered_map<ConfigKey, GemmConfig, ConfigKeyHash> cache;
   {

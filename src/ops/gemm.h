@@ -44,6 +44,8 @@ struct GemmConfig {
 // Caller overrides (dg_gemm_options); 0 (or -1 for multicast_a) = heuristic.
 struct GemmOverride {
   int block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
+  int fp8_promotion = 0;     // DG_FP8_PROMOTION_*; 0 = heuristic
+  int promotion_slices = 0;  // 1, 2 or 4; 0 = heuristic
 };
 
 // Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes).

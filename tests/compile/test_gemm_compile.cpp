@@ -118,6 +118,30 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   CHECK(c.block_n == 128);
   CHECK(c.cluster == 2);
   CHECK(!c.multicast_a);
+  o = {};
+  o.fp8_promotion = 3;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.fp8_promotion") != std::string::npos);
+  o = {};
+  o.promotion_slices = 3;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.fp8_promotion_slices") != std::string::npos);
+  o = {};
+  o.block_m = 128, o.block_n = 256, o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 4;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(!c.overlap);
+  CHECK(c.promote_split == 4);
+  o = {};
+  o.block_m = 128, o.block_n = 128, o.fp8_promotion = DG_FP8_PROMOTION_AFTER;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(!c.overlap);
+  o.fp8_promotion = DG_FP8_PROMOTION_OVERLAP;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.overlap);
+  GemmShape b = s;
+  b.kind = GemmKind::kBf16;
+  CHECK(dg::ops::choose_gemm_config(b, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("FP8 GEMMs only") != std::string::npos);
 }
 
 // DG_GEMM_PRINT_HEURISTIC=1 prints the config chosen for every test/benchmark shape.

@@ -149,6 +149,33 @@ TEST_CASE("bench cli: suites, options and errors") {
   fails({"--shape", "1,2"}, "expected m,n,k");
   fails({"--frobnicate"}, "unknown argument");
   fails({"--device", "-1"}, ">= 0");
+  fails({"--gemm-config", "bm=128,tile=3"}, "unknown key 'tile'");
+  fails({"--gemm-config", "bm=128,bn"}, "'bn' is not key=integer");
+  fails({"--gemm-config", "bm=x"}, "'bm=x' is not key=integer");
+}
+
+TEST_CASE("bench cli: --gemm-config sets only the keys it names") {
+  Options o;
+  std::string err;
+  const char* argv[] = {"dg-bench", "--gemm-config", "bm=128,bn=256,stages=4,cluster=2,mca=0,promo=2,slices=2",
+                        "--gemm-config", "wg=1,sms=66"};
+  REQUIRE(parse_args(5, argv, &o, &err));
+  REQUIRE(o.gemm_configs.size() == 2);
+  const GemmConfigArg& a = o.gemm_configs[0];
+  CHECK(a.text == "bm=128,bn=256,stages=4,cluster=2,mca=0,promo=2,slices=2");
+  CHECK(a.block_m == 128);
+  CHECK(a.block_n == 256);
+  CHECK(a.stages == 4);
+  CHECK(a.cluster == 2);
+  CHECK(a.multicast_a == 0);
+  CHECK(a.promotion == 2);
+  CHECK(a.slices == 2);
+  CHECK(a.math_wg == 0);
+  const GemmConfigArg& b = o.gemm_configs[1];
+  CHECK(b.math_wg == 1);
+  CHECK(b.num_sms == 66);
+  CHECK(b.multicast_a == -1);
+  CHECK(b.block_m == 0);
 }
 
 TEST_CASE("bench shapes: the DeepSeek-V3 dense set of spec 6.2") {

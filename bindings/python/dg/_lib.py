@@ -238,6 +238,8 @@ class SfRecipe(Structure):
 
 FP8_RECIPE_1D2D = 0  # sfa per token x 128 K, sfb per 128 x 128 block (default)
 FP8_RECIPE_1D1D = 1  # sfa and sfb per token x 128 K; d FLOAT32
+FP8_PROMOTION_AFTER = 1  # DG_FP8_PROMOTION_*: fold each K block's partial sums after its WGMMAs
+FP8_PROMOTION_OVERLAP = 2  # ... while the next K block's WGMMAs run
 
 GEMM_LAYOUTS = {"nt": 0, "nn": 1, "tn": 2, "tt": 3}  # DG_GEMM_LAYOUT_*
 
@@ -259,10 +261,22 @@ class GemmOptions(Structure):
         ("multicast_a", c_int32),
         ("num_math_warpgroups", c_int32),
         ("num_sms", c_int32),
+        ("fp8_promotion", c_int32),
+        ("fp8_promotion_slices", c_int32),
     ]
 
     # Fields a caller may override through ``options=`` of the GEMM wrappers.
-    TUNING = ("block_m", "block_n", "num_stages", "cluster", "multicast_a", "num_math_warpgroups", "num_sms")
+    TUNING = (
+        "block_m",
+        "block_n",
+        "num_stages",
+        "cluster",
+        "multicast_a",
+        "num_math_warpgroups",
+        "num_sms",
+        "fp8_promotion",
+        "fp8_promotion_slices",
+    )
 
     def __init__(self, **kwargs) -> None:
         init = dict(
