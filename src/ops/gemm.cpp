@@ -153,6 +153,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   if (fp8) {
     if (overlap) promo = split == 1 ? 1.05 : split == 2 ? 1.6 : 1.25;
     else promo = split == 1 ? 1.3 : split == 2 ? 1.18 : 1.3;
+    // 1D2D tiles straddling two SFB rows get a K loop per tile start offset (no per-group selects,
+    // sm90_gemm.cuh): measured ~10% faster for 128x160 and 128x192 (2026-11-23); only 128x192 (2
+    // offsets) then beat the wider and overlapped tiles, so only its cost is lowered.
+    const int step = std::min(bn & -bn, 128);
+    if (s.kind == GemmKind::kFp8_1D2D && !overlap && split == 1 && 128 % bn != 0 && 128 / step <= 2) promo = 1.15;
     // Tiles narrower than 128 columns ran ~12% slower than these bounds predict (2026-11-23 sweep).
     if (bn < 128) promo *= 1.12;
   } else {
@@ -165,7 +170,7 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   const double sm_bytes = double(bm + bn) * bk * eb;
   // WGMMA operand reads from shared memory (A is re-read for every column slice), ~128 B/clk.
   const double smem_reads = double(math_wg) * (double(split) * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
-  double t_kb = std::max({flops / peak * promo, l2_bytes / (fp8 ? 55e9 : 80e9), sm_bytes / (fp8 ? 68e9 : 80e9),
+  double t_kb = std::max({flops / peak * promo, l2_bytes / (fp8 ? 55e9 : 62e9), sm_bytes / (fp8 ? 68e9 : 80e9),
                          smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
   const double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9;

@@ -90,14 +90,16 @@ struct Case {
   int c_mode = 0;  // 0: no C, 1: separate C, 2: C aliased to D
   float alpha = 1.f, beta = 1.f;
   int samples = 0;  // > 0: check this many random entries only
+  int block_n = 0, promotion = 0, slices = 0;  // explicit kernel config (0: the heuristic's)
 };
 
 std::string describe(const Case& c) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g",
+  std::snprintf(buf, sizeof buf, "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block_n=%d promo=%d/%d",
                 c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
                 layout_name(c.layout), (long long)c.m, (long long)c.n, (long long)c.k,
-                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta);
+                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta, c.block_n, c.promotion,
+                c.slices);
   return buf;
 }
 
@@ -218,6 +220,9 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   o.recipe = cs.recipe;
   o.alpha = cs.alpha;
   o.beta = cs.beta;
+  o.block_n = cs.block_n;
+  o.fp8_promotion = cs.promotion;
+  o.fp8_promotion_slices = cs.slices;
   const dg_tensor* c = cs.c_mode ? tc.t : nullptr;
   dg_status st;
   if (!cs.fp8) {
@@ -316,6 +321,18 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
     cs.fp8 = true, cs.m = 256, cs.n = n, cs.k = 1024;
     check_case(g, cs, rng);
   }
+  // Every block N whose tiles straddle SFB rows, forced, over N = 1040 (tile starts at every offset
+  // within a 128-column block that the width allows; the K loop is specialised per offset for
+  // 96, 160 and 192), with both promotion modes and column slices; K with a tail.
+  for (int bn : {96, 112, 144, 160, 192})
+    for (int promo : {DG_FP8_PROMOTION_AFTER, DG_FP8_PROMOTION_OVERLAP})
+      for (int slices : {1, 2}) {
+        if (promo == DG_FP8_PROMOTION_OVERLAP && bn > 128) continue;  // registers: AFTER only above 128
+        Case cs;
+        cs.fp8 = true, cs.m = 256, cs.n = 1040, cs.k = 1040;
+        cs.block_n = bn, cs.promotion = promo, cs.slices = slices;
+        check_case(g, cs, rng);
+      }
 }
 
 TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {

@@ -80,6 +80,8 @@ struct Sm90GemmTraits {
   // wide tiles: each K block is issued and promoted in kPromoteSplit column slices).
   static constexpr uint32_t kPromoteSplit = kFp8 ? kPromoteSplit_ : 1;
   static constexpr bool kSfbStraddle = kKind == Kind::kFp8_1D2D && (128 % kBlockN != 0);
+  // Tile starts n0 = j * BLOCK_N fall on multiples of gcd(BLOCK_N, 128) within a 128-column block.
+  static constexpr uint32_t kSfbStep = kBlockN % 128 == 0 ? 128 : (kBlockN & (~kBlockN + 1)) < 128 ? (kBlockN & (~kBlockN + 1)) : 128;
 
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
@@ -130,6 +132,19 @@ DG_DEVICE void load_operand(const TmaDescriptor* desc, ptx::Mbarrier* bar, uint8
       else ptx::tma_load_2d(desc, bar, dst, g_row0 + c * 64, k0);
     }
   }
+}
+
+// A compile-time uint32_t that converts to its value (the boundary of with_boundary).
+template <uint32_t V> struct U32Constant {
+  DG_DEVICE constexpr operator uint32_t() const { return V; }
+};
+
+// Calls f(U32Constant<b>{}) for the runtime b, one of kStep, 2 kStep, ..., 128.
+template <uint32_t kStep, uint32_t V = kStep, class F>
+DG_DEVICE void with_boundary(uint32_t b, F&& f) {
+  if constexpr (V >= 128) f(U32Constant<128>{});
+  else if (b == V) f(U32Constant<V>{});
+  else with_boundary<kStep, V + kStep>(b, f);
 }
 
 // WGMMA descriptor of an operand tile at sub-row `row0` (multiple of 64) and K step `kk`.
@@ -337,7 +352,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         };
 
         auto promote = [&](uint32_t buf, uint32_t s, uint32_t h, float sb0, float sb1,
-                           const float (&sa)[T::kMIters][2]) {
+                           const float (&sa)[T::kMIters][2], auto bnd) {
 #pragma unroll
           for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
@@ -369,7 +384,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
 #pragma unroll
               for (uint32_t g = 0; g < kSubN / 8; ++g) {
                 const uint32_t G = h * (kSubN / 8) + g;
-                const bool first = !T::kSfbStraddle || G * 8 < boundary;
+                const bool first = !T::kSfbStraddle || G * 8 < bnd;
                 const float lo = first ? lo0 : lo1, hi = first ? hi0 : hi1;
                 acc[i][G * 4 + 0] += lo * part[buf][i][g * 4 + 0];
                 acc[i][G * 4 + 1] += lo * part[buf][i][g * 4 + 1];
@@ -384,50 +399,57 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         // ptxas keeps the WGMMAs asynchronous. Leftover K blocks go one at a time.
         constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
-        uint32_t kb = 0;
-        for (; kb + kKbPerGroup <= num_kb; kb += kKbPerGroup) {
-          float sb0[kKbPerGroup], sb1[kKbPerGroup];
-          float sa[kKbPerGroup][T::kMIters][2];
-          uint32_t st[kKbPerGroup];
+        auto k_loop = [&](auto bnd) {
+          uint32_t kb = 0;
+          for (; kb + kKbPerGroup <= num_kb; kb += kKbPerGroup) {
+            float sb0[kKbPerGroup], sb1[kKbPerGroup];
+            float sa[kKbPerGroup][T::kMIters][2];
+            uint32_t st[kKbPerGroup];
 #pragma unroll
-          for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(kb + q, sb0[q], sb1[q]);
+            for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(kb + q, sb0[q], sb1[q]);
 #pragma unroll
-          for (uint32_t j = 0; j < kGroup; ++j) {
-            const uint32_t q = j / kSplit, h = j % kSplit;
-            if (h == 0) st[q] = stage;
-            issue(j % kBufs, st[q], h);
-            if (h == 0) load_sfa(st[q], sa[q]);
-            if (h == kSplit - 1) advance();
-            if constexpr (T::kOverlapPromotion) {
-              if (j >= 1) {
-                const uint32_t pq = (j - 1) / kSplit;
-                ptx::wgmma_wait<1>();
-                promote((j - 1) % 2, st[pq], (j - 1) % kSplit, sb0[pq], sb1[pq], sa[pq]);
+            for (uint32_t j = 0; j < kGroup; ++j) {
+              const uint32_t q = j / kSplit, h = j % kSplit;
+              if (h == 0) st[q] = stage;
+              issue(j % kBufs, st[q], h);
+              if (h == 0) load_sfa(st[q], sa[q]);
+              if (h == kSplit - 1) advance();
+              if constexpr (T::kOverlapPromotion) {
+                if (j >= 1) {
+                  const uint32_t pq = (j - 1) / kSplit;
+                  ptx::wgmma_wait<1>();
+                  promote((j - 1) % 2, st[pq], (j - 1) % kSplit, sb0[pq], sb1[pq], sa[pq], bnd);
+                }
+              } else {
+                ptx::wgmma_wait<0>();
+                promote(0, st[q], h, sb0[q], sb1[q], sa[q], bnd);
               }
-            } else {
+            }
+            if constexpr (T::kOverlapPromotion) {
               ptx::wgmma_wait<0>();
-              promote(0, st[q], h, sb0[q], sb1[q], sa[q]);
+              promote((kGroup - 1) % 2, st[kKbPerGroup - 1], kSplit - 1, sb0[kKbPerGroup - 1], sb1[kKbPerGroup - 1],
+                      sa[kKbPerGroup - 1], bnd);
             }
           }
-          if constexpr (T::kOverlapPromotion) {
-            ptx::wgmma_wait<0>();
-            promote((kGroup - 1) % 2, st[kKbPerGroup - 1], kSplit - 1, sb0[kKbPerGroup - 1], sb1[kKbPerGroup - 1],
-                    sa[kKbPerGroup - 1]);
-          }
-        }
-        for (; kb < num_kb; ++kb) {
-          float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
-          load_sfb(kb, s0, s1);
-          const uint32_t s = stage;
+          for (; kb < num_kb; ++kb) {
+            float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
+            load_sfb(kb, s0, s1);
+            const uint32_t s = stage;
 #pragma unroll
-          for (uint32_t h = 0; h < kSplit; ++h) {
-            issue(0, s, h);
-            if (h == 0) load_sfa(s, sa);
-            if (h == kSplit - 1) advance();
-            ptx::wgmma_wait<0>();
-            promote(0, s, h, s0, s1, sa);
+            for (uint32_t h = 0; h < kSplit; ++h) {
+              issue(0, s, h);
+              if (h == 0) load_sfa(s, sa);
+              if (h == kSplit - 1) advance();
+              ptx::wgmma_wait<0>();
+              promote(0, s, h, s0, s1, sa, bnd);
+            }
           }
-        }
+        };
+        // Which 8-column groups take the second SFB row is fixed per tile; where the tile start
+        // (n0 % 128) takes few values, each gets its own K loop so that the choice is made at compile
+        // time instead of a select per group and K block in the promotion.
+        if constexpr (T::kSfbStraddle && 128 / T::kSfbStep <= 4) with_boundary<T::kSfbStep>(boundary, k_loop);
+        else k_loop(boundary);
       }
 
       // ---------------- epilogue
