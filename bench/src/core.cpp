@@ -68,6 +68,60 @@ void log_sink(int32_t level, const char* message, void*) {
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// Drops the lines of [base, base + 128 * lines) from L2 without writing them back (discard.global.L2).
+// PTX loaded at run time, so the flush stays in this file.
+const char kDiscardPtx[] = R"(.version 7.4
+.target sm_80
+.address_size 64
+.visible .entry dgb_l2_discard(.param .u64 base, .param .u64 lines)
+{
+  .reg .pred %p;
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [base];
+  cvta.to.global.u64 %rd1, %rd1;
+  ld.param.u64 %rd2, [lines];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mov.u32 %r4, %nctaid.x;
+  mul.wide.u32 %rd3, %r1, %r2;
+  cvt.u64.u32 %rd4, %r3;
+  add.u64 %rd3, %rd3, %rd4;
+  mul.wide.u32 %rd5, %r4, %r2;
+LOOP:
+  setp.ge.u64 %p, %rd3, %rd2;
+  @%p bra DONE;
+  mad.lo.u64 %rd6, %rd3, 128, %rd1;
+  discard.global.L2 [%rd6], 128;
+  add.u64 %rd3, %rd3, %rd5;
+  bra LOOP;
+DONE:
+  ret;
+}
+)";
+
+// The L2 flush before each timed repetition: memset the flush buffer (4x L2: every earlier line,
+// inputs and outputs included, is evicted), then discard its lines, so L2 ends cold AND clean. A
+// memset alone leaves L2 full of dirty lines whose write-back the timed kernel would pay for
+// (up to one L2 of writes: 50 MB on an H100, more than a 33 MB GEMV reads). A read pass instead of
+// the discard does not work: L2 keeps lines that every repetition re-reads (seen on an H100).
+void flush_l2(Context& ctx, int rep) {
+  static cudaKernel_t discard = [] {
+    cudaLibrary_t lib = nullptr;
+    cudaKernel_t k = nullptr;
+    DGB_CUDA(cudaLibraryLoadData(&lib, kDiscardPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
+    DGB_CUDA(cudaLibraryGetKernel(&k, lib, "dgb_l2_discard"));
+    return k;
+  }();
+  DGB_CUDA(cudaMemsetAsync(ctx.flush.ptr, rep & 0xff, ctx.flush.bytes, ctx.cu_stream));
+  void* base = ctx.flush.ptr;
+  unsigned long long lines = ctx.flush.bytes / 128;
+  void* args[] = {&base, &lines};
+  DGB_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(discard), dim3(4 * ctx.dev.sm_count), dim3(256), args, 0,
+                            ctx.cu_stream));
+}
 }  // namespace
 
 void install_log_capture() { dg_set_log_callback(log_sink, nullptr); }
@@ -127,8 +181,7 @@ void measure(Context& ctx, const Call& call, int nsets, Result* r) {
   DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
 
   for (int i = 0; i < reps; ++i) {
-    // Flush L2: write the whole flush buffer (>= 2x L2) so no input or output stays cached.
-    DGB_CUDA(cudaMemsetAsync(ctx.flush.ptr, i & 0xff, ctx.flush.bytes, ctx.cu_stream));
+    flush_l2(ctx, i);
     DGB_CUDA(cudaEventRecord(ctx.ev_start[i], ctx.cu_stream));
     must(i % nsets);
     DGB_CUDA(cudaEventRecord(ctx.ev_stop[i], ctx.cu_stream));
