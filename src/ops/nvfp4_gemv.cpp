@@ -119,7 +119,7 @@ dg_status choose_nvfp4_gemv_config(int M, int K, int L, int max_vec, int arch, c
   if (o.prefetch < -1 || o.prefetch > 1)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.prefetch: {} (expected -1, 0 or 1)", o.prefetch);
   // One round ahead; deeper (pipe 2) and deferring the per-round barrier (defer 16/32) both
-  // measured slower on H100 for the benchmark shapes (scratch/gemv/NOTES.md, run 4): the barrier
+  // measured slower on H100 for the benchmark shapes (2026-11-22 H100 runs): the barrier
   // keeps a row's warps on the same stretch of memory.
   c.pipe = o.prefetch >= 0 ? 1 : 0;
   c.defer = 1;
