@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define DG_VERSION_MAJOR 0
-#define DG_VERSION_MINOR 2
+#define DG_VERSION_MINOR 3
 #define DG_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define DG_VERSION_NUMBER (DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH)
@@ -333,8 +333,12 @@ typedef struct dg_gemm_options {
   /* Appended in 0.2 (callers built against an older dg.h keep the heuristic for these): */
   int32_t fp8_promotion;      /* FP8: DG_FP8_PROMOTION_*; 0 = heuristic */
   int32_t fp8_promotion_slices; /* FP8: column slices each K block is issued and promoted in: 1, 2 or 4; 0 = heuristic */
+  /* Appended in 0.3: */
+  int32_t split_k;            /* CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
+                                 through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
+                                 0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic. */
 } dg_gemm_options;
-#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0}
+#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0}
 
 /* How the FP8 kernels fold each 128-K block's tensor-core partial sums into the FP32 accumulators
  * (with the scales): after the block's WGMMAs complete, or while the next block's WGMMAs run (costs

@@ -114,7 +114,7 @@ inline bool parse_shape(const std::string& text, Shape* shape, std::string* erro
 struct GemmConfigArg {
   std::string text;
   int64_t block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
-  int64_t promotion = 0, slices = 0;
+  int64_t promotion = 0, slices = 0, split_k = 0;
 };
 
 inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::string* error) {
@@ -130,10 +130,11 @@ inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::
     const std::string& k = kv[0];
     int64_t* field = k == "bm" ? &c.block_m : k == "bn" ? &c.block_n : k == "stages" ? &c.stages
                    : k == "cluster" ? &c.cluster : k == "mca" ? &c.multicast_a : k == "wg" ? &c.math_wg
-                   : k == "sms" ? &c.num_sms : k == "promo" ? &c.promotion : k == "slices" ? &c.slices : nullptr;
+                   : k == "sms" ? &c.num_sms : k == "promo" ? &c.promotion : k == "slices" ? &c.slices
+                   : k == "splitk" ? &c.split_k : nullptr;
     if (!field) {
       *error = "--gemm-config '" + text + "': unknown key '" + k +
-               "' (known: bm, bn, stages, cluster, mca, wg, sms, promo, slices)";
+               "' (known: bm, bn, stages, cluster, mca, wg, sms, promo, slices, splitk)";
       return false;
     }
     *field = v;
@@ -165,7 +166,8 @@ inline const char* usage() {
          "--shape replaces the built-in shapes of the selected suites (repeatable).\n"
          "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
          "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
-         "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4); e.g. bm=128,bn=256,stages=4,cluster=2\n";
+         "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile);\n"
+         "  e.g. bm=128,bn=256,stages=4,cluster=2\n";
 }
 
 // Parses argv into `opts`; false with a message on a bad argument.

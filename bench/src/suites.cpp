@@ -304,6 +304,7 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
           o.num_sms = static_cast<int32_t>(g.num_sms);
           o.fp8_promotion = static_cast<int32_t>(g.promotion);
           o.fp8_promotion_slices = static_cast<int32_t>(g.slices);
+          o.split_k = static_cast<int32_t>(g.split_k);
           run_libdg(r, o);
           c.results.push_back(r);
         }

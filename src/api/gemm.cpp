@@ -40,6 +40,7 @@ dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
   r.num_sms = o.num_sms;
   r.fp8_promotion = o.fp8_promotion;
   r.promotion_slices = o.fp8_promotion_slices;
+  r.split_k = o.split_k;
   return r;
 }
 

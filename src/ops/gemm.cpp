@@ -21,6 +21,10 @@ namespace dg::ops {
 namespace {
 
 constexpr unsigned kSmemBudget = 232448;  // 227 KiB, sm_90
+// With fewer stages than this beside a whole-tile D staging buffer, the heuristic stages D in strips.
+constexpr int kRotateBelowStages = 4;
+// Split-K's fixed cost per tile (two cluster barriers, the DSMEM reduction's latency), microseconds.
+constexpr double kSplitKReduceUs = 1.5;
 
 // Host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
 struct alignas(64) Sm90GemmParams {
@@ -37,10 +41,13 @@ struct alignas(64) Sm90GemmParams {
   const int32_t* grouped_layout;
   uint32_t num_groups;
   uint32_t reserved1;
+  void* d;
+  int64_t ldd;
 };
 static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
-                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696,
+                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
+                  offsetof(Sm90GemmParams, ldd) == 720,
               "must match the device struct");
 
 bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
@@ -65,8 +72,17 @@ int accumulator_regs(const GemmShape& s, int block_m, int block_n, int math_wg, 
   return acc + (overlap ? 2 : 1) * acc / split;
 }
 
-// Why (block_m, block_n, math_wg, cluster, multicast_a, overlap) cannot run `s`; nullptr when it can.
-const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split) {
+// Clusters of `split_k` CTAs that can be resident at once. Clusters do not span a GPC (16-18 SMs on an
+// H100), so clusters of 4 and 8 leave the odd SMs of each GPC idle: assume 16 usable SMs per GPC.
+int64_t resident_clusters(int num_sms, int split_k) {
+  if (split_k <= 2) return num_sms / split_k;
+  return int64_t(num_sms / 16) * (16 / split_k);
+}
+
+// Why (block_m, block_n, math_wg, cluster, multicast_a, overlap, split, split_k) cannot run `s`;
+// nullptr when it can.
+const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split,
+                    int split_k) {
   if (bm != 64 && bm != 128 && bm != 256) return "block_m must be 64, 128 or 256";
   if (math_wg != 1 && math_wg != 2) return "math warp-groups must be 1 or 2";
   if (bm / math_wg != 64 && bm / math_wg != 128) return "block_m / math warp-groups must be 64 or 128";
@@ -83,6 +99,9 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   const int regs = accumulator_regs(s, bm, bn, math_wg, overlap, split) + 40;
   if (regs > (math_wg == 2 ? 232 : 255)) return "the accumulators do not fit in registers";
   if (cluster != 1 && cluster != 2) return "cluster must be 1 or 2";
+  if (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) return "split_k must be 1, 2, 4 or 8";
+  if (split_k > 1 && cluster != 1) return "split_k needs cluster 1 (its cluster is the split)";
+  if (split_k > 1 && cdiv(s.k, 128 / elem_bytes(s.kind)) < split_k) return "split_k exceeds the number of K blocks";
   if (cluster == 2) {
     if (mc_a && (bm / 2) % (s.major_a == Major::kMN ? 64 : 8) != 0) return "block_m / 2 cannot be multicast";
     if (!mc_a && (bn / 2) % (s.major_b == Major::kMN ? 64 : 8) != 0) return "block_n / 2 cannot be multicast";
@@ -93,9 +112,9 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
 // The regime of estimate_small_m_us: at most two 64-row blocks of M.
 bool small_m(const GemmShape& s) { return s.m <= 128; }
 
-int max_stages(const GemmShape& s, int bm, int bn) {
-  const unsigned fixed = gemm_smem_bytes(s, bm, bn, 0);
-  const unsigned per_stage = gemm_smem_bytes(s, bm, bn, 1) - fixed;
+int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
+  const unsigned fixed = gemm_smem_bytes(s, bm, bn, 0, d_bufs, split_k);
+  const unsigned per_stage = gemm_smem_bytes(s, bm, bn, 1, d_bufs, split_k) - fixed;
   if (fixed >= kSmemBudget) return 0;
   return static_cast<int>((kSmemBudget - fixed) / per_stage);
 }
@@ -110,14 +129,18 @@ int max_stages(const GemmShape& s, int bm, int bn) {
 // ~7% slower. Fitted on an H100 to a sweep of 1974 (shape, config) runs of the 14 DeepSeek small-M
 // BF16/FP8 shapes (block_m 64/128, block_n 16..256, 4..22 stages, cluster 1/2); the large-M model
 // below mispredicted these (it chose multicast pairs and small tiles: 0.72x cuBLASLt at M = 1).
+//
+// Split-K (a cluster of split_k CTAs per tile, one tile per CTA) divides each CTA's K blocks and
+// pays a cluster barrier and a DSMEM reduction of the partial tile.
 double estimate_small_m_us(const GemmShape& s, int bm, int bn, int cluster, bool mc_a, bool overlap, int split,
-                           int stages, int num_sms) {
+                           int stages, int num_sms, int split_k) {
   const bool fp8 = is_fp8(s.kind);
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
   const int64_t mb = cdiv(s.m, bm), nb = cdiv(s.n, bn);
   const int pm = cluster == 2 && !mc_a ? 2 : 1, pn = cluster == 2 && mc_a ? 2 : 1;
-  const int64_t rounds = cdiv(cdiv(mb, pm) * cdiv(nb, pn), num_sms / cluster);
-  const int64_t kbs = cdiv(s.k, bk);
+  const int64_t slots = split_k > 1 ? resident_clusters(num_sms, split_k) : num_sms / cluster;
+  const int64_t rounds = cdiv(cdiv(mb, pm) * cdiv(nb, pn), slots);
+  const int64_t kbs = cdiv(cdiv(s.k, bk), split_k);
   const double peak = fp8 ? 11.0e12 : 5.9e12;
   double promo = 1.0;
   if (fp8) {
@@ -126,7 +149,8 @@ double estimate_small_m_us(const GemmShape& s, int bm, int bn, int cluster, bool
   }
   const double fill = double(bm + bn) * bk * eb;
   const double t_kb = std::max({0.10e-6, fill / 101e9, 2.0 * bm * bn * bk / peak * promo * 1.25, 0.6e-6 / stages});
-  const double t_epi = 0.8e-6 + (s.accumulate ? double(bm) * bn * out_bytes(s) / 60e9 : 0.0);
+  double t_epi = 0.8e-6 + (s.accumulate ? double(bm) * bn * out_bytes(s) / 60e9 : 0.0);
+  if (split_k > 1) t_epi += kSplitKReduceUs * 1e-6 + double(std::min<int64_t>(bm, s.m)) * bn * 4 / 100e9;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi);
   if (cluster == 2) t *= 1.07;
   return (t + 12e-6) * 1e6;
@@ -135,16 +159,16 @@ double estimate_small_m_us(const GemmShape& s, int bm, int bn, int cluster, bool
 // Estimated microseconds (cost model calibrated on an H100: compute, L2 and SM-delivery bounds per
 // K block, wave quantisation over persistent rounds, an epilogue term and a DRAM floor).
 double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split,
-                   int stages, int num_sms) {
-  if (small_m(s)) return estimate_small_m_us(s, bm, bn, cluster, mc_a, overlap, split, stages, num_sms);
+                   int stages, int num_sms, int split_k) {
+  if (small_m(s)) return estimate_small_m_us(s, bm, bn, cluster, mc_a, overlap, split, stages, num_sms, split_k);
   const bool fp8 = is_fp8(s.kind);
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
   const int64_t mb = cdiv(s.m, bm), nb = cdiv(s.n, bn);
   const int pm = cluster == 2 && !mc_a ? 2 : 1, pn = cluster == 2 && mc_a ? 2 : 1;
   const int64_t units = cdiv(mb, pm) * cdiv(nb, pn);
-  const int64_t slots = num_sms / cluster;
+  const int64_t slots = split_k > 1 ? resident_clusters(num_sms, split_k) : num_sms / cluster;
   const int64_t rounds = cdiv(units, slots);
-  const int64_t kbs = cdiv(s.k, bk);
+  const int64_t kbs = cdiv(cdiv(s.k, bk), split_k);
   const double peak = fp8 ? 11.0e12 : 5.9e12;  // sustained FLOP/s per SM
   // FP8 promotion cost (calibrated on an H100 against 128x128 with overlap): without overlap one
   // warp-group's promotion stalls its WGMMAs unless column slices let the two groups interleave;
@@ -173,7 +197,8 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   double t_kb = std::max({flops / peak * promo, l2_bytes / (fp8 ? 55e9 : 62e9), sm_bytes / (fp8 ? 68e9 : 80e9),
                          smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
-  const double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9;
+  double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9;
+  if (split_k > 1) t_epi += kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
   // Multicast pairs: a small net loss for BF16 when the bounds above do not bind, a gain for FP8
   // (measured: its TMA traffic per FLOP is twice BF16's).
@@ -185,9 +210,14 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
 
 }  // namespace
 
-unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages) {
+unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_bufs, int split_k) {
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
-  const unsigned smem_d = static_cast<unsigned>(align_up(int64_t(bm) * bn * out_bytes(s), 1024));
+  const int strip = strip_elems(out_bytes(s), bn);
+  const int strips = d_bufs > 0 && d_bufs < bn / strip ? d_bufs : bn / strip;
+  // Split-K: the FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) instead of D staging.
+  const int red_pitch = bn * 4 + ((bn * 4) % 64 == 0 ? 32 : 0);
+  const unsigned smem_d = split_k > 1 ? static_cast<unsigned>(align_up(int64_t(bm) * red_pitch, 1024))
+                                      : static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
   const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128)) : 0;
@@ -220,8 +250,35 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (o.promotion_slices != 0 && o.promotion_slices != 1 && o.promotion_slices != 2 && o.promotion_slices != 4)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion_slices: {} (expected 0 = heuristic, 1, 2 or 4)",
                 o.promotion_slices);
+  if (o.split_k != 0 && o.split_k != 1 && o.split_k != 2 && o.split_k != 4 && o.split_k != 8)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} (expected 0 = heuristic, 1, 2, 4 or 8)", o.split_k);
+  if (o.split_k > cdiv(s.k, 128 / elem_bytes(s.kind)))
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} exceeds the {} K blocks of {} (expected at most that)",
+                o.split_k, cdiv(s.k, 128 / elem_bytes(s.kind)), 128 / elem_bytes(s.kind));
+  if (o.split_k > 1 && o.cluster == 2)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} needs cluster 1 (options.cluster is 2)", o.split_k);
   if ((o.fp8_promotion || o.promotion_slices) && !is_fp8(s.kind))
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion / fp8_promotion_slices: FP8 GEMMs only (expected 0)");
+
+  // Split-K is chosen by a measured rule, not by the cost model (which mispredicted it both ways).
+  // For M <= 64 with few 64x128 tiles: the most CTAs per tile (2, 4, 8) that keeps the grid at
+  // <= 112 CTAs and >= 896 of K (7 FP8 K blocks) per CTA. On the H100 (2026-11-23 sweep of the M = 1 DeepSeek
+  // shapes) this was the best of 10 configs on 5 of 6 shapes (FP8 N = 576: 14.9 -> 10.7 us; BF16
+  // N = 4096: 36.4 -> 27.0 us) and 3-9% behind the best on 7168x2048. At M = 128 split tiles
+  // lost to the unsplit ones on 10 of 12 shapes, so there only an explicit options.split_k uses it.
+  const bool any_override = o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0 ||
+                            o.fp8_promotion || o.promotion_slices || o.split_k;
+  if (!any_override && s.m <= 64) {
+    const int64_t tiles = cdiv(s.n, 128);
+    int sk = 1;
+    for (int c : {2, 4, 8})
+      if (tiles * c <= 112 && s.k / c >= 896 && resident_clusters(num_sms, c) >= tiles) sk = c;
+    if (sk > 1) {
+      GemmOverride split = o;
+      split.block_m = 64, split.block_n = 128, split.cluster = 1, split.split_k = sk;
+      if (choose_gemm_config(s, num_sms, split, out) == DG_SUCCESS) return DG_SUCCESS;
+    }
+  }
 
   const bool fp8 = is_fp8(s.kind);
   // block_m 256 (BF16) is legal but was never the fastest on an H100: only by override.
@@ -236,6 +293,52 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   GemmConfig best;
   double best_t = 0;
   const char* last_reason = "no candidate";
+  auto consider = [&](int bm, int bn, int wg, int cl, int mca, int ov, int split, int sk) {
+    if (const char* why = illegal(s, bm, bn, wg, cl, mca, ov, split, sk)) {
+      last_reason = why;
+      return;
+    }
+    // Small M streams B: deeper pipelines keep more bytes in flight per CTA (measured up to 22
+    // stages); large M keeps the cap of 12 it was tuned with.
+    const int cap = small_m(s) ? 32 : 12;
+    int stages = std::min(max_stages(s, bm, bn, 0, sk), cap), d_bufs = 0;
+    // Wide tiles: two rotating epilogue strips instead of the whole tile leave room for another
+    // stage or two (128x256: 3 -> 4). Split-K stages no D.
+    if (sk == 1 && stages < kRotateBelowStages && std::min(max_stages(s, bm, bn, 2, sk), cap) > stages) {
+      stages = std::min(max_stages(s, bm, bn, 2, sk), cap);
+      d_bufs = 2;
+    }
+    if (o.stages) {
+      // The explicit stage count decides the staging: the whole tile where it fits, else strips.
+      d_bufs = sk == 1 && o.stages > max_stages(s, bm, bn, 0, sk) ? 2 : 0;
+      if (o.stages > max_stages(s, bm, bn, d_bufs, sk)) {
+        last_reason = "options.num_stages does not fit in shared memory";
+        return;
+      }
+      stages = o.stages;
+    }
+    if (stages < (o.stages ? 2 : 3)) {
+      last_reason = "too few pipeline stages fit in shared memory";
+      return;
+    }
+    const double t = estimate_us(s, bm, bn, wg, cl, mca, ov, split, stages, num_sms, sk);
+    if (best.block_m == 0 || t < best_t * 0.995) {
+      best_t = t;
+      best = GemmConfig{};
+      best.block_m = bm;
+      best.block_n = bn;
+      best.block_k = 128 / elem_bytes(s.kind);
+      best.stages = stages;
+      best.math_wg = wg;
+      best.cluster = cl;
+      best.multicast_a = mca;
+      best.overlap = ov;
+      best.promote_split = split;
+      best.d_bufs = d_bufs;
+      best.split_k = sk;
+      best.estimate_us = t;
+    }
+  };
   for (int bm : bms)
     for (int bn : bns)
       for (int wg : {1, 2}) {
@@ -260,38 +363,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               // groups interleave their promotions); with overlap or 4 slices they lose to the
               // whole-tile variants, so only an override reaches them.
               if (fp8 && !o.promotion_slices && split != 1 && (ov || split != 2 || bn != 256)) continue;
-              if (const char* why = illegal(s, bm, bn, wg, cl, mca, ov, split)) {
-                last_reason = why;
-                continue;
-              }
-              // Small M streams B: deeper pipelines keep more bytes in flight per CTA (measured up to
-              // 22 stages); large M keeps the cap of 12 it was tuned with.
-              int stages = std::min(max_stages(s, bm, bn), small_m(s) ? 32 : 12);
-              if (o.stages) {
-                if (o.stages > max_stages(s, bm, bn)) {
-                  last_reason = "options.num_stages does not fit in shared memory";
-                  continue;
-                }
-                stages = o.stages;
-              }
-              if (stages < (o.stages ? 2 : 3)) {
-                last_reason = "too few pipeline stages fit in shared memory";
-                continue;
-              }
-              const double t = estimate_us(s, bm, bn, wg, cl, mca, ov, split, stages, num_sms);
-              if (best.block_m == 0 || t < best_t * 0.995) {
-                best_t = t;
-                best = GemmConfig{};
-                best.block_m = bm;
-                best.block_n = bn;
-                best.block_k = 128 / elem_bytes(s.kind);
-                best.stages = stages;
-                best.math_wg = wg;
-                best.cluster = cl;
-                best.multicast_a = mca;
-                best.overlap = ov;
-                best.promote_split = split;
-                best.estimate_us = t;
+              for (int sk : {1, 2, 4, 8}) {
+                if (o.split_k && sk != o.split_k) continue;
+                if (sk != (o.split_k ? o.split_k : 1)) continue;
+                consider(bm, bn, wg, cl, mca, ov, split, sk);
               }
             }
           }
@@ -299,7 +374,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
       }
   if (best.block_m == 0) {
     if (o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0 || o.fp8_promotion ||
-        o.promotion_slices)
+        o.promotion_slices || o.split_k)
       return fail(DG_ERROR_INVALID_ARGUMENT, "options: the explicit kernel config cannot run this problem: {}",
                   last_reason);
     return fail(DG_ERROR_UNSUPPORTED, "no SM90 GEMM config fits this problem: {}", last_reason);
@@ -308,7 +383,9 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   const int64_t pm = best.cluster == 2 && !best.multicast_a ? 2 : 1, pn = best.cluster == 2 && best.multicast_a ? 2 : 1;
   const int64_t units_m = cdiv(cdiv(s.m, best.block_m), pm), units_n = cdiv(cdiv(s.n, best.block_n), pn);
   const int64_t units = units_m * units_n;
-  best.grid = static_cast<int>(std::min<int64_t>(best.num_sms / best.cluster, units) * best.cluster);
+  // Split-K grids are not persistent: a cluster of split_k CTAs per tile.
+  best.grid = best.split_k > 1 ? static_cast<int>(units * best.split_k)
+                               : static_cast<int>(std::min<int64_t>(best.num_sms / best.cluster, units) * best.cluster);
   // Raster bands: the tiles in flight at once reuse the fewest operand rows from L2.
   const int64_t concurrent = best.num_sms / best.cluster;
   double best_cost = 1e300;
@@ -324,7 +401,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
         best.raster_along_n = along_n;
       }
     }
-  best.smem_bytes = gemm_smem_bytes(s, best.block_m, best.block_n, best.stages);
+  best.smem_bytes = gemm_smem_bytes(s, best.block_m, best.block_n, best.stages, best.d_bufs, best.split_k);
   best.threads = 128u * (best.math_wg + 1);
   best.d_strip = strip_elems(out_bytes(s), best.block_n);
   *out = best;
@@ -335,7 +412,7 @@ jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
   return jit::KernelKey(jit::kFamilySm90Gemm,
                         {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
                          s.d_dtype, s.accumulate, c.block_m, c.block_n, c.stages, c.math_wg, c.cluster, c.multicast_a,
-                         c.overlap, c.promote_split, /*gemm type*/ 0});
+                         c.overlap, c.promote_split, c.d_bufs, c.split_k, /*gemm type*/ 0});
 }
 
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
@@ -344,12 +421,14 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
   const char* majors[] = {"kK", "kMN"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/sm90_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
                                  s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
                                  c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
                                  c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
-                                 c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string());
+                                 c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
+                                 c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
+                                 c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string());
   spec.context = codegen::Value::map({
       {"kernel_name", spec.kernel_name},
       {"kind", kinds[static_cast<int>(s.kind)]},
@@ -365,6 +444,8 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
       {"pair_along_n", c.multicast_a ? "true" : "false"},
       {"overlap", c.overlap ? "true" : "false"},
       {"promote_split", c.promote_split},
+      {"d_bufs", c.d_bufs},
+      {"split_k", c.split_k},
       {"gemm_type", "kNormal"},
   });
   return spec;
@@ -374,14 +455,16 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
   static const char* kinds[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
   return fmt::format(
       "{} gemm m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
-      "raster bands of {} along {}, smem {} B, est {:.1f} us",
+      "raster bands of {} along {}, smem {} B{}{}, est {:.1f} us",
       kinds[static_cast<int>(s.kind)], s.m, s.n, s.k, s.major_a == Major::kK ? "K-major" : "M-major",
       s.major_b == Major::kK ? "K-major" : "N-major", s.d_dtype == DG_DTYPE_FLOAT32 ? "fp32" : "bf16",
       s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
       c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
       std::string(c.overlap ? ", overlapped promotion" : "") +
           (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),
-      c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes, c.estimate_us);
+      c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes,
+      c.d_bufs ? fmt::format(" ({} rotating epilogue strips)", c.d_bufs) : std::string(),
+      c.split_k > 1 ? fmt::format(", split-K over {} CTAs", c.split_k) : std::string(), c.estimate_us);
 }
 
 jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c) {
@@ -443,7 +526,8 @@ dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_s
                        static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 | int64_t(s.accumulate) << 2 |
                            int64_t(s.d_dtype) << 3,
                        num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
-                       o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16, o.multicast_a,
+                       o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 | int64_t(o.split_k) << 24,
+                       o.multicast_a,
                        o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
   static std::shared_mutex mu;
   static std::unordered_map<ConfigKey, GemmConfig, ConfigKeyHash> cache;
@@ -532,12 +616,14 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
   p.raster_band = static_cast<uint32_t>(c.raster_band);
   p.raster_along_n = c.raster_along_n ? 1u : 0u;
   p.sfb_rows = static_cast<uint32_t>(cdiv(s.n, 128));
+  p.d = args.d;
+  p.ldd = args.ldd;
 
   LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(c.grid);
   lc.block[0] = c.threads;
   lc.smem_bytes = c.smem_bytes;
-  lc.cluster = static_cast<unsigned>(c.cluster);
+  lc.cluster = static_cast<unsigned>(c.split_k > 1 ? c.split_k : c.cluster);
   lc.pdl = config_of(stream).pdl;
   void* kargs[] = {&p};
   return launch(stream, *kernel, lc, kargs);

@@ -38,6 +38,8 @@ struct GemmConfig {
   unsigned smem_bytes = 0;
   unsigned threads = 0;
   int d_strip = 0;          // epilogue TMA box width (elements)
+  int d_bufs = 0;           // epilogue strip buffers per warp-group; 0 stages the whole tile
+  int split_k = 1;          // CTAs (one cluster) sharing each tile's K blocks; > 1 needs cluster 1
   double estimate_us = 0;   // the heuristic's cost estimate
 };
 
@@ -46,10 +48,11 @@ struct GemmOverride {
   int block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
   int fp8_promotion = 0;     // DG_FP8_PROMOTION_*; 0 = heuristic
   int promotion_slices = 0;  // 1, 2 or 4; 0 = heuristic
+  int split_k = 0;           // 1, 2, 4 or 8; 0 = heuristic
 };
 
-// Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes).
-unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages);
+// Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes); d_bufs as in GemmConfig.
+unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages, int d_bufs = 0, int split_k = 1);
 
 // Picks the config for `s` on `num_sms` SMs; DG_ERROR_INVALID_ARGUMENT naming the option when an
 // override is illegal, DG_ERROR_UNSUPPORTED when nothing fits.

@@ -142,6 +142,78 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   b.kind = GemmKind::kBf16;
   CHECK(dg::ops::choose_gemm_config(b, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("FP8 GEMMs only") != std::string::npos);
+  o = {};
+  o.split_k = 3;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.split_k") != std::string::npos);
+  o.split_k = 2, o.cluster = 2;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("cluster") != std::string::npos);
+  GemmShape tiny = s;
+  tiny.k = 128;  // one K block cannot be split
+  o = {};
+  o.split_k = 2;
+  CHECK(dg::ops::choose_gemm_config(tiny, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.split_k: 2 exceeds") != std::string::npos);
+}
+
+TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
+  dg::ops::GemmConfig c;
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 1, s.n = 2112, s.k = 7168;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 64);
+  CHECK(c.block_n == 128);
+  CHECK(c.split_k == 4);  // 17 tiles x 4 = 68 CTAs; x 8 would pass 112
+  CHECK(c.grid == 17 * 4);
+  s.n = 576;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 8);
+  s.k = 1536;  // too little K per CTA
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  s.m = 128, s.k = 7168;  // two 64-row blocks: split only by override
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  s.m = 4096, s.n = 7168, s.k = 16384;  // 128x256 fits 4 stages beside two rotating strips, not 3 beside the tile
+  dg::ops::GemmOverride o;
+  o.block_m = 128, o.block_n = 256, o.cluster = 2;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.stages == 4);
+  CHECK(c.d_bufs == 2);
+  CHECK(c.smem_bytes <= 232448u);
+  o.stages = 3;  // fits beside the whole tile
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.d_bufs == 0);
+}
+
+TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  struct Forced { GemmKind kind; int64_t m, n, k; dg_dtype d; bool acc; int bm, bn, stages, split_k; };
+  const Forced forced[] = {
+      {GemmKind::kBf16, 300, 600, 264, DG_DTYPE_BFLOAT16, true, 128, 256, 4, 0},
+      {GemmKind::kBf16, 300, 600, 264, DG_DTYPE_FLOAT32, false, 128, 240, 4, 0},
+      {GemmKind::kFp8_1D1D, 300, 600, 400, DG_DTYPE_FLOAT32, true, 128, 256, 3, 0},
+      {GemmKind::kBf16, 77, 208, 1000, DG_DTYPE_BFLOAT16, true, 0, 0, 0, 8},
+      {GemmKind::kBf16, 128, 202, 1000, DG_DTYPE_FLOAT32, false, 0, 0, 0, 4},
+      {GemmKind::kFp8_1D2D, 1, 336, 1200, DG_DTYPE_BFLOAT16, false, 0, 0, 0, 2},
+  };
+  for (const Forced& f : forced) {
+    GemmShape s;
+    s.kind = f.kind, s.m = f.m, s.n = f.n, s.k = f.k, s.d_dtype = f.d, s.accumulate = f.acc;
+    dg::ops::GemmOverride o;
+    o.block_m = f.bm, o.block_n = f.bn, o.stages = f.stages, o.split_k = f.split_k;
+    if (f.kind != GemmKind::kBf16 && f.bn == 256) o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 2;
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
+    dg::jit::CompileResult r;
+    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+    const std::string err = dg_last_error();
+    INFO(spec.kernel_name << ": " << err);
+    CHECK(st == DG_SUCCESS);
+  }
 }
 
 // DG_GEMM_PRINT_HEURISTIC=1 prints the config chosen for every test/benchmark shape.
@@ -150,7 +222,7 @@ TEST_CASE("sm90 gemm: heuristic choices (print with DG_GEMM_PRINT_HEURISTIC=1)")
   for (const GemmShape& s : gemm_shapes()) {
     dg::ops::GemmConfig c;
     REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
-    CHECK(c.grid % c.cluster == 0);
+    CHECK(c.grid % (c.split_k > 1 ? c.split_k : c.cluster) == 0);
     CHECK(c.grid <= 132);
     if (env && env[0] == '1') std::printf("%s\n", dg::ops::describe(s, c).c_str());
   }

@@ -90,16 +90,17 @@ struct Case {
   int c_mode = 0;  // 0: no C, 1: separate C, 2: C aliased to D
   float alpha = 1.f, beta = 1.f;
   int samples = 0;  // > 0: check this many random entries only
-  int block_n = 0, promotion = 0, slices = 0;  // explicit kernel config (0: the heuristic's)
+  int block_m = 0, block_n = 0, stages = 0, promotion = 0, slices = 0, split_k = 0;  // explicit config (0: heuristic)
 };
 
 std::string describe(const Case& c) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block_n=%d promo=%d/%d",
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block %dx%d stages=%d promo=%d/%d split_k=%d",
                 c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
                 layout_name(c.layout), (long long)c.m, (long long)c.n, (long long)c.k,
-                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta, c.block_n, c.promotion,
-                c.slices);
+                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta, c.block_m, c.block_n,
+                c.stages, c.promotion, c.slices, c.split_k);
   return buf;
 }
 
@@ -220,9 +221,12 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   o.recipe = cs.recipe;
   o.alpha = cs.alpha;
   o.beta = cs.beta;
+  o.block_m = cs.block_m;
   o.block_n = cs.block_n;
+  o.num_stages = cs.stages;
   o.fp8_promotion = cs.promotion;
   o.fp8_promotion_slices = cs.slices;
+  o.split_k = cs.split_k;
   const dg_tensor* c = cs.c_mode ? tc.t : nullptr;
   dg_status st;
   if (!cs.fp8) {
@@ -331,6 +335,63 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
         Case cs;
         cs.fp8 = true, cs.m = 256, cs.n = 1040, cs.k = 1040;
         cs.block_n = bn, cs.promotion = promo, cs.slices = slices;
+        check_case(g, cs, rng);
+      }
+}
+
+TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(7);
+  // Stage counts that fit only beside a strip-staged D (the whole 128 x block_n tile does not):
+  // strips of 64 (BF16 D) or 32 (FP32 D) columns, and of 16 columns for block N 240; N and K tails;
+  // plain stores and reduce-add (C aliased to D), alpha/beta.
+  for (int bn : {256, 240})
+    for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+      for (int c_mode : {0, 1, 2}) {
+        Case cs;
+        cs.m = 300, cs.n = 600, cs.k = 264, cs.d_dtype = d, cs.c_mode = c_mode;
+        cs.alpha = c_mode == 1 ? 1.5f : 1.f;
+        cs.beta = c_mode == 1 ? 0.5f : 1.f;
+        cs.block_m = 128, cs.block_n = bn, cs.stages = 4;
+        check_case(g, cs, rng);
+      }
+  for (int recipe : {DG_FP8_RECIPE_1D2D, DG_FP8_RECIPE_1D1D})
+    for (int c_mode : {0, 2}) {
+      Case cs;
+      cs.fp8 = true, cs.recipe = recipe, cs.m = 300, cs.n = 600, cs.k = 400, cs.c_mode = c_mode;
+      cs.d_dtype = recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.block_m = 128, cs.block_n = 256, cs.stages = recipe == DG_FP8_RECIPE_1D1D ? 3 : 4;
+      cs.promotion = DG_FP8_PROMOTION_AFTER, cs.slices = 2;
+      check_case(g, cs, rng);
+    }
+}
+
+TEST_CASE("sm90 gemm: split-K clusters reduce through distributed shared memory") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(11);
+  // 2, 4 and 8 CTAs per tile; K blocks not divisible by the split (uneven shares, K tail); M of one row,
+  // a partial 64-row block and two blocks; N tails (a last chunk of fewer than 4 columns); both D
+  // dtypes; C separate (pre-scaled D, then added) and aliased; alpha != 1.
+  for (int sk : {2, 4, 8})
+    for (int64_t m : {1, 77, 128})
+      for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+        for (int c_mode : {0, 1, 2}) {
+          Case cs;
+          cs.m = m, cs.n = d == DG_DTYPE_FLOAT32 ? 202 : 208, cs.k = 1000, cs.d_dtype = d, cs.c_mode = c_mode;
+          cs.alpha = c_mode == 1 ? 1.5f : 0.5f;
+          cs.beta = c_mode == 1 ? 0.5f : 1.f;
+          cs.split_k = sk;
+          check_case(g, cs, rng);
+        }
+  for (int recipe : {DG_FP8_RECIPE_1D2D, DG_FP8_RECIPE_1D1D})
+    for (int sk : {2, 4, 8})
+      for (int64_t m : {1, 128}) {
+        Case cs;
+        cs.fp8 = true, cs.recipe = recipe, cs.m = m, cs.n = 336, cs.k = 1200, cs.c_mode = recipe == DG_FP8_RECIPE_1D1D ? 2 : 0;
+        cs.d_dtype = recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+        cs.split_k = sk;
         check_case(g, cs, rng);
       }
 }

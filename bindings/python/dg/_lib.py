@@ -263,6 +263,7 @@ class GemmOptions(Structure):
         ("num_sms", c_int32),
         ("fp8_promotion", c_int32),
         ("fp8_promotion_slices", c_int32),
+        ("split_k", c_int32),
     ]
 
     # Fields a caller may override through ``options=`` of the GEMM wrappers.
@@ -276,6 +277,7 @@ class GemmOptions(Structure):
         "num_sms",
         "fp8_promotion",
         "fp8_promotion_slices",
+        "split_k",
     )
 
     def __init__(self, **kwargs) -> None:

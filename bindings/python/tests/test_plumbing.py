@@ -134,10 +134,10 @@ def test_mixed_devices_are_refused(hooked):
 
 def test_gemm_options_struct_matches_the_header_defaults():
     o = _lib.GemmOptions()
-    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0}
-    assert ctypes.sizeof(o) == 8 + 13 * 4 + 4  # size_t + 13 int32/float fields, padded to 8
+    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0}
+    assert ctypes.sizeof(o) == 8 + 14 * 4  # size_t + 14 int32/float fields
     assert (o.recipe, o.alpha, o.beta, o.disable_ue8m0_cast, o.multicast_a, o.num_sms) == (0, 1.0, 1.0, 0, -1, 0)
-    assert (o.fp8_promotion, o.fp8_promotion_slices) == (0, 0)
+    assert (o.fp8_promotion, o.fp8_promotion_slices, o.split_k) == (0, 0, 0)
     assert o.struct_size == ctypes.sizeof(o)
 
 

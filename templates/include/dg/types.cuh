@@ -74,6 +74,8 @@ template <typename T> DG_HOST_DEVICE constexpr T min_of(T a, T b) { return a < b
 template <typename T> DG_HOST_DEVICE constexpr T max_of(T a, T b) { return a < b ? b : a; }
 
 struct alignas(8) f32x2 { float x, y; };
+struct alignas(16) f32x4 { float x, y, z, w; };
+struct alignas(8) u32x2 { uint32_t x, y; };
 template <typename T> DG_HOST_DEVICE constexpr T align_up(T a, T b) { return ceil_div(a, b) * b; }
 
 }  // namespace dg

@@ -1,8 +1,13 @@
 // SM90 GEMM epilogue: one consumer warp-group writes its WG_M x BLOCK_N accumulator block (WGMMA
-// fragment layout) into swizzled shared memory (stmatrix for BF16, 8-byte stores for FP32) and one
-// of its threads sends it to global memory with TMA, as plain stores or as reduce-add (accumulation
-// into D). The smem block is split into column strips of kStrip elements, one TMA box each; the strip
-// width in bytes is the swizzle width (128/64/32 B) or 16 B without swizzle.
+// fragment layout) into swizzled shared memory (stmatrix for BF16, 8-byte stores for FP32) and sends
+// it to global memory with TMA, as plain stores or as reduce-add (accumulation into D). The block is
+// cut into column strips of kStrip elements, one TMA box each; the strip width in bytes is the swizzle
+// width (128/64/32 B) or 16 B without swizzle.
+//
+// Staging: with kBufs == 0 every strip has its own buffer (the whole block is staged, one barrier).
+// With kBufs > 0 the strips rotate through kBufs buffers: strip s waits until the store of strip
+// s - kBufs has read its buffer. That costs a barrier per strip but frees shared memory for another
+// pipeline stage on wide tiles (128x256: 64 KB of staging becomes 16 KB with two buffers).
 #pragma once
 #include <dg/ptx/common.cuh>
 #include <dg/ptx/stmatrix.cuh>
@@ -25,39 +30,36 @@ template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t 
   return block_n % (128 / b) == 0 ? 128 / b : block_n % (64 / b) == 0 ? 64 / b : block_n % (32 / b) == 0 ? 32 / b : 16 / b;
 }
 
-template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd>
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0>
 struct WarpgroupStore {
   static constexpr uint32_t kBytes = OutTraits<OutT>::kBytes;
   static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN);
   static constexpr uint32_t kStripBytes = kStrip * kBytes;
   static constexpr uint32_t kSwizzle = kStripBytes >= 32 ? kStripBytes : 0;
   static constexpr uint32_t kNumStrips = kBlockN / kStrip;
+  static constexpr bool kRotate = kBufs_ != 0 && kBufs_ < kNumStrips;
+  static constexpr uint32_t kBufs = kRotate ? kBufs_ : kNumStrips;
+  static constexpr uint32_t kBufBytes = kWgM * kStripBytes;
   static constexpr uint32_t kMIters = kWgM / 64;
-  static constexpr uint32_t kSmemBytes = kWgM * kBlockN * kBytes;
+  static constexpr uint32_t kSmemBytes = kBufs * kBufBytes;
   static_assert(kBlockN % 8 == 0 && kWgM % 64 == 0, "");
+  static_assert(kBufBytes % 1024 == 0, "buffers stay 1024-byte aligned for the swizzle");
   static_assert(!(sizeof(OutT) == 2) || kBlockN % 16 == 0, "BF16 output needs BLOCK_N % 16 == 0 (stmatrix x4)");
 
-  // acc[i][.] is the WGMMA m64nN fragment of rows i*64.. of this warp-group's block.
-  // smem: this warp-group's 1024-byte aligned staging buffer. bar_id: named barrier of the warp-group.
-  template <typename AccArray>
-  DG_DEVICE static void run(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
-                            int32_t row0, uint32_t bar_id) {
+  // Writes strip `s` of acc (scaled by alpha) into the buffer at byte address `buf`.
+  template <uint32_t s, typename AccArray>
+  DG_DEVICE static void write_strip(const AccArray& acc, float alpha, uint32_t buf) {
     const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
-    const uint32_t base = ptx::smem_addr(smem);
-    // The previous tile's TMA store must have finished reading the buffer.
-    if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
-    ptx::named_barrier_sync(bar_id, 128);
-
 #pragma unroll
     for (uint32_t i = 0; i < kMIters; ++i) {
       if constexpr (kBytes == 2) {
         const uint32_t row = i * 64 + warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
 #pragma unroll
-        for (uint32_t j = 0; j < kBlockN / 16; ++j) {
-          const uint32_t col = j * 16 + (lane / 16) * 8;
-          const uint32_t off = (col / kStrip) * (kWgM * kStripBytes) + row * kStripBytes + (col % kStrip) * 2;
+        for (uint32_t j = s * kStrip / 16; j < (s + 1) * kStrip / 16; ++j) {
+          const uint32_t col = j * 16 + (lane / 16) * 8 - s * kStrip;
+          const uint32_t off = row * kStripBytes + col * 2;
           const float* a = &acc[i][j * 8];
-          ptx::stmatrix_x4(base + swizzle<kSwizzle>(off), float2_to_bf16x2(a[0] * alpha, a[1] * alpha).bits,
+          ptx::stmatrix_x4(buf + swizzle<kSwizzle>(off), float2_to_bf16x2(a[0] * alpha, a[1] * alpha).bits,
                            float2_to_bf16x2(a[2] * alpha, a[3] * alpha).bits,
                            float2_to_bf16x2(a[4] * alpha, a[5] * alpha).bits,
                            float2_to_bf16x2(a[6] * alpha, a[7] * alpha).bits);
@@ -65,24 +67,67 @@ struct WarpgroupStore {
       } else {
         const uint32_t row = i * 64 + warp * 16 + lane / 4;
 #pragma unroll
-        for (uint32_t g = 0; g < kBlockN / 8; ++g) {
-          const uint32_t col = g * 8 + (lane % 4) * 2;
-          const uint32_t off = (col / kStrip) * (kWgM * kStripBytes) + row * kStripBytes + (col % kStrip) * 4;
-          ptx::st_shared_v2(base + swizzle<kSwizzle>(off), acc[i][g * 4 + 0] * alpha, acc[i][g * 4 + 1] * alpha);
-          ptx::st_shared_v2(base + swizzle<kSwizzle>(off + 8 * kStripBytes), acc[i][g * 4 + 2] * alpha,
+        for (uint32_t g = s * kStrip / 8; g < (s + 1) * kStrip / 8; ++g) {
+          const uint32_t col = g * 8 + (lane % 4) * 2 - s * kStrip;
+          const uint32_t off = row * kStripBytes + col * 4;
+          ptx::st_shared_v2(buf + swizzle<kSwizzle>(off), acc[i][g * 4 + 0] * alpha, acc[i][g * 4 + 1] * alpha);
+          ptx::st_shared_v2(buf + swizzle<kSwizzle>(off + 8 * kStripBytes), acc[i][g * 4 + 2] * alpha,
                             acc[i][g * 4 + 3] * alpha);
         }
       }
     }
-    ptx::fence_proxy_async_shared();
+  }
+
+  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t col, int32_t row) {
+    if constexpr (kReduceAdd) ptx::tma_reduce_add_2d(desc, src, col, row);
+    else ptx::tma_store_2d(desc, src, col, row);
+    ptx::tma_store_commit();
+  }
+
+  template <uint32_t s = 0, typename AccArray>
+  DG_DEVICE static void rotate(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc,
+                               int32_t col0, int32_t row0, uint32_t bar_id) {
+    if constexpr (s < kNumStrips) {
+      const uint32_t tid = threadIdx.x % 128;
+      uint8_t* buf = smem + (s % kBufs) * kBufBytes;
+      if constexpr (s >= kBufs) {
+        // Thread 0 issued every store of this tile: it waits until strip s - kBufs's has read.
+        if (tid == 0) ptx::tma_store_wait_read<kBufs - 1>();
+        ptx::named_barrier_sync(bar_id, 128);
+      }
+      write_strip<s>(acc, alpha, ptx::smem_addr(buf));
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(bar_id, 128);
+      if (tid == 0) store(desc, buf, col0 + static_cast<int32_t>(s * kStrip), row0);
+      rotate<s + 1>(acc, alpha, smem, desc, col0, row0, bar_id);
+    }
+  }
+
+  template <uint32_t s = 0, typename AccArray>
+  DG_DEVICE static void write_all(const AccArray& acc, float alpha, uint8_t* smem) {
+    if constexpr (s < kNumStrips) {
+      write_strip<s>(acc, alpha, ptx::smem_addr(smem + s * kBufBytes));
+      write_all<s + 1>(acc, alpha, smem);
+    }
+  }
+
+  // acc[i][.] is the WGMMA m64nN fragment of rows i*64.. of this warp-group's block.
+  // smem: this warp-group's 1024-byte aligned staging buffers. bar_id: named barrier of the warp-group.
+  template <typename AccArray>
+  DG_DEVICE static void run(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
+                            int32_t row0, uint32_t bar_id) {
+    const uint32_t tid = threadIdx.x % 128;
+    // The previous tile's TMA stores must have finished reading the buffers.
+    if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
     ptx::named_barrier_sync(bar_id, 128);
-    // One thread per strip issues its box (spread over the warp-group's lanes).
-    if (tid < kNumStrips) {
-      const uint8_t* src = smem + tid * (kWgM * kStripBytes);
-      const int32_t c = col0 + static_cast<int32_t>(tid * kStrip);
-      if constexpr (kReduceAdd) ptx::tma_reduce_add_2d(desc, src, c, row0);
-      else ptx::tma_store_2d(desc, src, c, row0);
-      ptx::tma_store_commit();
+    if constexpr (kRotate) {
+      rotate(acc, alpha, smem, desc, col0, row0, bar_id);
+    } else {
+      write_all(acc, alpha, smem);
+      ptx::fence_proxy_async_shared();
+      ptx::named_barrier_sync(bar_id, 128);
+      // One thread per strip issues its box (spread over the warp-group's lanes).
+      if (tid < kNumStrips) store(desc, smem + tid * kBufBytes, col0 + static_cast<int32_t>(tid * kStrip), row0);
     }
   }
 

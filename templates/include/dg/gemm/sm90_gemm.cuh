@@ -12,8 +12,13 @@
 // along M); each loads half of the shared operand and multicasts it to both, and the consumers of
 // both CTAs release a stage of either CTA.
 //
+// Split-K (kSplitK > 1, for few tiles and long K): the kSplitK CTAs of a cluster compute the same tile
+// over disjoint K ranges; each leaves its FP32 partial tile in its shared memory, and after a cluster
+// barrier each CTA sums a 1/kSplitK share of the tile's rows across the cluster (DSMEM reads) and
+// writes it to D. One tile per CTA (the grid is not persistent); no workspace, deterministic.
+//
 // Shared memory (dynamic, 1024-byte aligned):
-//   [D staging: BLOCK_M x BLOCK_N OutT] [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
+//   [D staging: BLOCK_M x BLOCK_N OutT, or rotating strips] [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
 // A/B tiles use the 128-byte swizzle: K-major tiles are rows of BLOCK_K (128 bytes), MN-major tiles
 // (BF16 only) are column chunks of 64 MN elements x BLOCK_K rows.
 #pragma once
@@ -49,14 +54,16 @@ struct alignas(64) Sm90GemmParams {
   const int32_t* grouped_layout;  // grouped GEMMs (not used by the Normal type)
   uint32_t num_groups;
   uint32_t reserved1;
+  void* d;        // split-K: D written with plain stores, row stride ldd elements
+  int64_t ldd;
 };
 
 static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.cpp)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
-          bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1,
-          sched::GemmType kType_ = sched::GemmType::kNormal>
+          bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
+          uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -66,6 +73,8 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kCluster = kCluster_;
   static constexpr bool kPairAlongN = kPairAlongN_;
   static constexpr sched::GemmType kType = kType_;
+  static constexpr uint32_t kSplitK = kSplitK_;
+  static constexpr uint32_t kClusterDims = kSplitK > 1 ? kSplitK : kCluster;  // CTAs per cluster
 
   static constexpr bool kFp8 = kKind != Kind::kBf16;
   static constexpr uint32_t kElem = kFp8 ? 1 : 2;
@@ -89,7 +98,13 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128) : 0;
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
-  static constexpr uint32_t kSmemD = align_up<uint32_t>(kBlockM * kBlockN * sizeof(OutT), 1024);
+  // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_>;
+  // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
+  // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
+  static constexpr uint32_t kRedPitch = kBlockN * 4 + ((kBlockN * 4) % 64 == 0 ? 32 : 0);
+  static constexpr uint32_t kSmemD = kSplitK > 1 ? align_up<uint32_t>(kBlockM * kRedPitch, 1024)
+                                                 : kMathWG * Store::kSmemBytes;
   static constexpr uint32_t kOffA = kSmemD;
   static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
@@ -97,8 +112,7 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kOffBar = kOffSfb + kStages * kSmemSfb;
   static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
 
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd>;
-  using Sched = sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN>;
+  using Sched = sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>;
 
   static_assert(kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2, "BLOCK_M / math WGs: 64 or 128 rows per WG");
   static_assert(kBlockN % 8 == 0 && kBlockN >= 8 && kBlockN <= 256, "BLOCK_N: multiple of 8 in [8, 256]");
@@ -113,7 +127,70 @@ struct Sm90GemmTraits {
   static_assert(kStages >= 2, "at least 2 stages");
   static_assert(kPromoteSplit == 1 || kPromoteSplit == 2 || kPromoteSplit == 4, "promotion split 1, 2 or 4");
   static_assert((kBlockN / kPromoteSplit) % 8 == 0 && kBlockN % kPromoteSplit == 0, "column slices of 8");
+  static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4 || kSplitK == 8, "split-K over 1, 2, 4 or 8 CTAs");
+  static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not multicast");
 };
+
+// Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (valid rows only),
+// sums each over every CTA's partial tile (DSMEM), scales by alpha and writes it to D (with
+// kReduceAdd: adds it to D). Consumer threads only, after the cluster barrier that publishes the partials.
+template <class T>
+DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* smem, uint32_t m0, uint32_t n0) {
+  using OutT = typename T::OutT;
+  constexpr uint32_t kChunksPerRow = T::kBlockN / 4;
+  const uint32_t rows = min_of(T::kBlockM, p.m - m0), cols = min_of(T::kBlockN, p.n - n0);
+  const uint32_t total = rows * kChunksPerRow, rank = ptx::cluster_ctarank();
+  const uint32_t begin = rank * total / T::kSplitK, end = (rank + 1) * total / T::kSplitK;
+  const uint32_t base = ptx::smem_addr(smem);
+  uint32_t peer[T::kSplitK];
+#pragma unroll
+  for (uint32_t r = 0; r < T::kSplitK; ++r) peer[r] = ptx::map_shared_rank(base, r);
+  OutT* d = static_cast<OutT*>(p.d);
+  for (uint32_t c = begin + threadIdx.x; c < end; c += T::kMathWG * 128) {
+    const uint32_t row = c / kChunksPerRow, col = (c % kChunksPerRow) * 4;
+    if (col >= cols) continue;
+    const uint32_t off = row * T::kRedPitch + col * 4;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (uint32_t r = 0; r < T::kSplitK; ++r) {
+      const f32x4 x = ptx::ld_shared_cluster_v4(peer[r] + off);
+      v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+    }
+    OutT* out = d + static_cast<int64_t>(m0 + row) * p.ldd + (n0 + col);
+    if (cols - col >= 4) {
+      float o[4];
+#pragma unroll
+      for (uint32_t j = 0; j < 4; ++j) o[j] = v[j] * p.alpha;
+      if constexpr (sizeof(OutT) == 4) {
+        if constexpr (T::kReduceAdd) {
+          const f32x4 old = *reinterpret_cast<const f32x4*>(out);
+          o[0] += old.x, o[1] += old.y, o[2] += old.z, o[3] += old.w;
+        }
+        *reinterpret_cast<f32x4*>(out) = f32x4{o[0], o[1], o[2], o[3]};
+      } else {
+        if constexpr (T::kReduceAdd) {
+          const u32x2 old = *reinterpret_cast<const u32x2*>(out);
+          o[0] += __uint_as_float(old.x << 16), o[1] += __uint_as_float(old.x & 0xffff0000u);
+          o[2] += __uint_as_float(old.y << 16), o[3] += __uint_as_float(old.y & 0xffff0000u);
+        }
+        *reinterpret_cast<u32x2*>(out) = u32x2{float2_to_bf16x2(o[0], o[1]).bits, float2_to_bf16x2(o[2], o[3]).bits};
+      }
+    } else {
+#pragma unroll
+      for (uint32_t j = 0; j < 3; ++j) {
+        if (j >= cols - col) break;
+        float o = v[j] * p.alpha;
+        if constexpr (sizeof(OutT) == 4) {
+          if constexpr (T::kReduceAdd) o += out[j];
+          out[j] = o;
+        } else {
+          if constexpr (T::kReduceAdd) o += bf16_to_float(out[j]);
+          out[j] = float_to_bf16(o);
+        }
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Producer: loads one operand tile (rows [row0, row0 + rows) of BLOCK_MN, all of BLOCK_K) of a stage.
@@ -185,12 +262,15 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     }
     ptx::fence_barrier_init();
   }
-  if constexpr (T::kCluster > 1) ptx::cluster_sync();
+  if constexpr (T::kClusterDims > 1) ptx::cluster_sync();
   else __syncthreads();
   // Programmatic dependent launch: everything above overlaps the previous kernel's tail.
   ptx::grid_dependency_wait();
 
   const uint32_t num_kb = ceil_div(p.k, kBlockK);
+  // Split-K: the one tile this CTA computes partially.
+  bool split_tile = false;
+  uint32_t split_m0 = 0, split_n0 = 0;
 
   if (wg == T::kMathWG) {
     // ------------------------------------------------------------------ producer
@@ -198,11 +278,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     if (warp == T::kMathWG * 4 && ptx::elect_one()) {
       typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
       const uint32_t rank = T::kCluster > 1 ? ptx::cluster_ctarank() : 0;
+      uint32_t kb_begin, kb_end;
+      sched.k_range(num_kb, kb_begin, kb_end);
       uint32_t stage = 0, phase = 0;
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
-        for (uint32_t kb = 0; kb < num_kb; ++kb) {
+        for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(&empty[stage], phase ^ 1);
           ptx::Mbarrier* bar = &full[stage];
           ptx::mbar_arrive_expect_tx(bar, T::kTxBytes);
@@ -224,6 +306,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     // ------------------------------------------------------------------ consumers
     if constexpr (T::kMathWG == 2) ptx::setmaxnreg_inc<232>();
     typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
+    uint32_t kb_begin, kb_end;
+    sched.k_range(num_kb, kb_begin, kb_end);
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
     const uint32_t warp_in_wg = warp % 4;
     uint32_t stage = 0, phase = 0;
@@ -246,7 +330,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
       if constexpr (!T::kFp8) {
         // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
         uint32_t prev = 0;
-        for (uint32_t kb = 0; kb < num_kb; ++kb) {
+        if (kb_begin == kb_end) {
+#pragma unroll
+          for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+            for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
+        }
+        for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(&full[stage], phase);
           const uint32_t a_addr = ptx::smem_addr(smem + T::kOffA + stage * T::kSmemA);
           const uint32_t b_addr = ptx::smem_addr(smem + T::kOffB + stage * T::kSmemB);
@@ -262,7 +352,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             for (uint32_t i = 0; i < T::kMIters; ++i) {
               const uint64_t da = operand_desc<T::kMajorA, kBlockK>(a_addr, wg_row0 + i * 64, kk);
               ptx::WgmmaBf16<kBlockN>::template mma<static_cast<int>(T::kMajorA), static_cast<int>(T::kMajorB)>(
-                  da, db, acc[i], kb > 0 || kk > 0);
+                  da, db, acc[i], kb > kb_begin || kk > 0);
             }
           }
           ptx::wgmma_commit();
@@ -270,7 +360,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
             for (uint32_t r = 0; r < kAcc; ++r) ptx::fence_operand(acc[i][r]);
-          if (kb > 0) {
+          if (kb > kb_begin) {
             ptx::wgmma_wait<1>();
             release(prev);
           }
@@ -278,7 +368,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           advance();
         }
         ptx::wgmma_wait<0>();
-        release(prev);
+        if (kb_end > kb_begin) release(prev);
 #pragma unroll
         for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
@@ -400,8 +490,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
         auto k_loop = [&](auto bnd) {
-          uint32_t kb = 0;
-          for (; kb + kKbPerGroup <= num_kb; kb += kKbPerGroup) {
+          uint32_t kb = kb_begin;
+          for (; kb + kKbPerGroup <= kb_end; kb += kKbPerGroup) {
             float sb0[kKbPerGroup], sb1[kKbPerGroup];
             float sa[kKbPerGroup][T::kMIters][2];
             uint32_t st[kKbPerGroup];
@@ -431,7 +521,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
                       sa[kKbPerGroup - 1], bnd);
             }
           }
-          for (; kb < num_kb; ++kb) {
+          for (; kb < kb_end; ++kb) {
             float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
             load_sfb(kb, s0, s1);
             const uint32_t s = stage;
@@ -453,14 +543,36 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
       }
 
       // ---------------- epilogue
-      T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
-                    static_cast<int32_t>(m0 + wg_row0), 1 + wg);
+      if constexpr (T::kSplitK > 1) {
+        // The partial tile (unscaled) goes to this CTA's shared memory in the fragment layout's rows.
+#pragma unroll
+        for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+          for (uint32_t g = 0; g < kBlockN / 8; ++g) {
+            const uint32_t row = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4, col = g * 8 + (lane % 4) * 2;
+            uint8_t* dst = smem + row * T::kRedPitch + col * 4;
+            *reinterpret_cast<f32x2*>(dst) = f32x2{acc[i][g * 4 + 0], acc[i][g * 4 + 1]};
+            *reinterpret_cast<f32x2*>(dst + 8 * T::kRedPitch) = f32x2{acc[i][g * 4 + 2], acc[i][g * 4 + 3]};
+          }
+        split_tile = true;
+        split_m0 = m0;
+        split_n0 = n0;
+      } else {
+        T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
+                      static_cast<int32_t>(m0 + wg_row0), 1 + wg);
+      }
     }
-    T::Store::drain();
+    if constexpr (T::kSplitK == 1) T::Store::drain();
   }
 
-  __syncwarp();  // the producer warp's elected lane rejoins before the aligned cluster barrier
-  if constexpr (T::kCluster > 1) {
+  __syncwarp();  // the producer warp's elected lane rejoins before the aligned cluster barriers
+  if constexpr (T::kSplitK > 1) {
+    // Every CTA's partial tile is in its shared memory; then no CTA may leave while a peer reads it.
+    ptx::cluster_arrive();
+    ptx::cluster_wait();
+    if (wg < T::kMathWG && split_tile) split_k_reduce_store<T>(p, smem, split_m0, split_n0);
+  }
+  if constexpr (T::kClusterDims > 1) {
     // No CTA may leave while its peer can still arrive on its barriers or multicast into it.
     ptx::cluster_arrive();
     ptx::cluster_wait();

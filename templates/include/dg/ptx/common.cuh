@@ -68,6 +68,16 @@ DG_DEVICE uint32_t map_shared_rank(uint32_t addr, uint32_t rank) {
   return r;
 }
 
+// Four floats from shared memory of any CTA of the cluster (address from map_shared_rank).
+DG_DEVICE f32x4 ld_shared_cluster_v4(uint32_t addr) {
+  f32x4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // ---- programmatic dependent launch ----
 DG_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 DG_DEVICE void grid_dependency_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
