@@ -47,8 +47,8 @@ struct Kernel {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
   std::string name;
-  // Largest dynamic shared memory already allowed on `function` (cuFuncSetAttribute is needed
-  // once per value above 48 KiB, not once per launch).
+  // Largest dynamic shared memory already allowed on `function`: 48 KiB less the kernel's static
+  // shared memory until cuFuncSetAttribute raises it (once per larger value, not once per launch).
   mutable std::atomic<unsigned> smem_allowed{48 * 1024};
 };
 

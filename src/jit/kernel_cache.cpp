@@ -1,5 +1,6 @@
 #include "jit/kernel_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -100,6 +101,10 @@ dg_status KernelCache::build(const SpecBuilder& builder, const Config& config, K
     return fail(DG_ERROR_INTERNAL, "template {} defines no kernel named {}: {}", spec.template_name, spec.kernel_name,
                 last_error());
   }
+  // Without an opt-in, static plus dynamic shared memory must stay within 48 KiB.
+  int static_smem = 0;
+  if (cu.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->function) == CUDA_SUCCESS)
+    out->smem_allowed.store(static_cast<unsigned>(std::max(0, 48 * 1024 - static_smem)), std::memory_order_relaxed);
   log::debug("JIT: {} ready in {:.3f} s ({}, key {})", spec.kernel_name,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
              from_disk ? "disk cache" : "compiled", digest_key.hex());
