@@ -66,6 +66,7 @@ struct Context {
   Buffer flush;            // >= 2x L2, written before every timed repetition
   Buffer workspace;        // cuBLASLt workspace (dg_cublaslt_workspace_size bytes)
   std::vector<cudaEvent_t> ev_start, ev_stop;
+  std::vector<struct Timed> pending;  // the current case's checked contenders, timed together at its end
   uint64_t seed_counter = 0;
   uint64_t next_seed() { return opts.seed * 1000003ull + (++seed_counter); }
 };
@@ -107,9 +108,24 @@ struct Case {
 // (the cold first call: JIT compile or disk load included), records first_call_ms / jit counts /
 // config. Returns false (and sets status/message) when the call fails.
 bool first_call(Context& ctx, const Call& call, Result* r);
-// Warm-up, then opts.reps repetitions with the L2 flushed before each, timed with CUDA events;
-// then the host overhead per call. Sets r->us, host_us, status "ok" unless already check_failed.
-void measure(Context& ctx, const Call& call, int nsets, Result* r);
+// One checked contender of a case waiting to be timed; `out` receives the timing (us, host_us,
+// host_valid, and status "error" with a message if a call fails), copied to the case's Result of
+// the same name when the case ends.
+struct Timed {
+  std::string name;
+  Call call;
+  int nsets = 1;
+  bool timed = false;
+  Result out;
+};
+
+// Times a case's contenders together: each warms up, then opts.reps rounds in which every contender
+// runs once (L2 flushed before each call, CUDA events around it), the order rotating by one per
+// round, so that all contenders see the same clocks and temperature (the H100's clocks drift over
+// a case by more than the differences being measured); then each one's host overhead per call.
+// Fills each contender's `out`; one whose call fails gets status "error" and is left out of the
+// remaining rounds.
+void measure(Context& ctx, std::vector<Timed>& contenders);
 
 // calc_diff of x against y ([rows, cols], row strides ldx/ldy) on the device; `nonfinite` gets the
 // count of non-finite x elements.

@@ -162,58 +162,86 @@ bool first_call(Context& ctx, const Call& call, Result* r) {
   return true;
 }
 
-void measure(Context& ctx, const Call& call, int nsets, Result* r) {
-  const int reps = ctx.opts.reps;
-  if (static_cast<int>(ctx.ev_start.size()) < reps) {
-    for (int i = static_cast<int>(ctx.ev_start.size()); i < reps; ++i) {
-      cudaEvent_t a, b;
-      DGB_CUDA(cudaEventCreate(&a));
-      DGB_CUDA(cudaEventCreate(&b));
-      ctx.ev_start.push_back(a);
-      ctx.ev_stop.push_back(b);
-    }
+void measure(Context& ctx, std::vector<Timed>& contenders) {
+  const int reps = ctx.opts.reps, n = static_cast<int>(contenders.size());
+  if (n == 0) return;
+  const size_t events = static_cast<size_t>(reps) * n;
+  for (size_t i = ctx.ev_start.size(); i < events; ++i) {
+    cudaEvent_t a, b;
+    DGB_CUDA(cudaEventCreate(&a));
+    DGB_CUDA(cudaEventCreate(&b));
+    ctx.ev_start.push_back(a);
+    ctx.ev_stop.push_back(b);
   }
-  auto must = [&](int set) {
-    const std::string e = call(set);
+  std::vector<bool> live(n, true);
+  auto fail = [&](int j, const std::exception& e) {
+    live[j] = false;
+    contenders[j].out.status = "error";
+    contenders[j].out.message = e.what();
+  };
+  auto must = [&](int j, int set) {
+    const std::string e = contenders[j].call(set);
     if (!e.empty()) throw std::runtime_error(e);
   };
-  for (int i = 0; i < ctx.opts.warmup; ++i) must(i % nsets);
+  for (int j = 0; j < n; ++j) try {
+      for (int i = 0; i < ctx.opts.warmup; ++i) must(j, i % contenders[j].nsets);
+    } catch (const std::exception& e) {
+      fail(j, e);
+    }
   DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
 
-  for (int i = 0; i < reps; ++i) {
-    flush_l2(ctx, i);
-    DGB_CUDA(cudaEventRecord(ctx.ev_start[i], ctx.cu_stream));
-    must(i % nsets);
-    DGB_CUDA(cudaEventRecord(ctx.ev_stop[i], ctx.cu_stream));
-  }
+  for (int i = 0; i < reps; ++i)
+    for (int q = 0; q < n; ++q) {
+      const int j = (i + q) % n;
+      if (!live[j]) continue;
+      try {
+        flush_l2(ctx, i * n + q);
+        DGB_CUDA(cudaEventRecord(ctx.ev_start[i * n + j], ctx.cu_stream));
+        must(j, i % contenders[j].nsets);
+        DGB_CUDA(cudaEventRecord(ctx.ev_stop[i * n + j], ctx.cu_stream));
+      } catch (const std::exception& e) {
+        fail(j, e);
+      }
+    }
   DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) {
-    float ms = 0;
-    DGB_CUDA(cudaEventElapsedTime(&ms, ctx.ev_start[i], ctx.ev_stop[i]));
-    us[i] = ms * 1000.0;
-  }
-  r->us = summarize(us);
 
-  // Host overhead: enqueue host_calls calls behind a spin kernel, so the host loop measures the
-  // submission cost only. Valid when the spin kernel was still running at the end of the loop.
-  cudaEvent_t spun;
-  DGB_CUDA(cudaEventCreateWithFlags(&spun, cudaEventDisableTiming));
-  uint64_t spin_ns = 20'000'000;
-  for (int attempt = 0; attempt < 3; ++attempt, spin_ns *= 4) {
-    DGB_GPU(gpu::spin(spin_ns, ctx.cu_stream));
-    DGB_CUDA(cudaEventRecord(spun, ctx.cu_stream));
-    const double t0 = now_us();
-    for (int i = 0; i < ctx.opts.host_calls; ++i) must(i % nsets);
-    const double t1 = now_us();
-    const bool busy = cudaEventQuery(spun) == cudaErrorNotReady;
-    DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
-    r->host_us = (t1 - t0) / ctx.opts.host_calls;
-    r->host_valid = busy;
-    if (busy) break;
+  for (int j = 0; j < n; ++j) {
+    contenders[j].timed = true;
+    if (!live[j]) continue;
+    Result* r = &contenders[j].out;
+    std::vector<double> us(reps);
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0;
+      DGB_CUDA(cudaEventElapsedTime(&ms, ctx.ev_start[i * n + j], ctx.ev_stop[i * n + j]));
+      us[i] = ms * 1000.0;
+    }
+    r->us = summarize(us);
+
+    // Host overhead: enqueue host_calls calls behind a spin kernel, so the host loop measures the
+    // submission cost only. Valid when the spin kernel was still running at the end of the loop.
+    try {
+      cudaEvent_t spun;
+      DGB_CUDA(cudaEventCreateWithFlags(&spun, cudaEventDisableTiming));
+      uint64_t spin_ns = 20'000'000;
+      for (int attempt = 0; attempt < 3; ++attempt, spin_ns *= 4) {
+        DGB_GPU(gpu::spin(spin_ns, ctx.cu_stream));
+        DGB_CUDA(cudaEventRecord(spun, ctx.cu_stream));
+        const double t0 = now_us();
+        for (int i = 0; i < ctx.opts.host_calls; ++i) must(j, i % contenders[j].nsets);
+        const double t1 = now_us();
+        const bool busy = cudaEventQuery(spun) == cudaErrorNotReady;
+        DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
+        r->host_us = (t1 - t0) / ctx.opts.host_calls;
+        r->host_valid = busy;
+        if (busy) break;
+      }
+      cudaEventDestroy(spun);
+    } catch (const std::exception& e) {
+      fail(j, e);
+      continue;
+    }
+    r->status = "ok";
   }
-  cudaEventDestroy(spun);
-  if (r->status != "check_failed") r->status = "ok";
 }
 
 double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void* y, int yt, int64_t ldy, int64_t rows,

@@ -24,14 +24,16 @@ Fn resolve(const char* name) {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t align_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
-// Runs one contender on a case: poison the output, first (cold) call, check, then time.
+// Runs one contender on a case: poison the output, first (cold) call, check; the timing waits for
+// the case's end (finish), where all its contenders are timed together. `call` is kept until then:
+// what it captures by reference must live as long as the case.
 void run_contender(Context& ctx, Result& r, const Call& call, int nsets, void* poison, size_t poison_bytes,
                    const std::function<void(Result&)>& check) {
   try {
     if (poison) DGB_CUDA(cudaMemsetAsync(poison, 0xff, poison_bytes, ctx.cu_stream));
     if (!first_call(ctx, call, &r)) return;
     check(r);
-    measure(ctx, call, nsets, &r);
+    ctx.pending.push_back(Timed{r.name, call, nsets, false, Result{}});
   } catch (const std::exception& e) {
     r.status = "error";
     r.message = e.what();
@@ -46,7 +48,29 @@ Case new_case(const char* suite, const Shape& s, std::string label) {
   return c;
 }
 
-void finish(Case& c, std::vector<Case>& out) {
+// Times the case's checked contenders together (measure); call it where everything their calls
+// capture is still alive.
+void time_case(Context& ctx) {
+  measure(ctx, ctx.pending);
+  for (Timed& t : ctx.pending) t.call = nullptr;
+}
+
+// Copies the timings into the case's results (by name) and reports the case.
+void finish(Context& ctx, Case& c, std::vector<Case>& out) {
+  for (const Timed& t : ctx.pending)
+    for (Result& r : c.results)
+      if (r.name == t.name && t.timed) {
+        r.us = t.out.us;
+        r.host_us = t.out.host_us;
+        r.host_valid = t.out.host_valid;
+        if (t.out.status == "error") {
+          r.status = "error";
+          r.message = t.out.message;
+        } else if (r.status != "check_failed") {
+          r.status = "ok";
+        }
+      }
+  ctx.pending.clear();
   print_case(c);
   out.push_back(std::move(c));
 }
@@ -75,12 +99,13 @@ void suite_copy(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case
         const double d = device_diff(ctx, dst.ptr, gpu::kF32, bytes / 4, src.ptr, gpu::kF32, bytes / 4, 1, bytes / 4, &bad);
         record_check(&res, d, bad, 1e-12, "source buffer");
       });
+      time_case(ctx);
     } catch (const std::exception& e) {
       r.status = "error";
       r.message = e.what();
     }
     c.results.push_back(r);
-    finish(c, out);
+    finish(ctx, c, out);
   }
 }
 
@@ -147,6 +172,7 @@ void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Ca
         return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
       };
       run_contender(ctx, peer, copy, 1, nullptr, 0, [](Result&) {});
+      time_case(ctx);
     } catch (const std::logic_error&) {
       r.status = "absent";
     } catch (const std::exception& e) {
@@ -155,7 +181,7 @@ void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Ca
     }
     c.results.push_back(r);
     c.results.push_back(peer);
-    finish(c, out);
+    finish(ctx, c, out);
   }
 }
 
@@ -279,7 +305,7 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
 #ifdef DG_GEMM_OPTIONS_INIT
         const dg_gemm_options go = DG_GEMM_OPTIONS_INIT;
         auto run_libdg = [&](Result& r, const dg_gemm_options& opts) {
-          Call call = [&](int set) {
+          Call call = [&, opts](int set) {
             DenseSet& d = sets[set];
             return fp8 ? dg_error(fn_fp8(ctx.stream, d.taq.get(), d.tsfa_dg.get(), d.tbq.get(), d.tsfb.get(), td.get(),
                                          nullptr, &opts))
@@ -313,7 +339,8 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
       if (libdg_absent) c.results.push_back(dg);
 
       if (!ctx.opts.peers) {
-        finish(c, out);
+        time_case(ctx);
+        finish(ctx, c, out);
         continue;
       }
       if (!fp8) {
@@ -378,10 +405,11 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
         }
         c.results.push_back(q);
       }
+      time_case(ctx);
     } catch (const std::exception& e) {
       c.note = std::string("case failed: ") + e.what();
     }
-    finish(c, out);
+    finish(ctx, c, out);
   }
 }
 
@@ -485,6 +513,7 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
             res.message = std::to_string(not_close) + " outputs outside rtol = atol = 1e-3";
           }
         });
+        time_case(ctx);
       } catch (const std::exception& e) {
         r.status = "error";
         r.message = e.what();
@@ -493,7 +522,7 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
     }
     c.results.push_back(r);
     c.note = "GB/s is the figure to hold against the copy suite (a pure-streaming roofline)";
-    finish(c, out);
+    finish(ctx, c, out);
   }
 }
 

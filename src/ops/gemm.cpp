@@ -260,22 +260,24 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if ((o.fp8_promotion || o.promotion_slices) && !is_fp8(s.kind))
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion / fp8_promotion_slices: FP8 GEMMs only (expected 0)");
 
-  // Split-K is chosen by a measured rule, not by the cost model (which mispredicted it both ways).
-  // For M <= 64 with few 64x128 tiles: the most CTAs per tile (2, 4, 8) that keeps the grid at
-  // <= 112 CTAs and >= 896 of K (7 FP8 K blocks) per CTA. On the H100 (2026-11-23 sweep of the M = 1 DeepSeek
-  // shapes) this was the best of 10 configs on 5 of 6 shapes (FP8 N = 576: 14.9 -> 10.7 us; BF16
-  // N = 4096: 36.4 -> 27.0 us) and 3-9% behind the best on 7168x2048. At M = 128 split tiles
-  // lost to the unsplit ones on 10 of 12 shapes, so there only an explicit options.split_k uses it.
+  // Split-K is chosen by a measured rule, not by the cost model (which mispredicted it both ways):
+  // over the tiles of one column of 64-row blocks (64x128 for M <= 64, 64x64 up to M = 128), the
+  // most CTAs per tile (2, 4, 8) that keeps the grid at <= 112 CTAs and >= 896 of K (7 FP8 K
+  // blocks) per CTA. On the H100 (2026-11-23 sweep of the DeepSeek shapes, 10 configs each): at
+  // M = 1 the best config on 5 of 6 shapes (FP8 N = 576: 14.9 -> 10.7 us; BF16 N = 4096: 36.4 ->
+  // 27.0 us), 3-9% behind the best on 7168x2048; at M = 128 it splits only N = 576 (FP8 13.6 ->
+  // 12.0 us, BF16 20.0 -> 13.2 us), where splitting won; split tiles lost on the other M = 128 shapes.
   const bool any_override = o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0 ||
                             o.fp8_promotion || o.promotion_slices || o.split_k;
-  if (!any_override && s.m <= 64) {
-    const int64_t tiles = cdiv(s.n, 128);
+  if (!any_override && s.m <= 128) {
+    const int bn = s.m <= 64 ? 128 : 64;
+    const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
     int sk = 1;
     for (int c : {2, 4, 8})
       if (tiles * c <= 112 && s.k / c >= 896 && resident_clusters(num_sms, c) >= tiles) sk = c;
     if (sk > 1) {
       GemmOverride split = o;
-      split.block_m = 64, split.block_n = 128, split.cluster = 1, split.split_k = sk;
+      split.block_m = 64, split.block_n = bn, split.cluster = 1, split.split_k = sk;
       if (choose_gemm_config(s, num_sms, split, out) == DG_SUCCESS) return DG_SUCCESS;
     }
   }

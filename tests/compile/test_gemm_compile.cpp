@@ -172,7 +172,11 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   s.k = 1536;  // too little K per CTA
   REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
   CHECK(c.split_k == 1);
-  s.m = 128, s.k = 7168;  // two 64-row blocks: split only by override
+  s.m = 128, s.k = 7168;  // 2 x 9 tiles of 64x64, x 4 = 72 CTAs
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.block_n == 64);
+  CHECK(c.split_k == 4);
+  s.n = 2112;  // 66 tiles: no split
   REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
   CHECK(c.split_k == 1);
   s.m = 4096, s.n = 7168, s.k = 16384;  // 128x256 fits 4 stages beside two rotating strips, not 3 beside the tile
