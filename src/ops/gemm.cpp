@@ -23,7 +23,9 @@ namespace {
 constexpr unsigned kSmemBudget = 232448;  // 227 KiB, sm_90
 // With fewer stages than this beside a whole-tile D staging buffer, the heuristic stages D in strips.
 constexpr int kRotateBelowStages = 4;
-// Split-K's fixed cost per tile (two cluster barriers, the DSMEM reduction's latency), microseconds.
+// Split-K's fixed cost per tile (two cluster barriers, the DSMEM reduction's latency), microseconds:
+// not fitted. Split-K is chosen by a measured rule (choose_gemm_config); this only shapes the
+// estimate when options.split_k forces it.
 constexpr double kSplitKReduceUs = 1.5;
 
 // Host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
