@@ -18,7 +18,8 @@
 // writes it to D. One tile per CTA (the grid is not persistent); no workspace, deterministic.
 //
 // Shared memory (dynamic, 1024-byte aligned):
-//   [D staging: BLOCK_M x BLOCK_N OutT, or rotating strips] [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
+//   [D staging: BLOCK_M x BLOCK_N OutT, rotating strips, or the split-K FP32 partial tile]
+//   [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
 // A/B tiles use the 128-byte swizzle: K-major tiles are rows of BLOCK_K (128 bytes), MN-major tiles
 // (BF16 only) are column chunks of 64 MN elements x BLOCK_K rows.
 #pragma once
