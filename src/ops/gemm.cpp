@@ -28,30 +28,6 @@ constexpr int kRotateBelowStages = 4;
 // estimate when options.split_k forces it.
 constexpr double kSplitKReduceUs = 1.5;
 
-// Host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
-struct alignas(64) Sm90GemmParams {
-  tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
-  const float* sfb;
-  int64_t sfb_stride_n;
-  int64_t sfb_stride_k;
-  uint32_t m, n, k;
-  float alpha;
-  uint32_t raster_band;
-  uint32_t raster_along_n;
-  uint32_t sfb_rows;
-  uint32_t reserved0;
-  const int32_t* grouped_layout;
-  uint32_t num_groups;
-  uint32_t reserved1;
-  void* d;
-  int64_t ldd;
-};
-static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
-static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
-                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
-                  offsetof(Sm90GemmParams, ldd) == 720,
-              "must match the device struct");
-
 bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
 int elem_bytes(GemmKind k) { return is_fp8(k) ? 1 : 2; }
 int out_bytes(const GemmShape& s) { return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2; }

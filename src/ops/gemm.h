@@ -1,11 +1,13 @@
 // SM90 dense GEMMs (spec: DeepGEMM §1.1, §1.2, §5): the problem, the config heuristic, the kernel
 // key/spec (templates/kernels/sm90_gemm.cu.j2) and the launch with its TMA descriptors.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "dg.h"
 #include "jit/kernel.h"
+#include "runtime/tma.h"
 #include "runtime/stream.h"
 
 namespace dg::ops {
@@ -79,6 +81,30 @@ struct GemmArgs {
   const float* sfb = nullptr;  // 1D2D: sfb[nb * sfb_stride_n + kb * sfb_stride_k]; 1D1D: sfb[kb * ld_sfb + n]
   int64_t sfb_stride_n = 0, sfb_stride_k = 0, ld_sfb = 0;
 };
+
+// The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
+struct alignas(64) Sm90GemmParams {
+  tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
+  const float* sfb;
+  int64_t sfb_stride_n;
+  int64_t sfb_stride_k;
+  uint32_t m, n, k;
+  float alpha;
+  uint32_t raster_band;
+  uint32_t raster_along_n;
+  uint32_t sfb_rows;
+  uint32_t reserved0;
+  const int32_t* grouped_layout;
+  uint32_t num_groups;
+  uint32_t reserved1;
+  void* d;
+  int64_t ldd;
+};
+static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
+static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
+                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
+                  offsetof(Sm90GemmParams, ldd) == 720,
+              "must match the device struct");
 
 // Early exits (spec §0.2), the D := beta * C pre-pass, and the GEMM launch. With prepare_only the
 // kernels are compiled and loaded and nothing runs.

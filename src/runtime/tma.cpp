@@ -1,11 +1,53 @@
 #include "runtime/tma.h"
 
 #include <cstring>
+#include <memory>
 
 #include "runtime/driver.h"
 #include "runtime/status.h"
 
 namespace dg::tma {
+namespace {
+
+// A map is a pure function of its arguments (it holds an address, not the memory's contents), so
+// repeated calls with the same operands can reuse the last encoding instead of paying for
+// cuTensorMapEncodeTiled again. Per thread, so the warm path takes no lock; direct-mapped with a
+// full-key compare, so a collision costs one re-encode and never returns the wrong map.
+struct EncodeKey {
+  const void* base;
+  uint64_t inner, outer, stride_bytes;
+  uint32_t dtype, box_inner, box_outer, swizzle;
+  bool operator==(const EncodeKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
+};
+static_assert(sizeof(EncodeKey) == 48, "no padding: keys compare with memcmp");
+
+struct EncodeCache {
+  // Enough for the operands of a few hundred distinct GEMM calls (a model's layers, each with its
+  // own weights) at 192 bytes a slot; allocated on a thread's first encode.
+  static constexpr size_t kSlots = 1024;
+  struct Slot {
+    Descriptor map;
+    EncodeKey key;
+    bool valid;
+  };
+  Slot slots[kSlots];
+
+  static size_t index(const EncodeKey& k) {
+    uint64_t h = reinterpret_cast<uintptr_t>(k.base) * 0x9E3779B97F4A7C15ull;
+    for (uint64_t v : {k.inner, k.outer, k.stride_bytes, uint64_t(k.box_inner) << 32 | k.box_outer,
+                       uint64_t(k.dtype) << 32 | k.swizzle})
+      h = (h ^ v) * 0xBF58476D1CE4E5B9ull;
+    return static_cast<size_t>(h >> 32) % kSlots;
+  }
+};
+
+EncodeCache& encode_cache() {
+  thread_local std::unique_ptr<EncodeCache> cache;
+  if (!cache) cache.reset(new EncodeCache());  // value-initialised: every slot invalid
+  return *cache;
+}
+
+}  // namespace
 
 CUtensorMapSwizzle swizzle_mode(uint32_t swizzle_bytes) {
   switch (swizzle_bytes) {
@@ -28,6 +70,12 @@ dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype
   cuuint64_t dims[2] = {inner, outer};
   cuuint64_t strides[1] = {(outer > 1 ? row_stride : inner) * elem_bytes};
   if (strides[0] % 16 != 0) strides[0] = (strides[0] + 15) / 16 * 16;  // a single row: any legal stride
+  const EncodeKey key{base, inner, outer, strides[0], static_cast<uint32_t>(dtype), box_inner, box_outer, swizzle_bytes};
+  EncodeCache::Slot& slot = encode_cache().slots[EncodeCache::index(key)];
+  if (slot.valid && slot.key == key) {
+    *out = slot.map;
+    return DG_SUCCESS;
+  }
   cuuint32_t box[2] = {box_inner, box_outer};
   cuuint32_t elem_strides[2] = {1, 1};
   const CUresult r = driver::api().cuTensorMapEncodeTiled(
@@ -40,6 +88,9 @@ dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype
                 "{}: cuTensorMapEncodeTiled rejected dims ({}, {}), row stride {} B, box ({}, {}), swizzle {} B: {}",
                 what, inner, outer, strides[0], box_inner, box_outer, swizzle_bytes, last_error());
   }
+  slot.map = *out;
+  slot.key = key;
+  slot.valid = true;
   return DG_SUCCESS;
 }
 

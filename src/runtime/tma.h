@@ -21,6 +21,8 @@ CUtensorMapSwizzle swizzle_mode(uint32_t swizzle_bytes);
 // A 2-D tiled map over a matrix whose rows are `inner` elements long (contiguous) and `outer` rows
 // apart by `row_stride` elements. Boxes are box_inner x box_outer elements; out-of-bounds loads
 // read zeros and out-of-bounds stores are dropped. `what` names the operand in error messages.
+// Encodings are memoised per thread on all of these arguments, so the warm path of a repeated
+// call does not reach the driver.
 dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes, uint64_t inner,
                     uint64_t outer, uint64_t row_stride, uint32_t box_inner, uint32_t box_outer,
                     uint32_t swizzle_bytes, const char* what);

@@ -1,0 +1,292 @@
+// The SM90 GEMM entry points against the fake driver: for each layout, recipe and C mode, the launch
+// that reaches the driver (kernel, grid, cluster, shared memory) is the config the heuristic chose,
+// and the kernel argument carries the TMA maps and scalars of the kernel's contract
+// (templates/include/dg/gemm/sm90_gemm.cuh). Also: early exits, the beta * C pre-pass, and the
+// memoised TMA encodings of the warm path. No GPU: nothing runs, the arguments are checked.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "fake_driver.h"
+#include "ops/gemm.h"
+
+namespace {
+
+using dg::ops::GemmConfig;
+using dg::ops::GemmKind;
+using dg::ops::GemmShape;
+using dg::ops::Major;
+using dg::ops::Sm90GemmParams;
+using dg::test::FakeDriver;
+using dg::test::Launch;
+
+constexpr int kSms = 132;  // the fake device's
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Distinct, 256-byte aligned addresses that are never dereferenced.
+void* fake_address(int i) { return reinterpret_cast<void*>(0x7f0000000000ull + (uint64_t(i) << 36)); }
+
+struct Tensor {
+  dg_tensor* t = nullptr;
+  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
+    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
+                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
+  }
+  ~Tensor() { dg_tensor_destroy(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+};
+
+fake_tensor_map map_of(const dg::tma::Descriptor& d) {
+  fake_tensor_map m;
+  std::memcpy(&m, &d, sizeof(m));
+  REQUIRE(m.magic == FAKE_TENSOR_MAP_MAGIC);
+  return m;
+}
+
+void check_map(const dg::tma::Descriptor& d, const char* what, const void* address, CUtensorMapDataType dtype,
+               uint64_t inner, uint64_t outer, uint64_t stride_bytes, uint32_t box_inner, uint32_t box_outer,
+               CUtensorMapSwizzle swizzle) {
+  INFO("TMA map of ", what);
+  const fake_tensor_map m = map_of(d);
+  CHECK(m.address == reinterpret_cast<uintptr_t>(address));
+  CHECK(m.dtype == dtype);
+  CHECK(m.rank == 2);
+  CHECK(m.dims[0] == inner);
+  CHECK(m.dims[1] == outer);
+  if (outer > 1) CHECK(m.stride1 == stride_bytes);
+  CHECK(m.box[0] == box_inner);
+  CHECK(m.box[1] == box_outer);
+  CHECK(m.swizzle == swizzle);
+}
+
+struct Problem {
+  GemmKind kind = GemmKind::kBf16;
+  int64_t m = 0, n = 0, k = 0;
+  bool a_t = false, b_t = false;  // memory is [K, M] / [K, N]
+  dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
+  enum { kNoC, kSeparateC, kAliasedC } c_mode = kNoC;
+  float alpha = 1.0f, beta = 1.0f;
+  dg_gemm_options options = DG_GEMM_OPTIONS_INIT;
+};
+
+// Calls the entry point for `p` and checks every launch it makes.
+void run_and_check(FakeDriver& fake, Problem p) {
+  CAPTURE(p.m);
+  CAPTURE(p.n);
+  CAPTURE(p.k);
+  CAPTURE(p.a_t);
+  CAPTURE(p.b_t);
+  CAPTURE(int(p.kind));
+  CAPTURE(int(p.c_mode));
+  const bool fp8 = p.kind != GemmKind::kBf16;
+  const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  const int64_t eb = fp8 ? 1 : 2, ob = p.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2;
+  const int64_t sf_k = cdiv(p.k, 128), m4 = cdiv(p.m, 4) * 4, n4 = cdiv(p.n, 4) * 4;
+  // Padded leading dimensions (16-byte multiples, as TMA needs), so strides are not mistaken for sizes.
+  const int64_t lda = cdiv(p.a_t ? p.m : p.k, 64) * 64 + 64, ldb = cdiv(p.b_t ? p.n : p.k, 64) * 64 + 64;
+  const int64_t ldd = cdiv(p.n, 8) * 8 + 32;
+  void* const pa = fake_address(1);
+  void* const pb = fake_address(2);
+  void* const pd = fake_address(3);
+  void* const pc = p.c_mode == Problem::kAliasedC ? pd : fake_address(4);
+  void* const psfa = fake_address(5);
+  void* const psfb = fake_address(6);
+  Tensor a(pa, ab, p.a_t ? std::vector<int64_t>{p.k, p.m} : std::vector<int64_t>{p.m, p.k}, {lda, 1});
+  Tensor b(pb, ab, p.b_t ? std::vector<int64_t>{p.k, p.n} : std::vector<int64_t>{p.n, p.k}, {ldb, 1});
+  Tensor d(pd, p.d_dtype, {p.m, p.n}, {ldd, 1});
+  Tensor c(pc, p.d_dtype, {p.m, p.n}, {ldd, 1});
+  Tensor sfa(psfa, DG_DTYPE_FLOAT32, {p.m, sf_k}, {1, m4});
+  const bool sfb_per_token = p.kind == GemmKind::kFp8_1D1D;
+  Tensor sfb(psfb, DG_DTYPE_FLOAT32, sfb_per_token ? std::vector<int64_t>{p.n, sf_k} : std::vector<int64_t>{cdiv(p.n, 128), sf_k},
+             sfb_per_token ? std::vector<int64_t>{1, n4} : std::vector<int64_t>{sf_k, 1});
+  p.options.alpha = p.alpha;
+  p.options.beta = p.beta;
+  p.options.recipe = p.kind == GemmKind::kFp8_1D1D ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+  const dg_tensor* cp = p.c_mode == Problem::kNoC ? nullptr : c.t;
+
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  dg_status st;
+  if (fp8) {
+    REQUIRE_FALSE(p.a_t);
+    REQUIRE_FALSE(p.b_t);
+    st = dg_fp8_gemm_nt(stream, a.t, sfa.t, b.t, sfb.t, d.t, cp, &p.options);
+  } else {
+    auto* fn = p.a_t ? (p.b_t ? dg_bf16_gemm_tn : dg_bf16_gemm_tt) : (p.b_t ? dg_bf16_gemm_nn : dg_bf16_gemm_nt);
+    st = fn(stream, a.t, b.t, d.t, cp, &p.options);
+  }
+  dg_stream_destroy(stream);
+  REQUIRE_MESSAGE(st == DG_SUCCESS, std::string(dg_last_error()));
+  std::vector<Launch> launches = fake.take();
+
+  const bool has_c = p.c_mode != Problem::kNoC && p.beta != 0.0f;
+  const bool pre_pass = has_c && !(p.c_mode == Problem::kAliasedC && p.beta == 1.0f);
+  if (p.m == 0 || p.n == 0) {
+    CHECK(launches.empty());
+    return;
+  }
+  if (p.k == 0) {
+    REQUIRE(launches.size() == 1);
+    CHECK(launches[0].kernel.rfind("dg_gemm_scale_", 0) == 0);
+    return;
+  }
+  REQUIRE(launches.size() == (pre_pass ? 2u : 1u));
+  if (pre_pass) CHECK(launches[0].kernel.rfind("dg_gemm_scale_", 0) == 0);
+  const Launch& l = launches.back();
+
+  GemmShape s;
+  s.kind = p.kind, s.m = p.m, s.n = p.n, s.k = p.k;
+  s.major_a = p.a_t ? Major::kMN : Major::kK;
+  s.major_b = p.b_t ? Major::kMN : Major::kK;
+  s.d_dtype = p.d_dtype;
+  s.accumulate = has_c;
+  dg::ops::GemmOverride o;
+  o.block_m = p.options.block_m, o.block_n = p.options.block_n, o.stages = p.options.num_stages;
+  o.cluster = p.options.cluster, o.multicast_a = p.options.multicast_a, o.split_k = p.options.split_k;
+  GemmConfig cfg;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, o, &cfg) == DG_SUCCESS);
+  CAPTURE(dg::ops::describe(s, cfg));
+
+  CHECK(l.kernel == dg::ops::gemm_kernel_spec(s, cfg).kernel_name);
+  CHECK(l.config.grid[0] == unsigned(cfg.grid));
+  CHECK(l.config.grid[1] == 1);
+  CHECK(l.config.block[0] == cfg.threads);
+  CHECK(l.config.smem_bytes == cfg.smem_bytes);
+  const unsigned cluster = cfg.split_k > 1 ? unsigned(cfg.split_k) : cfg.cluster > 1 ? unsigned(cfg.cluster) : 0u;
+  CHECK(l.config.cluster[0] == cluster);
+  if (cfg.split_k > 1) CHECK(cfg.grid == cdiv(p.m, cfg.block_m) * cdiv(p.n, cfg.block_n) * cfg.split_k);
+  else CHECK(cfg.grid <= kSms);
+
+  REQUIRE(l.params.size() == sizeof(Sm90GemmParams));
+  Sm90GemmParams q;
+  std::memcpy(&q, l.params.data(), sizeof(q));
+  const CUtensorMapDataType ab_type = fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const bool mc_a = cfg.cluster == 2 && cfg.multicast_a, mc_b = cfg.cluster == 2 && !cfg.multicast_a;
+  const uint32_t bk = uint32_t(cfg.block_k);
+  if (!p.a_t)
+    check_map(q.tma_a, "a", pa, ab_type, p.k, p.m, lda * eb, bk, mc_a ? cfg.block_m / 2 : cfg.block_m,
+              CU_TENSOR_MAP_SWIZZLE_128B);
+  else
+    check_map(q.tma_a, "a", pa, ab_type, p.m, p.k, lda * eb, 64, bk, CU_TENSOR_MAP_SWIZZLE_128B);
+  if (!p.b_t)
+    check_map(q.tma_b, "b", pb, ab_type, p.k, p.n, ldb * eb, bk, mc_b ? cfg.block_n / 2 : cfg.block_n,
+              CU_TENSOR_MAP_SWIZZLE_128B);
+  else
+    check_map(q.tma_b, "b", pb, ab_type, p.n, p.k, ldb * eb, 64, bk, CU_TENSOR_MAP_SWIZZLE_128B);
+  const uint32_t strip_bytes = uint32_t(cfg.d_strip * ob);
+  check_map(q.tma_d, "d", pd, ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.n, p.m,
+            ldd * ob, cfg.d_strip, cfg.block_m / cfg.math_wg,
+            strip_bytes >= 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+            : strip_bytes >= 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+            : strip_bytes >= 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                : CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (fp8) {
+    check_map(q.tma_sfa, "sfa", psfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, m4, sf_k, m4 * 4, cfg.block_m, 1,
+              CU_TENSOR_MAP_SWIZZLE_NONE);
+    CHECK(q.sfb == psfb);
+    if (sfb_per_token)
+      check_map(q.tma_sfb, "sfb", psfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, n4, sf_k, n4 * 4, cfg.block_n, 1,
+                CU_TENSOR_MAP_SWIZZLE_NONE);
+    else
+      CHECK((q.sfb_stride_n == sf_k && q.sfb_stride_k == 1 && q.sfb_rows == cdiv(p.n, 128)));
+  }
+  CHECK(q.m == p.m);
+  CHECK(q.n == p.n);
+  CHECK(q.k == p.k);
+  CHECK(q.alpha == p.alpha);
+  CHECK(q.d == pd);
+  CHECK(q.ldd == (p.m > 1 ? ldd : p.n));
+  CHECK(q.grouped_layout == nullptr);
+  CHECK((q.raster_band == 4 || q.raster_band == 8 || q.raster_band == 16));
+}
+
+}  // namespace
+
+TEST_CASE("BF16 GEMMs launch the chosen config with the contract's TMA maps, every layout and C mode") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  for (int layout = 0; layout < 4; ++layout)
+    for (auto c_mode : {Problem::kNoC, Problem::kSeparateC, Problem::kAliasedC})
+      for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32}) {
+        Problem p;
+        p.m = 129, p.n = 336, p.k = 264;
+        p.a_t = layout >= 2, p.b_t = layout == 1 || layout == 2;
+        p.d_dtype = d;
+        p.c_mode = c_mode;
+        p.alpha = 0.75f;
+        p.beta = c_mode == Problem::kAliasedC ? 1.0f : 0.5f;
+        run_and_check(fake, p);
+      }
+  Problem big;  // large M: a multicast cluster and persistent grid
+  big.m = 4096, big.n = 7168, big.k = 2048;
+  run_and_check(fake, big);
+  Problem one;  // M = 1: the split-K rule
+  one.m = 1, one.n = 4096, one.k = 7168;
+  run_and_check(fake, one);
+}
+
+TEST_CASE("FP8 GEMMs launch the chosen config with the contract's TMA maps and scale operands") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  for (int64_t m : {1, 128, 4096}) {
+    Problem p;
+    p.kind = GemmKind::kFp8_1D2D;
+    p.m = m, p.n = 576, p.k = 7168;
+    run_and_check(fake, p);
+  }
+  Problem tail;
+  tail.kind = GemmKind::kFp8_1D2D;
+  tail.m = 77, tail.n = 336, tail.k = 400;
+  tail.c_mode = Problem::kSeparateC;
+  tail.beta = 2.0f;
+  run_and_check(fake, tail);
+  Problem wgrad;
+  wgrad.kind = GemmKind::kFp8_1D1D;
+  wgrad.m = 2112, wgrad.n = 4096, wgrad.k = 7168;
+  wgrad.d_dtype = DG_DTYPE_FLOAT32;
+  wgrad.c_mode = Problem::kAliasedC;
+  run_and_check(fake, wgrad);
+  Problem forced;  // an explicit split-K config
+  forced.kind = GemmKind::kFp8_1D2D;
+  forced.m = 128, forced.n = 2112, forced.k = 7168;
+  forced.options.block_m = 64, forced.options.block_n = 128, forced.options.split_k = 4;
+  run_and_check(fake, forced);
+}
+
+TEST_CASE("GEMM early exits: m = 0 launches nothing, k = 0 launches only D := beta * C") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  Problem empty;
+  empty.m = 0, empty.n = 256, empty.k = 512;
+  run_and_check(fake, empty);
+  Problem no_k;
+  no_k.m = 64, no_k.n = 256, no_k.k = 0;
+  no_k.c_mode = Problem::kSeparateC;
+  no_k.beta = 0.5f;
+  run_and_check(fake, no_k);
+}
+
+TEST_CASE("a repeated GEMM call reuses its TMA encodings; a changed operand re-encodes only that map") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  Tensor a(fake_address(11), DG_DTYPE_BFLOAT16, {256, 512});
+  Tensor b(fake_address(12), DG_DTYPE_BFLOAT16, {384, 512});
+  Tensor d(fake_address(13), DG_DTYPE_BFLOAT16, {256, 384});
+  REQUIRE(dg_bf16_gemm_nt(stream, a.t, b.t, d.t, nullptr, nullptr) == DG_SUCCESS);
+  const uint64_t first = fake.counters().encodes;
+  for (int i = 0; i < 3; ++i) REQUIRE(dg_bf16_gemm_nt(stream, a.t, b.t, d.t, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(fake.counters().encodes == first);
+  REQUIRE(dg_tensor_set_data(a.t, fake_address(14)) == DG_SUCCESS);
+  REQUIRE(dg_bf16_gemm_nt(stream, a.t, b.t, d.t, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(fake.counters().encodes == first + 1);
+  std::vector<Launch> launches = fake.take();
+  REQUIRE(launches.size() == 5);
+  Sm90GemmParams last;
+  std::memcpy(&last, launches.back().params.data(), sizeof(last));
+  CHECK(map_of(last.tma_a).address == reinterpret_cast<uintptr_t>(fake_address(14)));
+  CHECK(map_of(last.tma_b).address == reinterpret_cast<uintptr_t>(fake_address(12)));
+  dg_stream_destroy(stream);
+}
