@@ -59,7 +59,7 @@ struct alignas(64) Sm90GemmParams {
   int64_t ldd;
 };
 
-static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.cpp)");
+static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
