@@ -427,6 +427,7 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
       {"d_bufs", c.d_bufs},
       {"split_k", c.split_k},
       {"gemm_type", "kNormal"},
+      {"smem_bytes", static_cast<int64_t>(c.smem_bytes)},
   });
   return spec;
 }
