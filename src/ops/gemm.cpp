@@ -91,10 +91,9 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
 bool small_m(const GemmShape& s) { return s.m <= 128; }
 
 int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
-  const unsigned fixed = gemm_smem_bytes(s, bm, bn, 0, d_bufs, split_k);
-  const unsigned per_stage = gemm_smem_bytes(s, bm, bn, 1, d_bufs, split_k) - fixed;
-  if (fixed >= kSmemBudget) return 0;
-  return static_cast<int>((kSmemBudget - fixed) / per_stage);
+  int stages = 0;
+  while (gemm_smem_bytes(s, bm, bn, stages + 1, d_bufs, split_k) <= kSmemBudget) ++stages;
+  return stages;
 }
 
 // Small M (at most two 64-row blocks, i.e. M <= 128): every B tile is read once and the time is set
@@ -192,14 +191,16 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
   const int strip = strip_elems(out_bytes(s), bn);
   const int strips = d_bufs > 0 && d_bufs < bn / strip ? d_bufs : bn / strip;
-  // Split-K: the FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) instead of D staging.
-  const int red_pitch = bn * 4 + ((bn * 4) % 64 == 0 ? 32 : 0);
-  const unsigned smem_d = split_k > 1 ? static_cast<unsigned>(align_up(int64_t(bm) * red_pitch, 1024))
-                                      : static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
   const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128)) : 0;
-  return smem_d + stages * (a + b + sfa + sfb) + stages * 16;
+  const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
+  if (split_k > 1) {
+    // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring.
+    const unsigned red_pitch = bn * 4 + ((bn * 4) % 64 == 0 ? 32 : 0);
+    return std::max(ring, static_cast<unsigned>(bm) * red_pitch) + barriers;
+  }
+  return static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s)) + ring + barriers;
 }
 
 dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out) {

@@ -112,14 +112,9 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
     const PtxasInfo info = parse_ptxas(r.log);
     INFO("ptxas log:\n" << r.log);
     CHECK(info.registers > 0);
-    // One known exception: with the 1D1D recipe on a 2-CTA cluster ptxas keeps one 32-bit value of
-    // the producer's setup (the scheduler's cluster count) in local memory under the producer's
-    // 40-register cap: one store and one load per CTA, outside every loop (cuobjdump on 128x16,
-    // 128x128 and 128x160, 2026-11-23). Anything more, or anywhere else, fails.
-    const int allowed = s.kind == GemmKind::kFp8_1D1D && c.cluster == 2 ? 4 : 0;
-    CHECK(info.stack_frame <= 2 * allowed);
-    CHECK(info.spill_stores <= allowed);
-    CHECK(info.spill_loads <= allowed);
+    CHECK(info.stack_frame == 0);
+    CHECK(info.spill_stores == 0);
+    CHECK(info.spill_loads == 0);
     CHECK_FALSE(info.wgmma_serialized);
     char row[256];
     std::snprintf(row, sizeof(row), "  %-72s %4d regs %7u B smem %5.2f s\n", spec.kernel_name.c_str(), info.registers,
@@ -239,9 +234,12 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   CHECK(c.d_bufs == 0);
 }
 
-TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a") {
+TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spills") {
   dg::Config config = dg::default_config();
   config.cache_dir = "";
+  config.ptxas_verbose = true;
+  const int32_t log_level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_ERROR);
   struct Forced { GemmKind kind; int64_t m, n, k; dg_dtype d; bool acc; int bm, bn, stages, split_k; };
   const Forced forced[] = {
       {GemmKind::kBf16, 300, 600, 264, DG_DTYPE_BFLOAT16, true, 128, 256, 4, 0},
@@ -250,6 +248,11 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a") {
       {GemmKind::kBf16, 77, 208, 1000, DG_DTYPE_BFLOAT16, true, 0, 0, 0, 8},
       {GemmKind::kBf16, 128, 202, 1000, DG_DTYPE_FLOAT32, false, 0, 0, 0, 4},
       {GemmKind::kFp8_1D2D, 1, 336, 1200, DG_DTYPE_BFLOAT16, false, 0, 0, 0, 2},
+      {GemmKind::kFp8_1D2D, 300, 600, 1800, DG_DTYPE_BFLOAT16, false, 128, 144, 0, 4},
+      {GemmKind::kFp8_1D2D, 300, 600, 1800, DG_DTYPE_BFLOAT16, false, 128, 192, 0, 4},
+      {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_BFLOAT16, true, 128, 256, 2, 2},
+      {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_FLOAT32, true, 128, 256, 2, 2},
+      {GemmKind::kFp8_1D1D, 300, 600, 1000, DG_DTYPE_FLOAT32, true, 128, 128, 0, 2},
   };
   for (const Forced& f : forced) {
     GemmShape s;
@@ -265,7 +268,15 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a") {
     const std::string err = dg_last_error();
     INFO(spec.kernel_name << ": " << err);
     CHECK(st == DG_SUCCESS);
+    const PtxasInfo info = parse_ptxas(r.log);
+    INFO("ptxas log:\n" << r.log);
+    CHECK(info.registers > 0);
+    CHECK(info.stack_frame == 0);
+    CHECK(info.spill_stores == 0);
+    CHECK(info.spill_loads == 0);
+    CHECK_FALSE(info.wgmma_serialized);
   }
+  dg_set_log_level(log_level);
 }
 
 // DG_GEMM_PRINT_HEURISTIC=1 prints the config chosen for every test/benchmark shape.

@@ -394,6 +394,27 @@ TEST_CASE("sm90 gemm: split-K clusters reduce through distributed shared memory"
         cs.split_k = sk;
         check_case(g, cs, rng);
       }
+  // Two consumer warp-groups on 128-row tiles, several clusters per row and column of tiles (M and N
+  // tails): the partial tile overlays the stage ring, inside it (5 stages of 128x192 FP8) and past
+  // its end (2 stages of 128x256 BF16), so one warp-group's partial must not land on a stage the
+  // other is still reading.
+  for (int bn : {144, 192}) {
+    Case cs;
+    cs.fp8 = true, cs.m = 300, cs.n = 600, cs.k = 1800, cs.block_m = 128, cs.block_n = bn, cs.split_k = 4;
+    check_case(g, cs, rng);
+  }
+  for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32}) {
+    Case cs;
+    cs.m = 300, cs.n = 600, cs.k = 1000, cs.d_dtype = d, cs.c_mode = 2, cs.block_m = 128, cs.block_n = 256;
+    cs.stages = 2, cs.split_k = 2;
+    check_case(g, cs, rng);
+  }
+  {
+    Case cs;
+    cs.fp8 = true, cs.recipe = DG_FP8_RECIPE_1D1D, cs.m = 300, cs.n = 600, cs.k = 1000, cs.c_mode = 2;
+    cs.d_dtype = DG_DTYPE_FLOAT32, cs.block_m = 128, cs.block_n = 128, cs.split_k = 2;
+    check_case(g, cs, rng);
+  }
 }
 
 TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {

@@ -18,8 +18,9 @@
 // writes it to D. One tile per CTA (the grid is not persistent); no workspace, deterministic.
 //
 // Shared memory (dynamic, 1024-byte aligned):
-//   [D staging: BLOCK_M x BLOCK_N OutT, rotating strips, or the split-K FP32 partial tile]
+//   [D staging: BLOCK_M x BLOCK_N OutT or rotating strips; none with split-K]
 //   [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
+// Split-K writes its FP32 partial tile over the stages (and past them where the ring is smaller).
 // A/B tiles use the 128-byte swizzle: K-major tiles are rows of BLOCK_K (128 bytes), MN-major tiles
 // (BF16 only) are column chunks of 64 MN elements x BLOCK_K rows.
 #pragma once
@@ -103,14 +104,16 @@ struct Sm90GemmTraits {
   using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
+  // It overlays the stage ring: a split-K CTA computes one tile, so the ring is idle once its last K
+  // block is consumed, and the stages keep the whole budget.
   static constexpr uint32_t kRedPitch = kBlockN * 4 + ((kBlockN * 4) % 64 == 0 ? 32 : 0);
-  static constexpr uint32_t kSmemD = kSplitK > 1 ? align_up<uint32_t>(kBlockM * kRedPitch, 1024)
-                                                 : kMathWG * Store::kSmemBytes;
+  static constexpr uint32_t kSmemRed = kSplitK > 1 ? kBlockM * kRedPitch : 0;
+  static constexpr uint32_t kSmemD = kSplitK > 1 ? 0 : kMathWG * Store::kSmemBytes;
   static constexpr uint32_t kOffA = kSmemD;
   static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
   static constexpr uint32_t kOffSfb = kOffSfa + kStages * kSmemSfa;
-  static constexpr uint32_t kOffBar = kOffSfb + kStages * kSmemSfb;
+  static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kSmemRed), 8);
   static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
 
   using Sched = sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>;
@@ -285,6 +288,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+        // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
+        // coordinates would not fit under the producer's 40-register cap.
+#pragma unroll 1
         for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(&empty[stage], phase ^ 1);
           ptx::Mbarrier* bar = &full[stage];
@@ -545,7 +551,10 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
 
       // ---------------- epilogue
       if constexpr (T::kSplitK > 1) {
-        // The partial tile (unscaled) goes to this CTA's shared memory in the fragment layout's rows.
+        // The partial tile (unscaled) goes to this CTA's shared memory in the fragment layout's rows,
+        // over the stage ring: once every consumer warp's WGMMAs have completed (wgmma_wait<0> above)
+        // no stage is read again, and every load the producer issued has landed (each was waited on).
+        ptx::named_barrier_sync(1, T::kMathWG * 128);
 #pragma unroll
         for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
