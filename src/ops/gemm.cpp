@@ -154,11 +154,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   if (fp8) {
     if (overlap) promo = split == 1 ? 1.05 : split == 2 ? 1.6 : 1.25;
     else promo = split == 1 ? 1.3 : split == 2 ? 1.18 : 1.3;
-    // 1D2D tiles straddling two SFB rows get a K loop per tile start offset (no per-group selects,
+    // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
     // sm90_gemm.cuh): measured ~10% faster for 128x160 and 128x192 (2026-11-23); only 128x192 (2
-    // offsets) then beat the wider and overlapped tiles, so only its cost is lowered.
-    const int step = std::min(bn & -bn, 128);
-    if (s.kind == GemmKind::kFp8_1D2D && !overlap && split == 1 && 128 % bn != 0 && 128 / step <= 2) promo = 1.15;
+    // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
+    const uint32_t bounds = s.kind == GemmKind::kFp8_1D2D && 128 % bn != 0 ? sfb_boundaries(s.n, bn) : 0;
+    if (!overlap && split == 1 && bounds != 0 && __builtin_popcount(bounds) <= 2) promo = 1.15;
     // Tiles narrower than 128 columns ran ~12% slower than these bounds predict (2026-11-23 sweep).
     if (bn < 128) promo *= 1.12;
   } else {
@@ -186,6 +186,17 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
 }
 
 }  // namespace
+
+uint32_t sfb_boundaries(int64_t n, int block_n) {
+  if (block_n <= 0 || 128 % block_n == 0) return 0;
+  uint32_t mask = 0;
+  // Tile starts repeat modulo 128 after 128 / gcd(block_n, 128) <= 16 tiles.
+  for (int64_t j = 0; j < std::min<int64_t>(cdiv(n, block_n), 16); ++j) {
+    const int64_t b = std::min<int64_t>(128 - (j * block_n) % 128, block_n);
+    mask |= 1u << (b / 8 - 1);
+  }
+  return __builtin_popcount(mask) <= 4 ? mask : 0;
+}
 
 unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_bufs, int split_k) {
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
@@ -385,6 +396,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   best.smem_bytes = gemm_smem_bytes(s, best.block_m, best.block_n, best.stages, best.d_bufs, best.split_k);
   best.threads = 128u * (best.math_wg + 1);
   best.d_strip = strip_elems(out_bytes(s), best.block_n);
+  if (s.kind == GemmKind::kFp8_1D2D) best.sfb_boundaries = sfb_boundaries(s.n, best.block_n);
   *out = best;
   return DG_SUCCESS;
 }
@@ -393,7 +405,7 @@ jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
   return jit::KernelKey(jit::kFamilySm90Gemm,
                         {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
                          s.d_dtype, s.accumulate, c.block_m, c.block_n, c.stages, c.math_wg, c.cluster, c.multicast_a,
-                         c.overlap, c.promote_split, c.d_bufs, c.split_k, /*gemm type*/ 0});
+                         c.overlap, c.promote_split, c.d_bufs, c.split_k, /*gemm type*/ 0, c.sfb_boundaries});
 }
 
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
@@ -402,14 +414,15 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
   const char* majors[] = {"kK", "kMN"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/sm90_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
                                  s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
                                  c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
                                  c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
                                  c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
                                  c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
-                                 c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string());
+                                 c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string(),
+                                 c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string());
   spec.context = codegen::Value::map({
       {"kernel_name", spec.kernel_name},
       {"kind", kinds[static_cast<int>(s.kind)]},
@@ -428,6 +441,7 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
       {"d_bufs", c.d_bufs},
       {"split_k", c.split_k},
       {"gemm_type", "kNormal"},
+      {"sfb_boundaries", static_cast<int64_t>(c.sfb_boundaries)},
       {"smem_bytes", static_cast<int64_t>(c.smem_bytes)},
   });
   return spec;

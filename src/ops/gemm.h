@@ -42,6 +42,7 @@ struct GemmConfig {
   int d_strip = 0;          // epilogue TMA box width (elements)
   int d_bufs = 0;           // epilogue strip buffers per warp-group; 0 stages the whole tile
   int split_k = 1;          // CTAs (one cluster) sharing each tile's K blocks; > 1 needs cluster 1
+  uint32_t sfb_boundaries = 0;  // FP8 1D2D, tiles straddling SFB rows: see sfb_boundaries()
   double estimate_us = 0;   // the heuristic's cost estimate
 };
 
@@ -55,6 +56,11 @@ struct GemmOverride {
 
 // Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes); d_bufs as in GemmConfig.
 unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages, int d_bufs = 0, int split_k = 1);
+
+// FP8 1D2D with block_n not dividing 128: the set of column boundaries b = min(128 - n0 % 128, block_n)
+// (bit b / 8 - 1) over the tiles of an N-column problem, for which the kernel compiles one K loop
+// each; 0 where the tiles do not straddle SFB rows or take more than 4 boundaries (selected at run time).
+uint32_t sfb_boundaries(int64_t n, int block_n);
 
 // Picks the config for `s` on `num_sms` SMs; DG_ERROR_INVALID_ARGUMENT naming the option when an
 // override is illegal, DG_ERROR_UNSUPPORTED when nothing fits.

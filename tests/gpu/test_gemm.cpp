@@ -326,8 +326,9 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
     check_case(g, cs, rng);
   }
   // Every block N whose tiles straddle SFB rows, forced, over N = 1040 (tile starts at every offset
-  // within a 128-column block that the width allows; the K loop is specialised per offset for
-  // 96, 160 and 192), with both promotion modes and column slices; K with a tail.
+  // within a 128-column block that the width allows: the K loop is specialised per boundary for 96,
+  // 160 and 192, which take <= 4 boundaries, and selects at run time for 112 and 144, which take 8),
+  // with both promotion modes and column slices; K with a tail.
   for (int bn : {96, 112, 144, 160, 192})
     for (int promo : {DG_FP8_PROMOTION_AFTER, DG_FP8_PROMOTION_OVERLAP})
       for (int slices : {1, 2}) {
@@ -337,6 +338,14 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
         cs.block_n = bn, cs.promotion = promo, cs.slices = slices;
         check_case(g, cs, rng);
       }
+  // N whose tiles take at most 4 boundaries for 112 and 144 (specialised K loops; 144 is the
+  // heuristic's tile for N = 576), one of them with a partial last tile.
+  for (int64_t n : {448, 576, 530}) {
+    Case cs;
+    cs.fp8 = true, cs.m = 256, cs.n = n, cs.k = 1040;
+    cs.block_n = n == 448 ? 112 : 144;
+    check_case(g, cs, rng);
+  }
 }
 
 TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers") {

@@ -65,7 +65,7 @@ static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
-          uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal>
+          uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -91,8 +91,11 @@ struct Sm90GemmTraits {
   // wide tiles: each K block is issued and promoted in kPromoteSplit column slices).
   static constexpr uint32_t kPromoteSplit = kFp8 ? kPromoteSplit_ : 1;
   static constexpr bool kSfbStraddle = kKind == Kind::kFp8_1D2D && (128 % kBlockN != 0);
-  // Tile starts n0 = j * BLOCK_N fall on multiples of gcd(BLOCK_N, 128) within a 128-column block.
-  static constexpr uint32_t kSfbStep = kBlockN % 128 == 0 ? 128 : (kBlockN & (~kBlockN + 1)) < 128 ? (kBlockN & (~kBlockN + 1)) : 128;
+  // Straddling tiles: the columns [0, b) of a tile use the first SFB row, b = min(128 - n0 % 128,
+  // BLOCK_N), a multiple of 8. Bit b / 8 - 1 is set for each b the problem's tiles take (the host
+  // computes the set from N); with a set, the K loop is compiled once per b instead of selecting
+  // each column group's scale at run time. 0: run-time selection.
+  static constexpr uint32_t kSfbBoundaries = kSfbBoundaries_;
 
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
@@ -126,6 +129,7 @@ struct Sm90GemmTraits {
   static_assert(!kMcA || (kBlockM / 2) % (kMajorA == Major::kMN ? 64 : 8) == 0, "A multicast halves");
   static_assert(!kMcB || (kBlockN / 2) % (kMajorB == Major::kMN ? 64 : 8) == 0, "B multicast halves");
   static_assert(!kSfbStraddle || kBlockN <= 128 + (kBlockN & (~kBlockN + 1)), "a tile may straddle at most two SFB rows");
+  static_assert(kSfbBoundaries == 0 || (kSfbStraddle && kSfbBoundaries < (1u << 16)), "SFB boundaries: 1D2D straddling tiles, b <= 128");
   static_assert(kKind != Kind::kFp8_1D1D || sizeof(OutT) == 4, "1D1D writes FP32");
   static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
   static_assert(kStages >= 2, "at least 2 stages");
@@ -220,23 +224,33 @@ template <uint32_t V> struct U32Constant {
   DG_DEVICE constexpr operator uint32_t() const { return V; }
 };
 
-// Calls f(U32Constant<b>{}) for the runtime b, one of kStep, 2 kStep, ..., 128.
-template <uint32_t kStep, uint32_t V = kStep, class F>
+// Calls f(U32Constant<b>{}) for the run-time b, which must be one of the boundaries in kMask (bit
+// i: b = 8 (i + 1)); the last candidate is taken without a test.
+constexpr uint32_t lowest_bit_index(uint32_t x) {
+  uint32_t i = 0;
+  while ((x & 1u) == 0) x >>= 1, ++i;
+  return i;
+}
+template <uint32_t kMask, class F>
 DG_DEVICE void with_boundary(uint32_t b, F&& f) {
-  if constexpr (V >= 128) f(U32Constant<128>{});
-  else if (b == V) f(U32Constant<V>{});
-  else with_boundary<kStep, V + kStep>(b, f);
+  constexpr uint32_t kLow = kMask & (~kMask + 1);
+  constexpr uint32_t kV = 8 * (lowest_bit_index(kLow) + 1);
+  if constexpr (kMask == kLow) f(U32Constant<kV>{});
+  else if (b == kV) f(U32Constant<kV>{});
+  else with_boundary<kMask & ~kLow>(b, f);
 }
 
-// WGMMA descriptor of an operand tile at sub-row `row0` (multiple of 64) and K step `kk`.
+// WGMMA descriptor of an operand tile at sub-row `row0` (multiple of 64) and K step `kk`. The tile's
+// descriptor is encoded once and its start address advanced by the offset: one add per WGMMA.
 template <Major kMajor, uint32_t kBlockK>
 DG_DEVICE uint64_t operand_desc(uint32_t tile_addr, uint32_t row0, uint32_t kk) {
   if constexpr (kMajor == Major::kK) {
     // Rows of 128 bytes, 8-row core groups 1024 bytes apart; a K step is 32 bytes inside the swizzle atom.
-    return ptx::make_smem_desc(tile_addr + row0 * 128 + kk * 32, 0, 1024, 1);
+    return ptx::advance_smem_desc(ptx::make_smem_desc(tile_addr, 0, 1024, 1), row0 * 128 + kk * 32);
   } else {
     // 64-element MN chunks of kBlockK rows each (LBO between chunks); 8-row K groups 1024 bytes apart.
-    return ptx::make_smem_desc(tile_addr + (row0 / 64) * (kBlockK * 128) + kk * 16 * 128, kBlockK * 128, 1024, 1);
+    return ptx::advance_smem_desc(ptx::make_smem_desc(tile_addr, kBlockK * 128, 1024, 1),
+                                  (row0 / 64) * (kBlockK * 128) + kk * 16 * 128);
   }
 }
 
@@ -248,6 +262,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   extern __shared__ __align__(1024) uint8_t smem[];
 
   ptx::Mbarrier* full = reinterpret_cast<ptx::Mbarrier*>(smem + T::kOffBar);
+  // Shared-window addresses for the loops (stage s's tiles and barriers at fixed strides from these).
+  const uint32_t smem_base = ptx::smem_addr(smem);
+  const uint32_t full_addr = smem_base + T::kOffBar, empty_addr = full_addr + kStages * 8;
   ptx::Mbarrier* empty = full + kStages;
   const uint32_t warp = ptx::warp_uniform(threadIdx.x / 32);
   const uint32_t lane = ptx::lane_id();
@@ -292,7 +309,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         // coordinates would not fit under the producer's 40-register cap.
 #pragma unroll 1
         for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
-          ptx::mbar_wait(&empty[stage], phase ^ 1);
+          ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
           ptx::Mbarrier* bar = &full[stage];
           ptx::mbar_arrive_expect_tx(bar, T::kTxBytes);
           const uint32_t k0 = kb * kBlockK;
@@ -322,9 +339,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     // Frees a stage: one arrival per consumer warp, on this CTA's barrier and the peer's.
     auto release = [&](uint32_t s) {
       if constexpr (T::kCluster == 1) {
-        if (lane == 0) ptx::mbar_arrive(&empty[s]);
+        if (lane == 0) ptx::mbar_arrive(empty_addr + s * 8);
       } else {
-        if (lane < T::kCluster) ptx::mbar_arrive_cluster(&empty[s], lane);
+        if (lane < T::kCluster) ptx::mbar_arrive_cluster(empty_addr + s * 8, lane);
       }
     };
     auto advance = [&]() { if (++stage == kStages) { stage = 0; phase ^= 1; } };
@@ -344,9 +361,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
         }
         for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
-          ptx::mbar_wait(&full[stage], phase);
-          const uint32_t a_addr = ptx::smem_addr(smem + T::kOffA + stage * T::kSmemA);
-          const uint32_t b_addr = ptx::smem_addr(smem + T::kOffB + stage * T::kSmemB);
+          ptx::mbar_wait(full_addr + stage * 8, phase);
+          const uint32_t a_addr = smem_base + T::kOffA + stage * T::kSmemA;
+          const uint32_t b_addr = smem_base + T::kOffB + stage * T::kSmemB;
 #pragma unroll
           for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
@@ -394,26 +411,35 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
 #pragma unroll
           for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
-        // 1D2D: SFB of this tile's (at most two) 128-column blocks.
-        uint32_t sfb_row0 = 0, sfb_row1 = 0, boundary = kBlockN;
+        // 1D2D: SFB of this tile's (at most two) 128-column blocks, read in K-block order by stepping
+        // two pointers (load_sfb is called once per K block, in order).
+        uint32_t boundary = kBlockN;
+        const float *sfb0 = nullptr, *sfb1 = nullptr;
         if constexpr (T::kKind == Kind::kFp8_1D2D) {
-          sfb_row0 = min_of(n0 / 128, p.sfb_rows - 1);
-          sfb_row1 = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1);
-          boundary = 128 - n0 % 128;  // columns [0, boundary) use row 0
+          const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1);
+          const uint32_t row1 = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1);
+          boundary = min_of(128 - n0 % 128, kBlockN);  // columns [0, boundary) use row 0
+          sfb0 = p.sfb + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
+          sfb1 = p.sfb + row1 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
         }
-        auto load_sfb = [&](uint32_t kb, float& s0, float& s1) {
+        auto load_sfb = [&](float& s0, float& s1) {
           if constexpr (T::kKind == Kind::kFp8_1D2D) {
-            s0 = ptx::ldg_nc(p.sfb + sfb_row0 * p.sfb_stride_n + kb * p.sfb_stride_k);
-            if constexpr (T::kSfbStraddle) s1 = ptx::ldg_nc(p.sfb + sfb_row1 * p.sfb_stride_n + kb * p.sfb_stride_k);
-            else s1 = s0;
+            s0 = ptx::ldg_nc(sfb0);
+            sfb0 += p.sfb_stride_k;
+            if constexpr (T::kSfbStraddle) {
+              s1 = ptx::ldg_nc(sfb1);
+              sfb1 += p.sfb_stride_k;
+            } else {
+              s1 = s0;
+            }
           }
         };
 
         // Issues column slice h of the K block in stage s into part[buf] (waits for the stage first).
         auto issue = [&](uint32_t buf, uint32_t s, uint32_t h) {
-          if (h == 0) ptx::mbar_wait(&full[s], phase);
-          const uint32_t a_addr = ptx::smem_addr(smem + T::kOffA + s * T::kSmemA);
-          const uint32_t b_addr = ptx::smem_addr(smem + T::kOffB + s * T::kSmemB);
+          if (h == 0) ptx::mbar_wait(full_addr + s * 8, phase);
+          const uint32_t a_addr = smem_base + T::kOffA + s * T::kSmemA;
+          const uint32_t b_addr = smem_base + T::kOffB + s * T::kSmemB;
 #pragma unroll
           for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
@@ -503,7 +529,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             float sa[kKbPerGroup][T::kMIters][2];
             uint32_t st[kKbPerGroup];
 #pragma unroll
-            for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(kb + q, sb0[q], sb1[q]);
+            for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(sb0[q], sb1[q]);
 #pragma unroll
             for (uint32_t j = 0; j < kGroup; ++j) {
               const uint32_t q = j / kSplit, h = j % kSplit;
@@ -530,7 +556,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           }
           for (; kb < kb_end; ++kb) {
             float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
-            load_sfb(kb, s0, s1);
+            load_sfb(s0, s1);
             const uint32_t s = stage;
 #pragma unroll
             for (uint32_t h = 0; h < kSplit; ++h) {
@@ -542,10 +568,10 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             }
           }
         };
-        // Which 8-column groups take the second SFB row is fixed per tile; where the tile start
-        // (n0 % 128) takes few values, each gets its own K loop so that the choice is made at compile
-        // time instead of a select per group and K block in the promotion.
-        if constexpr (T::kSfbStraddle && 128 / T::kSfbStep <= 4) with_boundary<T::kSfbStep>(boundary, k_loop);
+        // Which 8-column groups take the second SFB row is fixed per tile; where the tiles' boundaries
+        // take few values, each gets its own K loop so that the choice is made at compile time
+        // instead of a select per group and K block in the promotion.
+        if constexpr (T::kSfbBoundaries != 0) with_boundary<T::kSfbBoundaries>(boundary, k_loop);
         else k_loop(boundary);
       }
 

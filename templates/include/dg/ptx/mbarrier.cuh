@@ -10,21 +10,25 @@ DG_DEVICE void mbar_init(Mbarrier* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
 }
 
-DG_DEVICE void mbar_arrive(Mbarrier* bar) {
-  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" :: "r"(smem_addr(bar)) : "memory");
+// The hot loops address barriers by their shared-window address (`bar_addr`, from smem_addr once)
+// so that no generic-to-shared conversion is recomputed per use.
+DG_DEVICE void mbar_arrive(uint32_t bar_addr) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" :: "r"(bar_addr) : "memory");
 }
+DG_DEVICE void mbar_arrive(Mbarrier* bar) { mbar_arrive(smem_addr(bar)); }
 
 DG_DEVICE void mbar_arrive_count(Mbarrier* bar, uint32_t count) {
   asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0], %1;\n" :: "r"(smem_addr(bar)), "r"(count) : "memory");
 }
 
 // Arrive on the barrier at the same offset in CTA `rank` of the cluster (rank may be our own).
-DG_DEVICE void mbar_arrive_cluster(Mbarrier* bar, uint32_t rank) {
-  uint32_t remote = map_shared_rank(smem_addr(bar), rank);
+DG_DEVICE void mbar_arrive_cluster(uint32_t bar_addr, uint32_t rank) {
+  uint32_t remote = map_shared_rank(bar_addr, rank);
   // Default semantics (release, CTA scope), as the stage ring needs no cluster-wide ordering of this
   // thread's own memory operations; .release.cluster here costs a fence per K block.
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
 }
+DG_DEVICE void mbar_arrive_cluster(Mbarrier* bar, uint32_t rank) { mbar_arrive_cluster(smem_addr(bar), rank); }
 
 // One arrival that also announces `bytes` of transaction (TMA) traffic for the current phase.
 DG_DEVICE void mbar_arrive_expect_tx(Mbarrier* bar, uint32_t bytes) {
@@ -47,14 +51,15 @@ DG_DEVICE bool mbar_try_wait(Mbarrier* bar, uint32_t parity) {
 }
 
 // Blocks until the phase with parity `parity` has completed.
-DG_DEVICE void mbar_wait(Mbarrier* bar, uint32_t parity) {
+DG_DEVICE void mbar_wait(uint32_t bar_addr, uint32_t parity) {
   asm volatile(
       "{\n .reg .pred p;\n"
       "DG_MBAR_WAIT_%=:\n"
       " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
       " @!p bra DG_MBAR_WAIT_%=;\n}"
-      :: "r"(smem_addr(bar)), "r"(parity) : "memory");
+      :: "r"(bar_addr), "r"(parity) : "memory");
 }
+DG_DEVICE void mbar_wait(Mbarrier* bar, uint32_t parity) { mbar_wait(smem_addr(bar), parity); }
 
 // Same, with the acquire at cluster scope (a peer CTA's writes are then visible).
 DG_DEVICE void mbar_wait_cluster(Mbarrier* bar, uint32_t parity) {

@@ -25,6 +25,14 @@ DG_DEVICE uint64_t make_smem_desc(uint32_t smem_byte_addr, uint32_t lbo_bytes, u
   return d;
 }
 
+// The descriptor of the operand `byte_offset` bytes past `desc`'s start (a multiple of 16). The start
+// address field (bits [0, 14), address / 16) holds any shared-memory address (< 2^18 bytes), so the
+// sum of a start and an offset that stay inside shared memory never carries out of it.
+DG_DEVICE uint64_t advance_smem_desc(uint64_t desc, uint32_t byte_offset) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (byte_offset >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 template <int N> struct WgmmaBf16;   // D[64xN] (+)= A[64x16] * B[16xN], bf16 in, f32 accumulate
 template <int N> struct WgmmaE4m3;   // D[64xN] (+)= A[64x32] * B[32xN], e4m3 in, f32 accumulate
 
