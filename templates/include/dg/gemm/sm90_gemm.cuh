@@ -570,7 +570,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         };
         // Which 8-column groups take the second SFB row is fixed per tile; where the tiles' boundaries
         // take few values, each gets its own K loop so that the choice is made at compile time
-        // instead of a select per group and K block in the promotion.
+        // instead of a select per group and K block in the promotion. (A 2-CTA pair's tile past the
+        // last column may take any of them: it is computed but never stored.)
         if constexpr (T::kSfbBoundaries != 0) with_boundary<T::kSfbBoundaries>(boundary, k_loop);
         else k_loop(boundary);
       }
