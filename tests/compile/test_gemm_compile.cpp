@@ -2,6 +2,7 @@
 // test and benchmark shapes (132 SMs, as an H100), plus the elementwise pre-pass kernels. No GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -232,6 +233,34 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   o.stages = 3;  // fits beside the whole tile
   REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
   CHECK(c.d_bufs == 0);
+}
+
+// The kernel specialises its K loop on exactly the boundaries the host reports, and takes the last
+// candidate without a test: every tile of the problem must find its boundary in the set.
+TEST_CASE("sm90 gemm: SFB boundary sets cover every tile of the problem") {
+  for (int bn = 8; bn <= 256; bn += 8)
+    for (int64_t n = 1; n <= 3000; ++n) {
+      const uint32_t mask = dg::ops::sfb_boundaries(n, bn);
+      if (128 % bn == 0) {
+        CHECK(mask == 0);
+        continue;
+      }
+      uint32_t expected = 0;
+      for (int64_t n0 = 0; n0 < n; n0 += bn) expected |= 1u << (std::min<int64_t>(128 - n0 % 128, bn) / 8 - 1);
+      INFO("block_n " << bn << ", n " << n);
+      if (__builtin_popcount(expected) <= 4) CHECK(mask == expected);
+      else CHECK(mask == 0);
+    }
+  CHECK(dg::ops::sfb_boundaries(576, 144) == (1u << 9 | 1u << 11 | 1u << 13 | 1u << 15));  // 80, 96, 112, 128
+  CHECK(dg::ops::sfb_boundaries(1040, 144) == 0);                                        // 8 boundaries
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 4096, s.n = 576, s.k = 7168;
+  dg::ops::GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.sfb_boundaries == dg::ops::sfb_boundaries(s.n, c.block_n));
+  s.kind = GemmKind::kBf16;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.sfb_boundaries == 0);
 }
 
 TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spills") {
