@@ -12,10 +12,11 @@ B=${2:?stage B}
 SUITES=${3:?suites}
 shift 3
 DEST=${OUT:-bench-out}/ab
+JIT=$(mktemp -d)  # one JIT cache per build, outside the results
 mkdir -p "$DEST"
 run() {  # label stage suite
   local label=$1 stage=$2 suite=$3
-  LD_LIBRARY_PATH="$stage${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DG_JIT_CACHE_DIR="$DEST/jit-${label:0:1}" \
+  LD_LIBRARY_PATH="$stage${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DG_JIT_CACHE_DIR="$JIT/${label:0:1}" \
     "$stage/bench/dg-bench" --suite "$suite" --json "$DEST/$label-$suite.json" "$@" \
     > "$DEST/$label-$suite.txt" 2> "$DEST/$label-$suite.log"
   echo "$label $suite: exit $?" >&2
