@@ -11,21 +11,22 @@ A=${1:?usage: bench/ab_builds.sh STAGE_A STAGE_B "SUITE ..." [dg-bench args]}
 B=${2:?stage B}
 SUITES=${3:?suites}
 shift 3
+EXTRA=("$@")  # passed to every dg-bench run
 DEST=${OUT:-bench-out}/ab
 JIT=$(mktemp -d)  # one JIT cache per build, outside the results
 mkdir -p "$DEST"
 run() {  # label stage suite
   local label=$1 stage=$2 suite=$3
   LD_LIBRARY_PATH="$stage${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" DG_JIT_CACHE_DIR="$JIT/${label:0:1}" \
-    "$stage/bench/dg-bench" --suite "$suite" --json "$DEST/$label-$suite.json" "$@" \
+    "$stage/bench/dg-bench" --suite "$suite" --json "$DEST/$label-$suite.json" "${EXTRA[@]}" \
     > "$DEST/$label-$suite.txt" 2> "$DEST/$label-$suite.log"
   echo "$label $suite: exit $?" >&2
 }
 for suite in $SUITES; do
-  run A1 "$A" "$suite" "$@"
-  run B1 "$B" "$suite" "$@"
-  run B2 "$B" "$suite" "$@"
-  run A2 "$A" "$suite" "$@"
+  run A1 "$A" "$suite"
+  run B1 "$B" "$suite"
+  run B2 "$B" "$suite"
+  run A2 "$A" "$suite"
 done
 python3 - "$DEST" $SUITES <<'EOF'
 import json, sys, os
