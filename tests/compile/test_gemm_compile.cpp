@@ -284,7 +284,7 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
       {GemmKind::kFp8_1D2D, 300, 600, 1808, DG_DTYPE_BFLOAT16, false, 128, 192, 0, 4},
       {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_BFLOAT16, true, 128, 256, 2, 2},
       {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_FLOAT32, true, 128, 256, 2, 2},
-      {GemmKind::kFp8_1D1D, 300, 600, 1000, DG_DTYPE_FLOAT32, true, 128, 128, 0, 2},
+      {GemmKind::kFp8_1D1D, 300, 600, 1008, DG_DTYPE_FLOAT32, true, 128, 128, 0, 2},
   };
   for (const Forced& f : forced) {
     GemmShape s;
