@@ -42,32 +42,44 @@ DG_DEVICE uint32_t e2m1x4_to_s8x4_times2(uint32_t nibbles) {
   return prmt(pos, neg, sel);
 }
 
+// The low word of the magnitude table, for the hot loop: kMag2Lo as a value ptxas cannot prove
+// uniform (%laneid >> 5 is 0). PRMT's first operand must be a general register; a literal table
+// word is kept in a uniform register and copied into a general one before most PRMTs (20 copies
+// per 32 lookups measured), which costs an issue slot each. Call once, outside the loop.
+DG_DEVICE uint32_t mag2_table_lo() {
+  uint32_t lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return kMag2Lo + (lane >> 5);
+}
+
 // For the streamed matrix: one 32-bit word of eight E2M1 codes times eight int8 values of the
 // vector (b_lo: elements 0-3, b_hi: elements 4-7, each 2 * e2m1) accumulated into two int32 sums:
 // acc_pos takes the products of the non-negative codes and acc_neg those of the negative ones, so
 // that the dot product is acc_pos - acc_neg (times 1/4). The selector's bit 3 (the code's sign)
 // makes PRMT return 0 for negative codes, so no masking is needed: 7 ALU operations + 4 dp4a.
-DG_DEVICE void e2m1x8_dot_s8(uint32_t w, uint32_t b_lo, uint32_t b_hi, int32_t& acc_pos,
+// `table_lo` is kMag2Lo, best from mag2_table_lo().
+DG_DEVICE void e2m1x8_dot_s8(uint32_t w, uint32_t b_lo, uint32_t b_hi, uint32_t table_lo, int32_t& acc_pos,
                              int32_t& acc_neg) {
   const uint32_t wx = w ^ 0x88888888u;
-  acc_pos = dp4a(prmt(kMag2Lo, kMag2Hi, w), b_lo, acc_pos);
-  acc_neg = dp4a(prmt(kMag2Lo, kMag2Hi, wx), b_lo, acc_neg);
-  acc_pos = dp4a(prmt(kMag2Lo, kMag2Hi, w >> 16), b_hi, acc_pos);
-  acc_neg = dp4a(prmt(kMag2Lo, kMag2Hi, wx >> 16), b_hi, acc_neg);
+  acc_pos = dp4a(prmt(table_lo, kMag2Hi, w), b_lo, acc_pos);
+  acc_neg = dp4a(prmt(table_lo, kMag2Hi, wx), b_lo, acc_neg);
+  acc_pos = dp4a(prmt(table_lo, kMag2Hi, w >> 16), b_hi, acc_pos);
+  acc_neg = dp4a(prmt(table_lo, kMag2Hi, wx >> 16), b_hi, acc_neg);
 }
 
-// Two E4M3 codes (low byte first) -> two floats, exactly (every E4M3 value is an FP16 value).
-// cvt.f16x2.e4m3x2 exists from sm_89 on.
-DG_DEVICE void e4m3x2_to_float2(uint16_t codes, float& lo, float& hi) {
+// Two E4M3 codes (the low 16 bits, low byte first) -> two floats, exactly (every E4M3 value is an
+// FP16 value). cvt.f16x2.e4m3x2 exists from sm_89 on. The codes come in a 32-bit register, as
+// loaded by ld.u16 into one.
+DG_DEVICE void e4m3x2_to_float2(uint32_t codes, float& lo, float& hi) {
   uint32_t h2;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(codes));
+  asm("{\n .reg .b16 c, u;\n mov.b32 {c, u}, %1;\n cvt.rn.f16x2.e4m3x2 %0, c;\n}" : "=r"(h2) : "r"(codes));
   asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;\n}"
       : "=f"(lo), "=f"(hi) : "r"(h2));
 }
 
 DG_DEVICE float e4m3_to_float(uint8_t code) {
   float lo, hi;
-  e4m3x2_to_float2(static_cast<uint16_t>(code), lo, hi);
+  e4m3x2_to_float2(code, lo, hi);
   return lo;
 }
 
