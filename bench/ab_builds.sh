@@ -28,19 +28,4 @@ for suite in $SUITES; do
   run B2 "$B" "$suite"
   run A2 "$A" "$suite"
 done
-python3 - "$DEST" $SUITES <<'EOF'
-import json, sys, os
-dest, suites = sys.argv[1], sys.argv[2:]
-for suite in suites:
-    print(f"== {suite}: geomean t_peer / t_libdg per run")
-    for label in ("A1", "B1", "B2", "A2"):
-        path = os.path.join(dest, f"{label}-{suite}.json")
-        try:
-            summary = json.load(open(path)).get("summary", {}).get(suite, {})
-        except (OSError, ValueError) as e:
-            print(f"  {label}: unreadable ({e})")
-            continue
-        ratios = {k: round(v["geomean_time_ratio_to_libdg"], 4) for k, v in summary.items()
-                  if isinstance(v, dict) and "geomean_time_ratio_to_libdg" in v}
-        print(f"  {label}: {ratios}")
-EOF
+python3 "$(dirname "$0")/ab_summary.py" "$DEST" $SUITES
