@@ -204,7 +204,9 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const int strips = d_bufs > 0 && d_bufs < bn / strip ? d_bufs : bn / strip;
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
-  const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128)) : 0;
+  // 1D1D: per-column scales; 1D2D: the tile's two SFB scalars (mirrors Sm90GemmTraits::kSmemSfb).
+  const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128))
+                       : s.kind == GemmKind::kFp8_1D2D ? 16 : 0;
   const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
   if (split_k > 1) {
     // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring.

@@ -26,6 +26,7 @@
 #pragma once
 #include <dg/types.cuh>
 #include <dg/ptx/common.cuh>
+#include <dg/ptx/cp_async.cuh>
 #include <dg/ptx/mbarrier.cuh>
 #include <dg/ptx/tma.cuh>
 #include <dg/ptx/wgmma.cuh>
@@ -100,7 +101,11 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
   static constexpr uint32_t kSmemSfa = kFp8 ? align_up<uint32_t>(kBlockM * 4, 128) : 0;
-  static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128) : 0;
+  // 1D1D: the tile's BLOCK_N per-column scales (TMA); 1D2D: the (at most two) SFB scalars of the tile's
+  // 128-column blocks, copied by the producer with cp.async so that consumers read them from shared
+  // memory like SFA instead of waiting on L2 in the K loop.
+  static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128)
+                                       : kKind == Kind::kFp8_1D2D ? 16 : 0;
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
@@ -278,7 +283,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
-      ptx::mbar_init(&full[s], 1);
+      // The producer's arrival with the TMA byte count, plus (1D2D) its cp.async arrival for the SFB scalars.
+      ptx::mbar_init(&full[s], T::kKind == Kind::kFp8_1D2D ? 2 : 1);
       ptx::mbar_init(&empty[s], T::kMathWG * 4 * T::kCluster);
     }
     ptx::fence_barrier_init();
@@ -289,9 +295,6 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   ptx::grid_dependency_wait();
 
   const uint32_t num_kb = ceil_div(p.k, kBlockK);
-  // Split-K: the one tile this CTA computes partially.
-  bool split_tile = false;
-  uint32_t split_m0 = 0, split_n0 = 0;
 
   if (wg == T::kMathWG) {
     // ------------------------------------------------------------------ producer
@@ -305,6 +308,15 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+        // 1D2D: SFB of the tile's first 128-column block, stepped along K; the second (straddling
+        // tiles) is the next row, or the same one at the last row.
+        const float* sfb0 = nullptr;
+        bool sfb_next_row = false;
+        if constexpr (T::kKind == Kind::kFp8_1D2D) {
+          const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1);
+          sfb0 = p.sfb + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
+          sfb_next_row = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1) != row0;
+        }
         // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
         // coordinates would not fit under the producer's 40-register cap.
 #pragma unroll 1
@@ -322,9 +334,22 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, m0, kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
             ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, kb);
+          if constexpr (T::kKind == Kind::kFp8_1D2D) {
+            const uint32_t dst = smem_base + T::kOffSfb + stage * T::kSmemSfb;
+            ptx::cp_async_4(dst, sfb0);
+            if constexpr (T::kSfbStraddle) ptx::cp_async_4(dst + 4, sfb_next_row ? sfb0 + p.sfb_stride_n : sfb0);
+            ptx::cp_async_mbar_arrive(full_addr + stage * 8);
+            sfb0 += p.sfb_stride_k;
+          }
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
       }
+    }
+    __syncwarp();  // the elected lane rejoins its warp before the aligned cluster barriers
+    // Split-K: the consumers' barrier that publishes the partial tiles counts every thread of the cluster.
+    if constexpr (T::kSplitK > 1) {
+      ptx::cluster_arrive();
+      ptx::cluster_wait();
     }
   } else {
     // ------------------------------------------------------------------ consumers
@@ -335,6 +360,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
     const uint32_t warp_in_wg = warp % 4;
     uint32_t stage = 0, phase = 0;
+    // Split-K: the one tile this CTA computes partially.
+    bool split_tile = false;
+    uint32_t split_m0 = 0, split_n0 = 0;
 
     // Frees a stage: one arrival per consumer warp, on this CTA's barrier and the peer's.
     auto release = [&](uint32_t s) {
@@ -411,27 +439,14 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
 #pragma unroll
           for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
-        // 1D2D: SFB of this tile's (at most two) 128-column blocks, read in K-block order by stepping
-        // two pointers (load_sfb is called once per K block, in order).
-        uint32_t boundary = kBlockN;
-        const float *sfb0 = nullptr, *sfb1 = nullptr;
-        if constexpr (T::kKind == Kind::kFp8_1D2D) {
-          const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1);
-          const uint32_t row1 = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1);
-          boundary = min_of(128 - n0 % 128, kBlockN);  // columns [0, boundary) use row 0
-          sfb0 = p.sfb + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
-          sfb1 = p.sfb + row1 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
-        }
-        auto load_sfb = [&](float& s0, float& s1) {
+        // 1D2D: the SFB scalars of the K block in stage s (the tile's one or two 128-column blocks),
+        // which the producer copied beside the stage; columns [0, boundary) use the first.
+        const uint32_t boundary = T::kKind == Kind::kFp8_1D2D ? min_of(128 - n0 % 128, kBlockN) : kBlockN;
+        auto load_sfb = [&](uint32_t s, float& s0, float& s1) {
           if constexpr (T::kKind == Kind::kFp8_1D2D) {
-            s0 = ptx::ldg_nc(sfb0);
-            sfb0 += p.sfb_stride_k;
-            if constexpr (T::kSfbStraddle) {
-              s1 = ptx::ldg_nc(sfb1);
-              sfb1 += p.sfb_stride_k;
-            } else {
-              s1 = s0;
-            }
+            const float* v = reinterpret_cast<const float*>(smem + T::kOffSfb + s * T::kSmemSfb);
+            s0 = v[0];
+            s1 = T::kSfbStraddle ? v[1] : s0;
           }
         };
 
@@ -529,13 +544,14 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
             float sa[kKbPerGroup][T::kMIters][2];
             uint32_t st[kKbPerGroup];
 #pragma unroll
-            for (uint32_t q = 0; q < kKbPerGroup; ++q) load_sfb(sb0[q], sb1[q]);
-#pragma unroll
             for (uint32_t j = 0; j < kGroup; ++j) {
               const uint32_t q = j / kSplit, h = j % kSplit;
               if (h == 0) st[q] = stage;
               issue(j % kBufs, st[q], h);
-              if (h == 0) load_sfa(st[q], sa[q]);
+              if (h == 0) {
+                load_sfa(st[q], sa[q]);
+                load_sfb(st[q], sb0[q], sb1[q]);
+              }
               if (h == kSplit - 1) advance();
               if constexpr (T::kOverlapPromotion) {
                 if (j >= 1) {
@@ -556,12 +572,14 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           }
           for (; kb < kb_end; ++kb) {
             float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
-            load_sfb(s0, s1);
             const uint32_t s = stage;
 #pragma unroll
             for (uint32_t h = 0; h < kSplit; ++h) {
               issue(0, s, h);
-              if (h == 0) load_sfa(s, sa);
+              if (h == 0) {
+                load_sfa(s, sa);
+                load_sfb(s, s0, s1);
+              }
               if (h == kSplit - 1) advance();
               ptx::wgmma_wait<0>();
               promote(0, s, h, s0, s1, sa, bnd);
@@ -599,16 +617,17 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
                       static_cast<int32_t>(m0 + wg_row0), 1 + wg);
       }
     }
-    if constexpr (T::kSplitK == 1) T::Store::drain();
+    if constexpr (T::kSplitK == 1) {
+      T::Store::drain();
+    } else {
+      // Every CTA's partial tile is in its shared memory once the whole cluster (producers included,
+      // above) has passed this barrier; the final barrier below keeps the partials alive until read.
+      ptx::cluster_arrive();
+      ptx::cluster_wait();
+      if (split_tile) split_k_reduce_store<T>(p, smem, split_m0, split_n0);
+    }
   }
 
-  __syncwarp();  // the producer warp's elected lane rejoins before the aligned cluster barriers
-  if constexpr (T::kSplitK > 1) {
-    // Every CTA's partial tile is in its shared memory; then no CTA may leave while a peer reads it.
-    ptx::cluster_arrive();
-    ptx::cluster_wait();
-    if (wg < T::kMathWG && split_tile) split_k_reduce_store<T>(p, smem, split_m0, split_n0);
-  }
   if constexpr (T::kClusterDims > 1) {
     // No CTA may leave while its peer can still arrive on its barriers or multicast into it.
     ptx::cluster_arrive();
