@@ -1,7 +1,5 @@
 #include "ops/transpose.h"
 
-#include <algorithm>
-
 #include "jit/kernel_cache.h"
 #include "runtime/launch.h"
 #include "runtime/status.h"
@@ -23,7 +21,8 @@ jit::KernelSpec transpose_kernel_spec() {
 
 unsigned transpose_grid(int64_t rows, int64_t cols, int num_sms) {
   const int64_t tiles = cdiv(rows, kTransposeTile) * cdiv(cols, kTransposeTile);
-  return static_cast<unsigned>(std::min<int64_t>(tiles, int64_t(num_sms) * kTransposeBlocksPerSm));
+  const int64_t rounds = cdiv(tiles, int64_t(num_sms) * kTransposeBlocksPerSm);
+  return static_cast<unsigned>(cdiv(tiles, rounds));
 }
 
 dg_status run_transpose(const dg_stream_s& stream, const TransposeParams& p, bool prepare_only) {

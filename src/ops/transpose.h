@@ -30,8 +30,9 @@ constexpr int kTransposeBlocksPerSm = 4;
 
 jit::KernelSpec transpose_kernel_spec();
 
-// Blocks launched for a rows x cols transpose on num_sms SMs: one per tile, at most
-// kTransposeBlocksPerSm per SM (the blocks then walk the remaining tiles).
+// Blocks launched for a rows x cols transpose on num_sms SMs (rows, cols > 0): one per tile, at
+// most kTransposeBlocksPerSm per SM, all resident at once; with more tiles, as few blocks as walk
+// them in the same number of rounds, so that no block has more than one tile more than another.
 unsigned transpose_grid(int64_t rows, int64_t cols, int num_sms);
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols, on the stream. With prepare_only

@@ -185,4 +185,6 @@ TEST_CASE("transpose: tile indices and the grid for sizes up to 2^31") {
   CHECK(dg::ops::transpose_grid(big, big, 132) == 132u * tr::kBlocksPerSm);
   CHECK(dg::ops::transpose_grid(7168, 1, 132) == 56u);
   CHECK(dg::ops::transpose_grid(1, 1, 132) == 1u);
+  CHECK(dg::ops::transpose_grid(7168, 2048, 132) == 448u);  // 896 tiles: 2 per block, not 1 or 2 over 528
+  CHECK(dg::ops::transpose_grid(7168, 2048, 1) == 4u);
 }

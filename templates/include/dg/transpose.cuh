@@ -21,8 +21,9 @@ constexpr int kBlocksPerSm = 4;                                    // the grid: 
 constexpr int kVec = 16;                                           // bytes per vector access
 constexpr int kWordCols = kTile / 4;                               // 4-byte source column groups per tile
 constexpr int kLoadsPerThread = kTile * kTile / kVec / kThreads;   // 16-byte source chunks per thread
-// Words per word column in shared memory: 4 of padding keep 16-byte alignment and put consecutive
-// word columns one 16-byte bank group apart (see store_piece), and 4 apart in banks (see load_chunk).
+// Words per word column in shared memory: the 4 words of padding keep each column 16-byte aligned
+// and start consecutive columns 4 banks (one 16-byte bank group) apart, which leaves both phases
+// free of bank conflicts (load_chunk, store_piece).
 constexpr int kSmemColWords = kTile + 4;
 static_assert(kWordCols * (kTile / kVec) == kThreads, "store_tile: one piece of 4 x 16 bytes per thread");
 static_assert(kLoadsPerThread * kThreads * kVec == kTile * kTile, "load_tile: the chunks cover the tile");
