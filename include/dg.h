@@ -341,8 +341,9 @@ typedef struct dg_gemm_options {
   /* Appended in 0.4: */
   void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
                                  MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
-                                 Used on the stream: do not reuse it before the call's work there is done.
-                                 Ignored by BF16 calls and by FP8 calls whose operands are K-major. */
+                                 Used on the stream: do not reuse it before the call's work there is done, and
+                                 do not let it overlap a, b, c or d. Ignored by BF16 calls and by FP8 calls
+                                 whose operands are K-major. */
   size_t workspace_size;      /* bytes of workspace */
 } dg_gemm_options;
 #define DG_GEMM_OPTIONS_INIT \
