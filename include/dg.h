@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define DG_VERSION_MAJOR 0
-#define DG_VERSION_MINOR 3
+#define DG_VERSION_MINOR 4
 #define DG_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define DG_VERSION_NUMBER (DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH)
@@ -303,12 +303,13 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
  *   tn: a [K, M], b [K, N]     tt: a [K, M], b [N, K]
  * D = alpha * (A @ Bᵀ) + beta * C, where A is the [M, K] view of a and B the [N, K] view of b.
  * Each view may be K-major or MN-major in memory (read from its strides; one stride must be 1 and
- * the other a multiple of 16 bytes, base 16-byte aligned). d: [M, N] row-major, BFLOAT16 or FLOAT32
- * (row stride a multiple of 16 bytes). c: NULL, or [M, N] row-major with d's dtype; it may alias d
+ * the other a multiple of 16 bytes, base 16-byte aligned; FP8 MN-major views need a workspace, see
+ * dg_fp8_gemm_workspace_size). d: [M, N] row-major, BFLOAT16 or FLOAT32 (row stride a multiple of
+ * 16 bytes). c: NULL, or [M, N] row-major with d's dtype; it may alias d
  * (same pointer and strides: beta = 1 is then plain accumulation). M == 0 or N == 0: nothing runs.
  * K == 0: D = beta * C, or zeros without c (on the device). Everything runs on the stream, with
- * no host synchronisation and no allocation, so the calls can be captured in a CUDA graph once the
- * kernels are loaded (see dg_gemm_prepare). */
+ * no host synchronisation and no allocation (scratch memory is the caller's options.workspace), so
+ * the calls can be captured in a CUDA graph once the kernels are loaded (see dg_gemm_prepare). */
 
 /* FP8 scaling recipes (spec §0.3). */
 #define DG_FP8_RECIPE_1D2D 0 /* sfa per token x 128 K, sfb per 128 x 128 block (default) */
@@ -337,8 +338,16 @@ typedef struct dg_gemm_options {
   int32_t split_k;            /* CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
                                  through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
                                  0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic. */
+  /* Appended in 0.4: */
+  void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
+                                 MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
+                                 Used on the stream: do not reuse it before the call's work there is done, and
+                                 do not let it overlap a, b, c or d. Ignored by BF16 calls and by FP8 calls
+                                 whose operands are K-major. */
+  size_t workspace_size;      /* bytes of workspace */
 } dg_gemm_options;
-#define DG_GEMM_OPTIONS_INIT {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0}
+#define DG_GEMM_OPTIONS_INIT \
+  {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0}
 
 /* How the FP8 kernels fold each 128-K block's tensor-core partial sums into the FP32 accumulators
  * (with the scales): after the block's WGMMAs complete, or while the next block's WGMMAs run (costs
@@ -361,9 +370,13 @@ DG_API dg_status dg_bf16_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg
  *        elements >= M along K blocks: dg_transform_sf_into_required_layout produces it);
  *   sfb: 1D2D: the [ceil(N/128), ceil(K/128)] view, any strides;
  *        1D1D: the [N, ceil(K/128)] view, MN-major TMA-aligned like sfa.
- * On SM90 the [M, K] and [N, K] views of a and b must be K-major in memory (a WGMMA rule): other
- * memory orders give DG_ERROR_UNSUPPORTED naming the operand. d: BFLOAT16 or FLOAT32 (1D2D),
- * FLOAT32 (1D1D). */
+ * SM90 FP8 WGMMA reads K-major operands only: a view that is MN-major in memory (stride 1 along
+ * M or N, K rows a multiple of 16 bytes apart, base 16-byte aligned; e.g. a of tn/tt, b of nn/tn
+ * when contiguous) is first transposed on the stream into options.workspace, and the GEMM reads
+ * that copy. Without a workspace such a call returns DG_ERROR_UNSUPPORTED naming the operand and
+ * the bytes needed; a workspace that is too small or not 256-byte aligned gives
+ * DG_ERROR_INVALID_ARGUMENT. Other memory orders are DG_ERROR_UNSUPPORTED (one stride 1) or
+ * DG_ERROR_INVALID_ARGUMENT. d: BFLOAT16 or FLOAT32 (1D2D), FLOAT32 (1D1D). */
 DG_API dg_status dg_fp8_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options);
@@ -377,16 +390,26 @@ DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options);
 
-/* Layouts of dg_gemm_prepare. */
+/* Layouts of dg_gemm_prepare and dg_fp8_gemm_workspace_size. */
 #define DG_GEMM_LAYOUT_NT 0
 #define DG_GEMM_LAYOUT_NN 1
 #define DG_GEMM_LAYOUT_TN 2
 #define DG_GEMM_LAYOUT_TT 3
 
+/* Bytes of options.workspace that dg_fp8_gemm_* need when a and b are stored as `layout` names them
+ * (0 for NT): each operand stored [K, M] / [K, N] (a of TN/TT, b of NN/TN) is MN-major and gets a
+ * K-major copy with rows align(K, 16) bytes apart, taking align(rows * align(K, 16), 256) bytes:
+ * a's [M, K] copy at offset 0, then b's [N, K] copy. 0 when M, N or K is 0. (A contiguous single
+ * row, M or N = 1, is K-major as well and not copied; the size counts it anyway.) Views need the
+ * size of the layout with their memory orders: an nt call on MN-major views of both operands needs
+ * the TN size. m, n, k in [0, 2^31). */
+DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes);
+
 /* Compiles and loads (no launch, no device memory touched) every kernel the matching call would
- * use, for contiguous a and b in `layout`: ab_dtype BFLOAT16 or FLOAT8_E4M3 (recipe from options),
- * d_dtype BFLOAT16 or FLOAT32, with_c 1 when a C term will be given (with C == D and beta == 1 the
- * pre-pass kernel is loaded too, unused). Call it before capturing a CUDA graph. */
+ * use, for contiguous a and b in `layout`: ab_dtype BFLOAT16 or FLOAT8_E4M3 (recipe from options;
+ * FP8 layouts other than NT load the transpose kernel too), d_dtype BFLOAT16 or FLOAT32, with_c 1
+ * when a C term will be given (with C == D and beta == 1 the pre-pass kernel is loaded too,
+ * unused). options.workspace is not read. Call it before capturing a CUDA graph. */
 DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,
                                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
 

@@ -1,9 +1,13 @@
-// dg_bf16_gemm_*, dg_fp8_gemm_*, dg_gemm_prepare: argument validation, then ops/gemm.
+// dg_bf16_gemm_*, dg_fp8_gemm_*, dg_fp8_gemm_workspace_size, dg_gemm_prepare: argument validation,
+// then ops/gemm.
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
+#include "ops/transpose.h"
 #include "runtime/device.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
@@ -45,7 +49,8 @@ dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
 }
 
 // Picks the memory order of an operand view for TMA: K-major (stride 1 along K, rows 16-byte
-// multiples apart) preferred, else MN-major. `ld` receives the stride between TMA rows.
+// multiples apart) preferred, else MN-major. `ld` receives the stride between TMA rows. FP8 GEMMs
+// take the same MN-major operands and read them through K-major copies (check_workspace).
 dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, const char* view_name, bool fp8,
                         Major* major, int64_t* ld) {
   const int64_t eb = static_cast<int64_t>(dg::dtype_size(t.dtype));
@@ -60,19 +65,20 @@ dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, co
   }
   const bool mn_major = v.stride_rows == 1 || v.rows == 1;
   const bool mn_ok = mn_major && (v.cols == 1 || ((v.stride_cols * eb) % 16 == 0 && v.stride_cols >= v.rows));
-  if (fp8) {
-    if (mn_major || k_major)
-      return dg::fail(DG_ERROR_UNSUPPORTED,
-                      "{}: FP8 GEMMs on SM90 need {} K-major in memory (stride 1 along K, rows a multiple of 16 "
-                      "bytes apart); got {}",
-                      arg, view_name, dg::describe(t));
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: neither stride of {} is 1; shape {}", arg, view_name,
-                    dg::describe(t));
-  }
   if (mn_ok) {
     *major = Major::kMN;
     *ld = v.cols == 1 ? v.rows : v.stride_cols;
     return DG_SUCCESS;
+  }
+  if (fp8) {
+    if (mn_major || k_major)
+      return dg::fail(DG_ERROR_UNSUPPORTED,
+                      "{}: FP8 GEMMs on SM90 need {} K-major in memory (stride 1 along K, rows a multiple of 16 "
+                      "bytes apart) or MN-major (stride 1 along M/N, K rows a multiple of 16 bytes apart; copied "
+                      "K-major through options.workspace); got {}",
+                      arg, view_name, dg::describe(t));
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: neither stride of {} is 1; shape {}", arg, view_name,
+                    dg::describe(t));
   }
   if (!k_major && !mn_major)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
@@ -103,6 +109,35 @@ dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* 
                     "16-byte aligned base (dg_transform_sf_into_required_layout produces that layout); got {}",
                     arg, rows, (rows + 3) / 4 * 4, dg::describe(t));
   *ld = col_stride;
+  return DG_SUCCESS;
+}
+
+// SM90 FP8 WGMMA reads K-major operands only: an FP8 call reads each MN-major operand from a K-major
+// copy that it makes in options.workspace first (ops::fp8_gemm_workspace's layout).
+dg_status check_workspace(const dg_gemm_options& o, const dg::ops::GemmShape& s, const char* a_name,
+                          const char* b_name) {
+  const bool copy_a = s.major_a == Major::kMN, copy_b = s.major_b == Major::kMN;
+  if (!copy_a && !copy_b) return DG_SUCCESS;
+  const size_t need = dg::ops::fp8_gemm_workspace(copy_a, copy_b, s.m, s.n, s.k).bytes;
+  const char* copies = copy_a && copy_b ? "copies of a and b" : copy_a ? "copy of a" : "copy of b";
+  if (o.workspace == nullptr) {
+    const std::string what = copy_a && copy_b ? fmt::format("a, b: {} and {} are", a_name, b_name)
+                                              : fmt::format("{}: {} is", copy_a ? "a" : "b", copy_a ? a_name : b_name);
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "{} MN-major in memory; SM90 FP8 GEMMs read K-major operands, so the call needs options.workspace "
+                    "for the K-major {}: {} bytes, 256-byte aligned (dg_fp8_gemm_workspace_size computes it)",
+                    what, copies, need);
+  }
+  if (o.workspace_size < need)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.workspace_size: {} bytes, but the call needs {} for the K-major {} "
+                    "(dg_fp8_gemm_workspace_size computes it)",
+                    o.workspace_size, need, copies);
+  if (reinterpret_cast<uintptr_t>(o.workspace) % 256 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.workspace: {} is not 256-byte aligned (expected a 256-byte aligned buffer of {} bytes for "
+                    "the K-major {}; dg_fp8_gemm_workspace_size computes the size)",
+                    o.workspace, need, copies);
   return DG_SUCCESS;
 }
 
@@ -195,6 +230,8 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
         args.sfb_stride_k = vs.stride_cols;
       }
       args.sfb = static_cast<const float*>(sfb->data);
+      DG_TRY(check_workspace(opts, s, a_name, b_name));
+      args.workspace = opts.workspace;
     }
   }
   return dg::ops::run_gemm(*stream, args, override_of(opts), false);
@@ -224,8 +261,6 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   s.d_dtype = d_dtype;
   s.major_a = (layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT) ? Major::kMN : Major::kK;
   s.major_b = (layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN) ? Major::kMN : Major::kK;
-  if (fp8 && (s.major_a != Major::kK || s.major_b != Major::kK))
-    return dg::fail(DG_ERROR_UNSUPPORTED, "layout: FP8 GEMMs on SM90 need K-major a and b (contiguous nt)");
   if (s.kind == GemmKind::kFp8_1D1D && d_dtype != DG_DTYPE_FLOAT32)
     return dg::fail(DG_ERROR_UNSUPPORTED, "d_dtype: the 1D1D recipe writes FLOAT32 on SM90");
   static const char placeholder[16] = {};
@@ -234,6 +269,21 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   args.alpha = opts.alpha;
   args.beta = opts.beta;
   return dg::ops::run_gemm(*stream, args, override_of(opts), true);
+}
+
+dg_status fp8_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes) {
+  if (bytes == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "bytes: out-pointer is NULL");
+  if (layout < DG_GEMM_LAYOUT_NT || layout > DG_GEMM_LAYOUT_TT)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "layout: {} (expected DG_GEMM_LAYOUT_NT..TT, 0..3)", layout);
+  if (m < 0 || n < 0 || k < 0 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "m, n, k: {}, {}, {} (expected each in [0, 2^31))", m, n, k);
+  // Operands stored [K, M] / [K, N] are copied (a contiguous single row, M or N = 1, would not be:
+  // counting it anyway keeps the size right for padded ones); with nothing to multiply, nothing is.
+  const bool work = m > 0 && n > 0 && k > 0;
+  const bool a_t = layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT;
+  const bool b_t = layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN;
+  *bytes = dg::ops::fp8_gemm_workspace(work && a_t, work && b_t, m, n, k).bytes;
+  return DG_SUCCESS;
 }
 
 }  // namespace
@@ -276,6 +326,10 @@ DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
   DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, true, false, true);)
+}
+
+DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes) {
+  DG_API_GUARD(return fp8_workspace_size(layout, m, n, k, bytes);)
 }
 
 DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,

@@ -35,6 +35,7 @@ enum FamilyId : uint32_t {
   kFamilySm90Gemm = 2,
   kFamilyNvfp4Gemv = 3,
   kFamilyElementwise = 4,
+  kFamilyTranspose = 5,
 };
 
 struct KernelSpec {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "jit/kernel_cache.h"
+#include "ops/transpose.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
 #include "runtime/log.h"
@@ -500,6 +501,33 @@ dg_status run_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bo
   return launch(stream, *kernel, lc, args);
 }
 
+// SM90 FP8 WGMMA reads K-major operands only. An FP8 problem's MN-major A or B is read from a K-major
+// copy in the workspace (fp8_gemm_workspace's layout; the API checked its size and alignment): points
+// `g` at the copies and returns the transposes that make them, to run before the GEMM. While only
+// preparing there is no workspace, and the copies' addresses are NULL.
+int k_major_copies(GemmArgs* g, TransposeParams copies[2]) {
+  GemmShape& s = g->shape;
+  if (!is_fp8(s.kind)) return 0;
+  const bool copy_a = s.major_a == Major::kMN, copy_b = s.major_b == Major::kMN;
+  const Fp8GemmWorkspace w = fp8_gemm_workspace(copy_a, copy_b, s.m, s.n, s.k);
+  char* const base = static_cast<char*>(g->workspace);
+  int count = 0;
+  if (copy_a) {
+    copies[count++] = TransposeParams{g->a, g->lda, base, w.ld, s.k, s.m};
+    g->a = base;
+    g->lda = w.ld;
+    s.major_a = Major::kK;
+  }
+  if (copy_b) {
+    void* const dst = base != nullptr ? base + w.offset_b : nullptr;
+    copies[count++] = TransposeParams{g->b, g->ldb, dst, w.ld, s.k, s.n};
+    g->b = dst;
+    g->ldb = w.ld;
+    s.major_b = Major::kK;
+  }
+  return count;
+}
+
 CUtensorMapDataType ab_tma_type(GemmKind k) {
   return is_fp8(k) ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
 }
@@ -551,7 +579,8 @@ dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_s
 
 }  // namespace
 
-dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOverride& o, bool prepare_only) {
+dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOverride& o, bool prepare_only) {
+  GemmArgs args = in;  // k_major_copies points it at operand copies
   const GemmShape& s0 = args.shape;
   if (s0.m == 0 || s0.n == 0) return DG_SUCCESS;
   if (s0.m > INT32_MAX || s0.n > INT32_MAX || s0.k > INT32_MAX)
@@ -559,6 +588,8 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
   const bool has_c = args.c != nullptr && args.beta != 0.0f;
   if (s0.k == 0) return run_scale(stream, args, has_c, prepare_only);
 
+  TransposeParams copies[2];
+  const int num_copies = k_major_copies(&args, copies);
   GemmShape s = s0;
   s.accumulate = has_c;
   int num_sms = 0;
@@ -572,8 +603,10 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
       config_of(stream), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
   if (pre_pass || prepare_only) DG_TRY(run_scale(stream, args, true, true));
+  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
   if (prepare_only) return DG_SUCCESS;
   if (pre_pass) DG_TRY(run_scale(stream, args, true, false));
+  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], false));
 
   // cuTensorMapEncodeTiled needs the device's context current on this thread.
   ContextScope scope;

@@ -86,6 +86,7 @@ struct GemmArgs {
   int64_t ld_sfa = 0;
   const float* sfb = nullptr;  // 1D2D: sfb[nb * sfb_stride_n + kb * sfb_stride_k]; 1D1D: sfb[kb * ld_sfb + n]
   int64_t sfb_stride_n = 0, sfb_stride_k = 0, ld_sfb = 0;
+  void* workspace = nullptr;  // FP8 with an MN-major operand: room for its K-major copy (fp8_gemm_workspace)
 };
 
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
@@ -112,8 +113,8 @@ static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m
                   offsetof(Sm90GemmParams, ldd) == 720,
               "must match the device struct");
 
-// Early exits (spec §0.2), the D := beta * C pre-pass, and the GEMM launch. With prepare_only the
-// kernels are compiled and loaded and nothing runs.
+// Early exits (spec §0.2), the D := beta * C pre-pass, the K-major copies of MN-major FP8 operands,
+// and the GEMM launch. With prepare_only the kernels are compiled and loaded and nothing runs.
 dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOverride& o, bool prepare_only);
 
 // The elementwise D := beta * C / D := 0 kernel's spec (for the compile tests).

@@ -57,6 +57,11 @@ std::vector<GemmShape> gemm_shapes() {
             if (d == DG_DTYPE_FLOAT32) add(GemmKind::kFp8_1D1D, m, 336, 400, ma, mb, d, acc);
           }
         }
+  // tests/gpu/test_gemm.cpp: FP8 operands copied K-major (nn, tn, tt): K tails, the weight gradient,
+  // the CUDA-graph case.
+  for (int64_t k : {200, 72}) add(GemmKind::kFp8_1D2D, 77, 40, k, Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);
+  add(GemmKind::kFp8_1D1D, 2112, 1024, 4096, Major::kK, Major::kK, DG_DTYPE_FLOAT32, true);
+  add(GemmKind::kFp8_1D1D, 256, 200, 1000, Major::kK, Major::kK, DG_DTYPE_FLOAT32, true);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "ops/gemm.h"
 #include "ops/layout.h"
 #include "ops/nvfp4_gemv.h"
+#include "ops/transpose.h"
 
 namespace {
 
@@ -101,6 +102,7 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_specs() {
   }
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));
+  add(dg::ops::transpose_kernel_spec());
 
   for (int arch : {90, 100}) {
     for (const auto& [m, k, l] : {std::tuple{7168, 16384, 1}, std::tuple{1000, 256, 3}}) {

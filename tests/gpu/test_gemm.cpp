@@ -1,7 +1,10 @@
 // SM90 dense GEMMs through the public API against a double-precision CPU reference (on the
 // dequantised inputs for FP8): every layout, both D dtypes, with and without C (separate and
 // aliased), alpha/beta != 1, M in {1, 17, 128, 129, 4096}, N and K tails, the DeepSeek shapes
-// (sampled), poisoned outputs, early exits and argument errors.
+// (sampled), poisoned outputs, early exits and argument errors. FP8 operands that are MN-major in
+// memory go through a poisoned workspace, whose K-major copies are checked byte by byte, also when
+// the call is replayed from a CUDA graph.
+#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -91,17 +94,89 @@ struct Case {
   float alpha = 1.f, beta = 1.f;
   int samples = 0;  // > 0: check this many random entries only
   int block_m = 0, block_n = 0, stages = 0, promotion = 0, slices = 0, split_k = 0;  // explicit config (0: heuristic)
+  bool nt_views = false;  // call the nt entry point on [M, K] / [N, K] views of the layout's memory
+  bool graph = false;     // also capture the (warm) call in a CUDA graph and check its replay
 };
 
 std::string describe(const Case& c) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s%s %s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block %dx%d stages=%d promo=%d/%d split_k=%d",
+                "%s%s %s%s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block %dx%d stages=%d promo=%d/%d split_k=%d%s",
                 c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
-                layout_name(c.layout), (long long)c.m, (long long)c.n, (long long)c.k,
+                layout_name(c.layout), c.nt_views ? " memory through nt views" : "", (long long)c.m, (long long)c.n,
+                (long long)c.k,
                 c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta, c.block_m, c.block_n,
-                c.stages, c.promotion, c.slices, c.split_k);
+                c.stages, c.promotion, c.slices, c.split_k, c.graph ? " (graph replay)" : "");
   return buf;
+}
+
+// The workspace after an FP8 call: each MN-major operand's K-major copy ([MN, K] rows align(K, 16)
+// bytes apart; A's first, B's at the next multiple of 256 bytes) holds the transposed bytes, and
+// the rows' padding and the guard bytes around the workspace are still poison (0xff).
+void check_copies(Buf& ws, size_t guard, size_t ws_bytes, bool copy_a, bool copy_b, const std::vector<uint8_t>& a_mem,
+                  int64_t lda, const std::vector<uint8_t>& b_mem, int64_t ldb, int64_t M, int64_t N, int64_t K) {
+  const std::vector<uint8_t> mem = ws.download<uint8_t>();
+  const int64_t ld = (K + 15) / 16 * 16;
+  std::vector<bool> copied(mem.size(), false);
+  int64_t wrong = 0, stray = 0;
+  auto check = [&](size_t base, const std::vector<uint8_t>& src, int64_t ld_src, int64_t rows) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < K; ++k) {
+        const size_t at = base + size_t(r * ld + k);
+        wrong += mem[at] != src[size_t(k * ld_src + r)];
+        copied[at] = true;
+      }
+  };
+  const size_t off_b = copy_a ? size_t((M * ld + 255) / 256 * 256) : 0;
+  if (copy_a) check(guard, a_mem, lda, M);
+  if (copy_b) check(guard + off_b, b_mem, ldb, N);
+  for (size_t i = 0; i < mem.size(); ++i) stray += !copied[i] && mem[i] != 0xff;
+  INFO("workspace of " << ws_bytes << " bytes");
+  CHECK(wrong == 0);
+  CHECK(stray == 0);
+}
+
+// Captures `call` on the test stream into a CUDA graph, launches the graph and waits for it. The
+// graph API is not in libdg's driver table: it is looked up in the driver libdg loaded.
+template <typename Call>
+void replay_in_graph(Gpu& g, Call&& call) {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(cuda != nullptr);
+  auto sym = [&](const char* name) {
+    void* f = dlsym(cuda, name);
+    REQUIRE_MESSAGE(f != nullptr, name);
+    return f;
+  };
+  using Begin = CUresult (*)(CUstream, CUstreamCaptureMode);
+  using End = CUresult (*)(CUstream, CUgraph*);
+  using Instantiate = CUresult (*)(CUgraphExec*, CUgraph, unsigned long long);
+  using GraphLaunch = CUresult (*)(CUgraphExec, CUstream);
+  using ExecDestroy = CUresult (*)(CUgraphExec);
+  using GraphDestroy = CUresult (*)(CUgraph);
+  const auto begin = reinterpret_cast<Begin>(sym("cuStreamBeginCapture_v2"));
+  const auto end = reinterpret_cast<End>(sym("cuStreamEndCapture"));
+  const auto instantiate = reinterpret_cast<Instantiate>(sym("cuGraphInstantiateWithFlags"));
+  const auto graph_launch = reinterpret_cast<GraphLaunch>(sym("cuGraphLaunch"));
+  const auto exec_destroy = reinterpret_cast<ExecDestroy>(sym("cuGraphExecDestroy"));
+  const auto graph_destroy = reinterpret_cast<GraphDestroy>(sym("cuGraphDestroy"));
+  void* raw = nullptr;
+  REQUIRE(dg_stream_get_cu_stream(g.stream, &raw) == DG_SUCCESS);
+  const CUstream s = static_cast<CUstream>(raw);
+  dg::ContextScope scope;
+  REQUIRE(scope.enter(*g.device) == DG_SUCCESS);
+  REQUIRE(begin(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+  const dg_status st = call();
+  const std::string err = st == DG_SUCCESS ? std::string() : std::string(dg_last_error());
+  CUgraph graph = nullptr;
+  REQUIRE(end(s, &graph) == CUDA_SUCCESS);
+  REQUIRE_MESSAGE(st == DG_SUCCESS, "during capture: " << err);
+  CUgraphExec exec = nullptr;
+  REQUIRE(instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  REQUIRE(graph_launch(exec, s) == CUDA_SUCCESS);
+  REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
+  exec_destroy(exec);
+  graph_destroy(graph);
+  dlclose(cuda);
 }
 
 double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
@@ -144,7 +219,7 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
         const float s = amax / 448.f;
         sfa[kb * ld_sfa + i] = s;
         for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
-          A[i * K + k] = put(a_mem, i * lda + k, ra[i * K + k] / s) * s;
+          A[i * K + k] = put(a_mem, a_t ? k * lda + i : i * lda + k, ra[i * K + k] / s) * s;
       }
     if (cs.recipe == DG_FP8_RECIPE_1D1D) {
       ld_sfb = (N + 3) / 4 * 4;
@@ -156,7 +231,7 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
           const float s = amax / 448.f;
           sfb[kb * ld_sfb + j] = s;
           for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
-            B[j * K + k] = put(b_mem, j * ldb + k, rb[j * K + k] / s) * s;
+            B[j * K + k] = put(b_mem, b_t ? k * ldb + j : j * ldb + k, rb[j * K + k] / s) * s;
         }
     } else {
       const int64_t nb = (N + 127) / 128;
@@ -171,7 +246,7 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
           sfb[jb * sf_k + kb] = s;
           for (int64_t j = jb * 128; j < std::min(N, jb * 128 + 128); ++j)
             for (int64_t k = kb * 128; k < std::min(K, kb * 128 + 128); ++k)
-              B[j * K + k] = put(b_mem, j * ldb + k, rb[j * K + k] / s) * s;
+              B[j * K + k] = put(b_mem, b_t ? k * ldb + j : j * ldb + k, rb[j * K + k] / s) * s;
         }
     }
   }
@@ -195,6 +270,7 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   if (cs.c_mode == 2) d_mem = c_mem;
   else if (db == 4) for (size_t i = 0; i + 4 <= d_mem.size(); i += 4) { uint32_t p = 0x7fc00001u; std::memcpy(&d_mem[i], &p, 4); }
   else for (size_t i = 0; i + 2 <= d_mem.size(); i += 2) { uint16_t p = 0x7fc1; std::memcpy(&d_mem[i], &p, 2); }
+  const std::vector<uint8_t> d_init = d_mem;
 
   Buf ga(g.device, a_mem.size()), gb(g.device, b_mem.size()), gd(g.device, d_mem.size()), gc(g.device, c_mem.size());
   Buf gsa(g.device, sfa.size() * 4), gsb(g.device, std::max<size_t>(sfb.size(), 1) * 4);
@@ -206,17 +282,34 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   if (!sfb.empty()) gsb.upload(sfb.data(), sfb.size() * 4);
 
   const dg_dtype ab = cs.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
-  Tensor ta(ga.data(), ab, {a_rows, a_t ? M : K}, {lda, 1});
-  Tensor tb(gb.data(), ab, {b_rows, b_t ? N : K}, {ldb, 1});
+  // nt_views: the [M, K] / [N, K] views of [K, M] / [K, N] memory.
+  Tensor ta(ga.data(), ab, a_t && cs.nt_views ? std::vector<int64_t>{M, K} : std::vector<int64_t>{a_rows, a_t ? M : K},
+            a_t && cs.nt_views ? std::vector<int64_t>{1, lda} : std::vector<int64_t>{lda, 1});
+  Tensor tb(gb.data(), ab, b_t && cs.nt_views ? std::vector<int64_t>{N, K} : std::vector<int64_t>{b_rows, b_t ? N : K},
+            b_t && cs.nt_views ? std::vector<int64_t>{1, ldb} : std::vector<int64_t>{ldb, 1});
   Tensor td(gd.data(), cs.d_dtype, {M, N}, {ldd, 1});
   Tensor tc(cs.c_mode == 2 ? gd.data() : gc.data(), cs.d_dtype, {M, N}, {ldd, 1});
-  // Scales are transposed together with their data.
-  Tensor tsa(gsa.data(), DG_DTYPE_FLOAT32, a_t ? std::vector<int64_t>{sf_k, M} : std::vector<int64_t>{M, sf_k},
-             a_t ? std::vector<int64_t>{ld_sfa, 1} : std::vector<int64_t>{1, ld_sfa});
+  // Scales are transposed together with their data (as the entry point's layout names it).
+  const bool sfa_t = a_t && !cs.nt_views, sfb_t = b_t && !cs.nt_views;
+  Tensor tsa(gsa.data(), DG_DTYPE_FLOAT32, sfa_t ? std::vector<int64_t>{sf_k, M} : std::vector<int64_t>{M, sf_k},
+             sfa_t ? std::vector<int64_t>{ld_sfa, 1} : std::vector<int64_t>{1, ld_sfa});
   const bool sfb_token = cs.recipe == DG_FP8_RECIPE_1D1D;
   const int64_t sfb_rows = sfb_token ? N : (N + 127) / 128;
-  Tensor tsb(gsb.data(), DG_DTYPE_FLOAT32, {sfb_rows, sf_k},
-             sfb_token ? std::vector<int64_t>{1, ld_sfb} : std::vector<int64_t>{sf_k, 1});
+  std::vector<int64_t> sfb_strides = sfb_token ? std::vector<int64_t>{1, ld_sfb} : std::vector<int64_t>{sf_k, 1};
+  if (sfb_t) std::swap(sfb_strides[0], sfb_strides[1]);
+  Tensor tsb(gsb.data(), DG_DTYPE_FLOAT32, sfb_t ? std::vector<int64_t>{sf_k, sfb_rows} : std::vector<int64_t>{sfb_rows, sf_k},
+             sfb_strides);
+  // FP8 reads the MN-major operands ([K, MN] memory, rows padded: never K-contiguous for K > 1) from
+  // K-major copies in the workspace, given here between poisoned guard bytes.
+  const bool copy_a = cs.fp8 && a_t, copy_b = cs.fp8 && b_t;
+  size_t ws_bytes = 0;
+  if (copy_a || copy_b) {
+    const int32_t mem_layout = copy_a ? (copy_b ? DG_GEMM_LAYOUT_TN : DG_GEMM_LAYOUT_TT) : DG_GEMM_LAYOUT_NN;
+    REQUIRE(dg_fp8_gemm_workspace_size(mem_layout, M, N, K, &ws_bytes) == DG_SUCCESS);
+  }
+  constexpr size_t kGuard = 256;
+  Buf gws(g.device, ws_bytes + 2 * kGuard);
+  gws.poison();
   dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
   o.recipe = cs.recipe;
   o.alpha = cs.alpha;
@@ -227,19 +320,35 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   o.fp8_promotion = cs.promotion;
   o.fp8_promotion_slices = cs.slices;
   o.split_k = cs.split_k;
-  const dg_tensor* c = cs.c_mode ? tc.t : nullptr;
-  dg_status st;
-  if (!cs.fp8) {
-    auto f = cs.layout == NT ? dg_bf16_gemm_nt : cs.layout == NN ? dg_bf16_gemm_nn : cs.layout == TN ? dg_bf16_gemm_tn : dg_bf16_gemm_tt;
-    st = f(g.stream, ta.t, tb.t, td.t, c, &o);
-  } else {
-    auto f = cs.layout == NT ? dg_fp8_gemm_nt : cs.layout == NN ? dg_fp8_gemm_nn : cs.layout == TN ? dg_fp8_gemm_tn : dg_fp8_gemm_tt;
-    st = f(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, c, &o);
+  if (ws_bytes > 0) {
+    o.workspace = static_cast<char*>(gws.data()) + kGuard;
+    o.workspace_size = ws_bytes;
   }
+  const dg_tensor* c = cs.c_mode ? tc.t : nullptr;
+  auto call = [&]() -> dg_status {
+    if (!cs.fp8) {
+      auto f = cs.layout == NT ? dg_bf16_gemm_nt : cs.layout == NN ? dg_bf16_gemm_nn : cs.layout == TN ? dg_bf16_gemm_tn : dg_bf16_gemm_tt;
+      return f(g.stream, ta.t, tb.t, td.t, c, &o);
+    }
+    auto f = cs.nt_views || cs.layout == NT ? dg_fp8_gemm_nt
+             : cs.layout == NN              ? dg_fp8_gemm_nn
+             : cs.layout == TN              ? dg_fp8_gemm_tn
+                                            : dg_fp8_gemm_tt;
+    return f(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, c, &o);
+  };
+  const dg_status st = call();
   const std::string err = st == DG_SUCCESS ? std::string() : std::string(dg_last_error());
   INFO(describe(cs) << ": " << err);
   REQUIRE(st == DG_SUCCESS);
   REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
+  if (ws_bytes > 0) check_copies(gws, kGuard, ws_bytes, copy_a, copy_b, a_mem, lda, b_mem, ldb, M, N, K);
+  if (cs.graph) {
+    // The warm call again, captured and replayed over freshly poisoned D and workspace.
+    gd.upload(d_init.data(), d_init.size());
+    gws.poison();
+    replay_in_graph(g, call);
+    if (ws_bytes > 0) check_copies(gws, kGuard, ws_bytes, copy_a, copy_b, a_mem, lda, b_mem, ldb, M, N, K);
+  }
   gd.download(d_mem.data(), d_mem.size());
 
   auto out_at = [&](int64_t i, int64_t j) -> double {
@@ -346,6 +455,71 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
     cs.block_n = n == 448 ? 112 : 144;
     check_case(g, cs, rng);
   }
+}
+
+TEST_CASE("sm90 fp8 gemm: MN-major operands through the workspace (nn, tn, tt, nt views)") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(2026);
+  // Both recipes (1D1D writes FP32), both D dtypes, C separate and aliased, M of one row and a tail,
+  // N not a multiple of 128, K not a multiple of 128.
+  for (int lay : {NN, TN, TT})
+    for (int64_t m : {1, 129})
+      for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+        for (int c_mode : {0, 1, 2}) {
+          Case cs;
+          cs.fp8 = true, cs.layout = lay, cs.m = m, cs.n = 336, cs.k = 400, cs.d_dtype = d, cs.c_mode = c_mode;
+          cs.alpha = c_mode == 1 ? 0.75f : 1.f;
+          cs.beta = c_mode == 1 ? 2.f : 1.f;
+          check_case(g, cs, rng);
+          if (d == DG_DTYPE_FLOAT32) {
+            cs.recipe = DG_FP8_RECIPE_1D1D;
+            check_case(g, cs, rng);
+          }
+        }
+  // K not a multiple of 16 (padded copy rows), K of one block, N below a tile, and larger problems
+  // (sampled): several tiles per transpose block, the weight-gradient shape (tn, 1D1D, FP32 +=).
+  for (int lay : {NN, TN, TT})
+    for (int64_t k : {200, 72}) {
+      Case cs;
+      cs.fp8 = true, cs.layout = lay, cs.m = 77, cs.n = 40, cs.k = k;
+      check_case(g, cs, rng);
+    }
+  {
+    Case cs;
+    cs.fp8 = true, cs.layout = NN, cs.m = 4096, cs.n = 576, cs.k = 7168, cs.samples = 4096;
+    check_case(g, cs, rng);
+  }
+  {
+    Case cs;
+    cs.fp8 = true, cs.recipe = DG_FP8_RECIPE_1D1D, cs.layout = TN, cs.m = 2112, cs.n = 1024, cs.k = 4096;
+    cs.d_dtype = DG_DTYPE_FLOAT32, cs.c_mode = 2, cs.samples = 4096;
+    check_case(g, cs, rng);
+  }
+  // The nt entry point on MN-major views of [K, M] and/or [K, N] memory.
+  for (int lay : {NN, TN, TT})
+    for (int recipe : {DG_FP8_RECIPE_1D2D, DG_FP8_RECIPE_1D1D}) {
+      Case cs;
+      cs.fp8 = true, cs.recipe = recipe, cs.layout = lay, cs.nt_views = true, cs.m = 129, cs.n = 336, cs.k = 400;
+      cs.d_dtype = recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.c_mode = 1, cs.alpha = 0.75f, cs.beta = 2.f;
+      check_case(g, cs, rng);
+    }
+}
+
+TEST_CASE("sm90 fp8 gemm: a warm call with operand copies replays from a CUDA graph") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(31);
+  // The pre-pass, both transposes and the GEMM in one graph; and a 1D1D tt (one transpose, += into D).
+  Case cs;
+  cs.fp8 = true, cs.layout = TN, cs.m = 129, cs.n = 336, cs.k = 400, cs.c_mode = 1, cs.alpha = 0.75f, cs.beta = 2.f;
+  cs.graph = true;
+  check_case(g, cs, rng);
+  Case tt;
+  tt.fp8 = true, tt.recipe = DG_FP8_RECIPE_1D1D, tt.layout = TT, tt.m = 256, tt.n = 200, tt.k = 1000;
+  tt.d_dtype = DG_DTYPE_FLOAT32, tt.c_mode = 2, tt.graph = true;
+  check_case(g, tt, rng);
 }
 
 TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers") {
@@ -500,7 +674,7 @@ TEST_CASE("sm90 gemm: bad arguments name the argument") {
   o.block_m = 96;
   CHECK(dg_bf16_gemm_nt(g.stream, a.t, b.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(msg().find("options.block_m") != std::string::npos);
-  // FP8: operands must be K-major in memory; scales in the required layouts.
+  // FP8: operands K-major in memory, or MN-major through a workspace; scales in the required layouts.
   Tensor a8(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 128}, {128, 1});
   Tensor b8_mn(buf.data(), DG_DTYPE_FLOAT8_E4M3, {128, 64}, {64, 1});  // nn: [K, N] contiguous
   Tensor b8(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 128}, {128, 1});
@@ -512,7 +686,23 @@ TEST_CASE("sm90 gemm: bad arguments name the argument") {
   Tensor a8_k256(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 256}, {256, 1});
   Tensor b8_k256(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 256}, {256, 1});
   Tensor sfb2(buf.data(), DG_DTYPE_FLOAT32, {1, 2}, {2, 1});
+  // An MN-major operand needs a workspace for its K-major copy (64 x 128 bytes here).
   CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_mn.t, sfb_nn.t, d.t, nullptr, nullptr) == DG_ERROR_UNSUPPORTED);
+  CHECK(msg().find("b:") == 0);
+  CHECK(msg().find("8192 bytes") != std::string::npos);
+  CHECK(msg().find("dg_fp8_gemm_workspace_size") != std::string::npos);
+  Buf ws(g.device, 1 << 16);
+  o = DG_GEMM_OPTIONS_INIT;
+  o.workspace = ws.data();
+  o.workspace_size = 8191;
+  CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_mn.t, sfb_nn.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options.workspace_size:") == 0);
+  o.workspace = static_cast<char*>(ws.data()) + 64;
+  o.workspace_size = 8192;
+  CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_mn.t, sfb_nn.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options.workspace:") == 0);
+  Tensor b8_odd(buf.data(), DG_DTYPE_FLOAT8_E4M3, {128, 64}, {72, 1});  // K rows not 16-byte multiples apart
+  CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_odd.t, sfb_nn.t, d.t, nullptr, &o) == DG_ERROR_UNSUPPORTED);
   CHECK(msg().find("b:") == 0);
   CHECK(dg_fp8_gemm_nt(g.stream, a8_k256.t, sfa_rowmajor.t, b8_k256.t, sfb2.t, d.t, nullptr, nullptr) ==
         DG_ERROR_INVALID_ARGUMENT);
@@ -527,6 +717,7 @@ TEST_CASE("sm90 gemm: bad arguments name the argument") {
   // Prepare: compiles and loads without launching.
   CHECK(dg_gemm_prepare(g.stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 4096, 7168, 2048, DG_DTYPE_BFLOAT16, 0,
                         nullptr) == DG_SUCCESS);
-  CHECK(dg_gemm_prepare(g.stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NN, 128, 128, 128, DG_DTYPE_BFLOAT16, 0,
-                        nullptr) == DG_ERROR_UNSUPPORTED);
+  for (int32_t layout : {DG_GEMM_LAYOUT_NN, DG_GEMM_LAYOUT_TN, DG_GEMM_LAYOUT_TT})
+    CHECK(dg_gemm_prepare(g.stream, DG_DTYPE_FLOAT8_E4M3, layout, 128, 128, 128, DG_DTYPE_BFLOAT16, 0, nullptr) ==
+          DG_SUCCESS);
 }

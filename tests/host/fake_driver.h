@@ -9,18 +9,20 @@
 #include <vector>
 
 #include "fake_driver/fake_cuda.h"
+#include "ops/transpose.h"
 
 namespace dg::test {
 
 struct Launch {
   fake_cuda_launch config;
   std::string kernel;
-  std::vector<unsigned char> params;  // the first kernel argument's bytes (GEMM kernels: Sm90GemmParams)
+  std::vector<unsigned char> params;  // the first kernel argument's bytes (Sm90GemmParams, TransposeParams)
 };
 
 class FakeDriver {
  public:
-  // `param_bytes` of the first argument are copied from launches of kernels named `dg_sm90_*`.
+  // `param_bytes` of the first argument are copied from launches of kernels named `dg_sm90_*`, and
+  // the TransposeParams of the operand transpose's launches.
   explicit FakeDriver(size_t param_bytes) : param_bytes_(param_bytes) {
     // The same library libdg opens: the first libcuda.so.1 on LD_LIBRARY_PATH (ctest sets it).
     lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -48,10 +50,9 @@ class FakeDriver {
   static void record(const fake_cuda_launch* l, void** args, void* user) {
     auto* self = static_cast<FakeDriver*>(user);
     Launch r{*l, l->kernel, {}};
-    if (r.kernel.rfind("dg_sm90_", 0) == 0) {
-      const auto* p = static_cast<const unsigned char*>(args[0]);
-      r.params.assign(p, p + self->param_bytes_);
-    }
+    const auto* p = static_cast<const unsigned char*>(args[0]);
+    if (r.kernel.rfind("dg_sm90_", 0) == 0) r.params.assign(p, p + self->param_bytes_);
+    if (r.kernel == dg::ops::transpose_kernel_spec().kernel_name) r.params.assign(p, p + sizeof(dg::ops::TransposeParams));
     self->launches_.push_back(std::move(r));
   }
 

@@ -1,8 +1,10 @@
 // The SM90 GEMM entry points against the fake driver: for each layout, recipe and C mode, the launch
 // that reaches the driver (kernel, grid, cluster, shared memory) is the config the heuristic chose,
 // and the kernel argument carries the TMA maps and scalars of the kernel's contract
-// (templates/include/dg/gemm/sm90_gemm.cuh). Also: early exits, the beta * C pre-pass, and the
-// memoised TMA encodings of the warm path. No GPU: nothing runs, the arguments are checked.
+// (templates/include/dg/gemm/sm90_gemm.cuh). FP8 operands that are MN-major in memory are first
+// transposed into the caller's workspace, and the GEMM's maps point at the copies. Also: early exits,
+// the beta * C pre-pass, workspace errors, and the memoised TMA encodings of the warm path. No GPU:
+// nothing runs, the arguments are checked.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -12,6 +14,7 @@
 #include "dg.h"
 #include "fake_driver.h"
 #include "ops/gemm.h"
+#include "ops/transpose.h"
 
 namespace {
 
@@ -20,6 +23,7 @@ using dg::ops::GemmKind;
 using dg::ops::GemmShape;
 using dg::ops::Major;
 using dg::ops::Sm90GemmParams;
+using dg::ops::TransposeParams;
 using dg::test::FakeDriver;
 using dg::test::Launch;
 
@@ -68,6 +72,7 @@ struct Problem {
   GemmKind kind = GemmKind::kBf16;
   int64_t m = 0, n = 0, k = 0;
   bool a_t = false, b_t = false;  // memory is [K, M] / [K, N]
+  bool as_nt = false;             // FP8: call the nt entry point on [M, K] / [N, K] views of that memory
   dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
   enum { kNoC, kSeparateC, kAliasedC } c_mode = kNoC;
   float alpha = 1.0f, beta = 1.0f;
@@ -83,6 +88,7 @@ void run_and_check(FakeDriver& fake, Problem p) {
   CAPTURE(p.b_t);
   CAPTURE(int(p.kind));
   CAPTURE(int(p.c_mode));
+  CAPTURE(p.as_nt);
   const bool fp8 = p.kind != GemmKind::kBf16;
   const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
   const int64_t eb = fp8 ? 1 : 2, ob = p.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2;
@@ -96,14 +102,36 @@ void run_and_check(FakeDriver& fake, Problem p) {
   void* const pc = p.c_mode == Problem::kAliasedC ? pd : fake_address(4);
   void* const psfa = fake_address(5);
   void* const psfb = fake_address(6);
-  Tensor a(pa, ab, p.a_t ? std::vector<int64_t>{p.k, p.m} : std::vector<int64_t>{p.m, p.k}, {lda, 1});
-  Tensor b(pb, ab, p.b_t ? std::vector<int64_t>{p.k, p.n} : std::vector<int64_t>{p.n, p.k}, {ldb, 1});
+  // An operand as the entry point sees it: its memory, or a transposed view of [K, MN] memory (as_nt).
+  auto sizes = [&](bool t, int64_t mn) { return t && !p.as_nt ? std::vector<int64_t>{p.k, mn} : std::vector<int64_t>{mn, p.k}; };
+  auto strides = [&](bool t, int64_t ld) { return t && p.as_nt ? std::vector<int64_t>{1, ld} : std::vector<int64_t>{ld, 1}; };
+  Tensor a(pa, ab, sizes(p.a_t, p.m), strides(p.a_t, lda));
+  Tensor b(pb, ab, sizes(p.b_t, p.n), strides(p.b_t, ldb));
   Tensor d(pd, p.d_dtype, {p.m, p.n}, {ldd, 1});
   Tensor c(pc, p.d_dtype, {p.m, p.n}, {ldd, 1});
-  Tensor sfa(psfa, DG_DTYPE_FLOAT32, {p.m, sf_k}, {1, m4});
+  // Scales: the [M, sf_k] / [N or N/128, sf_k] views, given transposed with their data for tn/tt/nn.
   const bool sfb_per_token = p.kind == GemmKind::kFp8_1D1D;
-  Tensor sfb(psfb, DG_DTYPE_FLOAT32, sfb_per_token ? std::vector<int64_t>{p.n, sf_k} : std::vector<int64_t>{cdiv(p.n, 128), sf_k},
-             sfb_per_token ? std::vector<int64_t>{1, n4} : std::vector<int64_t>{sf_k, 1});
+  const bool sfa_t = p.a_t && !p.as_nt, sfb_t = p.b_t && !p.as_nt;
+  Tensor sfa(psfa, DG_DTYPE_FLOAT32, sfa_t ? std::vector<int64_t>{sf_k, p.m} : std::vector<int64_t>{p.m, sf_k},
+             sfa_t ? std::vector<int64_t>{m4, 1} : std::vector<int64_t>{1, m4});
+  const int64_t sfb_rows = sfb_per_token ? p.n : cdiv(p.n, 128);
+  std::vector<int64_t> sfb_strides = sfb_per_token ? std::vector<int64_t>{1, n4} : std::vector<int64_t>{sf_k, 1};
+  if (sfb_t) std::swap(sfb_strides[0], sfb_strides[1]);
+  Tensor sfb(psfb, DG_DTYPE_FLOAT32, sfb_t ? std::vector<int64_t>{sf_k, sfb_rows} : std::vector<int64_t>{sfb_rows, sf_k},
+             sfb_strides);
+  // FP8 reads MN-major operands (here every [K, MN] one: its padded rows make even a single row
+  // non-contiguous along K) from K-major copies in the workspace: rows align(K, 16) bytes apart, A's
+  // copy first, B's at the next multiple of 256 bytes, as dg_fp8_gemm_workspace_size counts.
+  const bool copy_a = fp8 && p.a_t, copy_b = fp8 && p.b_t;
+  char* const ws = static_cast<char*>(fake_address(7));
+  const int64_t ws_ld = cdiv(p.k, 16) * 16;
+  const int64_t off_b = copy_a ? cdiv(p.m * ws_ld, 256) * 256 : 0;
+  if (copy_a || copy_b) {
+    const int32_t layout = p.a_t ? (p.b_t ? DG_GEMM_LAYOUT_TN : DG_GEMM_LAYOUT_TT) : DG_GEMM_LAYOUT_NN;
+    REQUIRE(dg_fp8_gemm_workspace_size(layout, p.m, p.n, p.k, &p.options.workspace_size) == DG_SUCCESS);
+    CHECK(p.options.workspace_size == size_t(off_b + (copy_b ? cdiv(p.n * ws_ld, 256) * 256 : 0)));
+    p.options.workspace = ws;
+  }
   p.options.alpha = p.alpha;
   p.options.beta = p.beta;
   p.options.recipe = p.kind == GemmKind::kFp8_1D1D ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
@@ -113,9 +141,10 @@ void run_and_check(FakeDriver& fake, Problem p) {
   REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
   dg_status st;
   if (fp8) {
-    REQUIRE_FALSE(p.a_t);
-    REQUIRE_FALSE(p.b_t);
-    st = dg_fp8_gemm_nt(stream, a.t, sfa.t, b.t, sfb.t, d.t, cp, &p.options);
+    auto* fn = p.as_nt ? dg_fp8_gemm_nt
+               : p.a_t ? (p.b_t ? dg_fp8_gemm_tn : dg_fp8_gemm_tt)
+                       : (p.b_t ? dg_fp8_gemm_nn : dg_fp8_gemm_nt);
+    st = fn(stream, a.t, sfa.t, b.t, sfb.t, d.t, cp, &p.options);
   } else {
     auto* fn = p.a_t ? (p.b_t ? dg_bf16_gemm_tn : dg_bf16_gemm_tt) : (p.b_t ? dg_bf16_gemm_nn : dg_bf16_gemm_nt);
     st = fn(stream, a.t, b.t, d.t, cp, &p.options);
@@ -135,14 +164,36 @@ void run_and_check(FakeDriver& fake, Problem p) {
     CHECK(launches[0].kernel.rfind("dg_gemm_scale_", 0) == 0);
     return;
   }
-  REQUIRE(launches.size() == (pre_pass ? 2u : 1u));
-  if (pre_pass) CHECK(launches[0].kernel.rfind("dg_gemm_scale_", 0) == 0);
+  // The pre-pass, the operand copies, then the GEMM.
+  REQUIRE(launches.size() == size_t(pre_pass) + copy_a + copy_b + 1);
+  size_t next = 0;
+  if (pre_pass) CHECK(launches[next++].kernel.rfind("dg_gemm_scale_", 0) == 0);
+  auto check_copy = [&](const Launch& t, const char* what, const void* src, int64_t ld_src, const void* dst, int64_t mn) {
+    INFO("transpose of ", what);
+    CHECK(t.kernel == dg::ops::transpose_kernel_spec().kernel_name);
+    CHECK(t.config.grid[0] == dg::ops::transpose_grid(p.k, mn, kSms));
+    CHECK((t.config.grid[1] == 1 && t.config.grid[2] == 1));
+    CHECK(t.config.block[0] == unsigned(dg::ops::kTransposeThreads));
+    CHECK(t.config.smem_bytes == 0);
+    REQUIRE(t.params.size() == sizeof(TransposeParams));
+    TransposeParams tp;
+    std::memcpy(&tp, t.params.data(), sizeof(tp));
+    // Source [K, MN] rows ld_src bytes apart -> destination [MN, K] rows ws_ld bytes apart.
+    CHECK(tp.src == src);
+    CHECK(tp.ld_src == ld_src);
+    CHECK(tp.dst == dst);
+    CHECK(tp.ld_dst == ws_ld);
+    CHECK(tp.rows == p.k);
+    CHECK(tp.cols == mn);
+  };
+  if (copy_a) check_copy(launches[next++], "a", pa, lda, ws, p.m);
+  if (copy_b) check_copy(launches[next++], "b", pb, ldb, ws + off_b, p.n);
   const Launch& l = launches.back();
 
   GemmShape s;
   s.kind = p.kind, s.m = p.m, s.n = p.n, s.k = p.k;
-  s.major_a = p.a_t ? Major::kMN : Major::kK;
-  s.major_b = p.b_t ? Major::kMN : Major::kK;
+  s.major_a = p.a_t && !copy_a ? Major::kMN : Major::kK;
+  s.major_b = p.b_t && !copy_b ? Major::kMN : Major::kK;
   s.d_dtype = p.d_dtype;
   s.accumulate = has_c;
   dg::ops::GemmOverride o;
@@ -168,12 +219,18 @@ void run_and_check(FakeDriver& fake, Problem p) {
   const CUtensorMapDataType ab_type = fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const bool mc_a = cfg.cluster == 2 && cfg.multicast_a, mc_b = cfg.cluster == 2 && !cfg.multicast_a;
   const uint32_t bk = uint32_t(cfg.block_k);
-  if (!p.a_t)
+  if (copy_a)
+    check_map(q.tma_a, "a", ws, ab_type, p.k, p.m, ws_ld, bk, mc_a ? cfg.block_m / 2 : cfg.block_m,
+              CU_TENSOR_MAP_SWIZZLE_128B);
+  else if (!p.a_t)
     check_map(q.tma_a, "a", pa, ab_type, p.k, p.m, lda * eb, bk, mc_a ? cfg.block_m / 2 : cfg.block_m,
               CU_TENSOR_MAP_SWIZZLE_128B);
   else
     check_map(q.tma_a, "a", pa, ab_type, p.m, p.k, lda * eb, 64, bk, CU_TENSOR_MAP_SWIZZLE_128B);
-  if (!p.b_t)
+  if (copy_b)
+    check_map(q.tma_b, "b", ws + off_b, ab_type, p.k, p.n, ws_ld, bk, mc_b ? cfg.block_n / 2 : cfg.block_n,
+              CU_TENSOR_MAP_SWIZZLE_128B);
+  else if (!p.b_t)
     check_map(q.tma_b, "b", pb, ab_type, p.k, p.n, ldb * eb, bk, mc_b ? cfg.block_n / 2 : cfg.block_n,
               CU_TENSOR_MAP_SWIZZLE_128B);
   else
@@ -288,5 +345,142 @@ TEST_CASE("a repeated GEMM call reuses its TMA encodings; a changed operand re-e
   std::memcpy(&last, launches.back().params.data(), sizeof(last));
   CHECK(map_of(last.tma_a).address == reinterpret_cast<uintptr_t>(fake_address(14)));
   CHECK(map_of(last.tma_b).address == reinterpret_cast<uintptr_t>(fake_address(12)));
+  dg_stream_destroy(stream);
+}
+
+TEST_CASE("FP8 GEMMs transpose MN-major operands into the workspace, then read the K-major copies") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  for (int layout : {DG_GEMM_LAYOUT_NN, DG_GEMM_LAYOUT_TN, DG_GEMM_LAYOUT_TT}) {
+    Problem p;  // tails in M, N and K; a separate C (pre-pass first)
+    p.kind = GemmKind::kFp8_1D2D;
+    p.m = 77, p.n = 336, p.k = 400;
+    p.a_t = layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT;
+    p.b_t = layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN;
+    p.c_mode = Problem::kSeparateC;
+    p.beta = 2.0f;
+    run_and_check(fake, p);
+    p.as_nt = true;  // the nt entry point on MN-major views
+    run_and_check(fake, p);
+  }
+  Problem wgrad;  // the weight gradient as DeepSeek runs it: tn, 1D1D, FP32 += (C aliased to D)
+  wgrad.kind = GemmKind::kFp8_1D1D;
+  wgrad.m = 2112, wgrad.n = 4096, wgrad.k = 7168;
+  wgrad.a_t = wgrad.b_t = true;
+  wgrad.d_dtype = DG_DTYPE_FLOAT32;
+  wgrad.c_mode = Problem::kAliasedC;
+  run_and_check(fake, wgrad);
+  Problem big;  // nn, several tiles per transpose block
+  big.kind = GemmKind::kFp8_1D2D;
+  big.m = 4096, big.n = 576, big.k = 7168;
+  big.b_t = true;
+  run_and_check(fake, big);
+  Problem one_row;  // tn with M = 1: a's one row, padded, is not contiguous along K and is copied too
+  one_row.kind = GemmKind::kFp8_1D2D;
+  one_row.m = 1, one_row.n = 576, one_row.k = 7168;
+  one_row.a_t = one_row.b_t = true;
+  run_and_check(fake, one_row);
+}
+
+TEST_CASE("FP8 GEMMs with MN-major operands and no usable workspace fail naming it, before any launch") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  const int64_t m = 77, n = 336, k = 400;
+  Tensor a(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {m, k}, {k, 1});
+  Tensor b(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {k, n}, {n, 1});  // nn: MN-major
+  Tensor b_nt(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {n, k}, {k, 1});
+  Tensor d(fake_address(3), DG_DTYPE_BFLOAT16, {m, n}, {n, 1});
+  Tensor c(fake_address(4), DG_DTYPE_BFLOAT16, {m, n}, {n, 1});
+  Tensor sfa(fake_address(5), DG_DTYPE_FLOAT32, {m, 4}, {1, 80});
+  Tensor sfb(fake_address(6), DG_DTYPE_FLOAT32, {4, 3}, {1, 4});
+  Tensor sfb_nt(fake_address(6), DG_DTYPE_FLOAT32, {3, 4}, {4, 1});
+  auto message = [] { return std::string(dg_last_error()); };
+  size_t need = 0;
+  REQUIRE(dg_fp8_gemm_workspace_size(DG_GEMM_LAYOUT_NN, m, n, k, &need) == DG_SUCCESS);
+  CHECK(need == 134400);
+
+  CHECK(dg_fp8_gemm_nn(stream, a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr) == DG_ERROR_UNSUPPORTED);
+  CHECK(message().rfind("b: ", 0) == 0);
+  CHECK(message().find("134400 bytes") != std::string::npos);
+  CHECK(message().find("dg_fp8_gemm_workspace_size") != std::string::npos);
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.workspace = fake_address(7);
+  o.workspace_size = need - 1;
+  CHECK(dg_fp8_gemm_nn(stream, a.t, sfa.t, b.t, sfb.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(message().rfind("options.workspace_size: 134399 bytes", 0) == 0);
+  CHECK(message().find("needs 134400 for the K-major copy of b") != std::string::npos);
+  o.workspace = static_cast<char*>(fake_address(7)) + 128;
+  o.workspace_size = need;
+  CHECK(dg_fp8_gemm_nn(stream, a.t, sfa.t, b.t, sfb.t, d.t, nullptr, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(message().rfind("options.workspace: ", 0) == 0);
+  CHECK(message().find("not 256-byte aligned") != std::string::npos);
+  CHECK(fake.take().empty());
+
+  // Calls that need no copy ignore the workspace, however unusable.
+  o.beta = 2.0f;
+  REQUIRE_MESSAGE(dg_fp8_gemm_nt(stream, a.t, sfa.t, b_nt.t, sfb_nt.t, d.t, c.t, &o) == DG_SUCCESS, message());
+  std::vector<Launch> launches = fake.take();
+  REQUIRE(launches.size() == 2);  // pre-pass, GEMM
+  CHECK(launches[0].kernel.rfind("dg_gemm_scale_", 0) == 0);
+  CHECK(launches[1].kernel.rfind("dg_sm90_fp8", 0) == 0);
+  Tensor a16(fake_address(1), DG_DTYPE_BFLOAT16, {129, 264}, {264, 1});
+  Tensor b16(fake_address(2), DG_DTYPE_BFLOAT16, {264, 336}, {336, 1});
+  Tensor d16(fake_address(3), DG_DTYPE_BFLOAT16, {129, 336}, {336, 1});
+  o.beta = 1.0f;
+  REQUIRE_MESSAGE(dg_bf16_gemm_nn(stream, a16.t, b16.t, d16.t, nullptr, &o) == DG_SUCCESS, message());
+  launches = fake.take();
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0].kernel.rfind("dg_sm90_bf16", 0) == 0);
+  dg_stream_destroy(stream);
+}
+
+TEST_CASE("dg_gemm_prepare: every FP8 layout loads all its call needs, the transpose included") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  // Kernels each layout asks the JIT for (whether compiled, loaded or already in memory): the GEMM
+  // and the pre-pass, plus one transpose per MN-major operand.
+  auto requests = [] {
+    int64_t compiled = 0, from_disk = 0, hits = 0;
+    REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+    return compiled + from_disk + hits;
+  };
+  int64_t asked[4] = {};
+  for (int32_t layout = DG_GEMM_LAYOUT_NT; layout <= DG_GEMM_LAYOUT_TT; ++layout) {
+    const int64_t before = requests();
+    REQUIRE_MESSAGE(dg_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, layout, 77, 336, 400, DG_DTYPE_BFLOAT16, 1,
+                                    nullptr) == DG_SUCCESS,
+                    dg_last_error());
+    asked[layout] = requests() - before;
+  }
+  CHECK(asked[DG_GEMM_LAYOUT_NT] == 2);
+  CHECK(asked[DG_GEMM_LAYOUT_NN] == 3);
+  CHECK(asked[DG_GEMM_LAYOUT_TT] == 3);
+  CHECK(asked[DG_GEMM_LAYOUT_TN] == 4);
+  CHECK(fake.take().empty());
+  int64_t compiled = 0, from_disk = 0;
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, nullptr) == DG_SUCCESS);
+  // The matching tn call (warm: it could be captured in a CUDA graph) loads nothing more.
+  const int64_t m = 77, n = 336, k = 400;
+  char* const ws = static_cast<char*>(fake_address(7));
+  Tensor a(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {k, m}, {80, 1});
+  Tensor b(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {k, n}, {n, 1});
+  Tensor d(fake_address(3), DG_DTYPE_BFLOAT16, {m, n}, {n, 1});
+  Tensor c(fake_address(4), DG_DTYPE_BFLOAT16, {m, n}, {n, 1});
+  Tensor sfa(fake_address(5), DG_DTYPE_FLOAT32, {4, m}, {80, 1});
+  Tensor sfb(fake_address(6), DG_DTYPE_FLOAT32, {4, 3}, {1, 4});
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.beta = 0.5f;
+  REQUIRE(dg_fp8_gemm_workspace_size(DG_GEMM_LAYOUT_TN, m, n, k, &o.workspace_size) == DG_SUCCESS);
+  o.workspace = ws;
+  REQUIRE_MESSAGE(dg_fp8_gemm_tn(stream, a.t, sfa.t, b.t, sfb.t, d.t, c.t, &o) == DG_SUCCESS, dg_last_error());
+  int64_t compiled_after = 0, from_disk_after = 0;
+  REQUIRE(dg_jit_get_stats(&compiled_after, &from_disk_after, nullptr) == DG_SUCCESS);
+  CHECK(compiled_after == compiled);
+  CHECK(from_disk_after == from_disk);
+  const std::vector<Launch> launches = fake.take();
+  REQUIRE(launches.size() == 4);  // pre-pass, a's copy, b's copy, GEMM
+  CHECK(launches[1].kernel == dg::ops::transpose_kernel_spec().kernel_name);
+  CHECK(launches[2].kernel == dg::ops::transpose_kernel_spec().kernel_name);
   dg_stream_destroy(stream);
 }

@@ -11,7 +11,7 @@ source tree's ``build/`` directory, then the system loader and pkg-config.
 
 from __future__ import annotations
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 from . import _lib
 from .errors import (
@@ -51,6 +51,7 @@ from .api import (  # noqa: E402
     fp8_gemm_nt,
     fp8_gemm_tn,
     fp8_gemm_tt,
+    fp8_gemm_workspace_size,
     gemm_prepare,
     get_device_capability,
     get_log_level,
@@ -125,6 +126,7 @@ __all__ = [
     "fp8_gemm_nn",
     "fp8_gemm_tn",
     "fp8_gemm_tt",
+    "fp8_gemm_workspace_size",
     "bf16_gemm_nt",
     "bf16_gemm_nn",
     "bf16_gemm_tn",

@@ -245,8 +245,9 @@ GEMM_LAYOUTS = {"nt": 0, "nn": 1, "tn": 2, "tt": 3}  # DG_GEMM_LAYOUT_*
 
 
 class GemmOptions(Structure):
-    """``dg_gemm_options`` (DG_GEMM_OPTIONS_INIT defaults): recipe, alpha, beta, and per-field
-    kernel-config overrides (0 = heuristic; ``multicast_a`` -1 = heuristic)."""
+    """``dg_gemm_options`` (DG_GEMM_OPTIONS_INIT defaults): recipe, alpha, beta, per-field
+    kernel-config overrides (0 = heuristic; ``multicast_a`` -1 = heuristic), and the FP8 calls'
+    workspace for K-major copies of MN-major operands."""
 
     _fields_ = [
         ("struct_size", c_size_t),
@@ -264,6 +265,9 @@ class GemmOptions(Structure):
         ("fp8_promotion", c_int32),
         ("fp8_promotion_slices", c_int32),
         ("split_k", c_int32),
+        # Appended in 0.4:
+        ("workspace", c_void_p),
+        ("workspace_size", c_size_t),
     ]
 
     # Fields a caller may override through ``options=`` of the GEMM wrappers.
@@ -288,6 +292,8 @@ class GemmOptions(Structure):
             beta=1.0,
             disable_ue8m0_cast=0,
             multicast_a=-1,
+            workspace=None,
+            workspace_size=0,
         )
         init.update(kwargs)
         super().__init__(**init)
@@ -405,6 +411,8 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_fp8_gemm_nn": (dg_status, _GEMM_FP8),
     "dg_fp8_gemm_tn": (dg_status, _GEMM_FP8),
     "dg_fp8_gemm_tt": (dg_status, _GEMM_FP8),
+    # layout, m, n, k, size_t* bytes
+    "dg_fp8_gemm_workspace_size": (dg_status, [c_int32, c_int64, c_int64, c_int64, POINTER(c_size_t)]),
     # stream, ab_dtype, layout, m, n, k, d_dtype, with_c, options
     "dg_gemm_prepare": (dg_status, [_p, dg_dtype, c_int32, c_int64, c_int64, c_int64, dg_dtype, c_int32, POINTER(GemmOptions)]),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*

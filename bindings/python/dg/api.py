@@ -18,6 +18,7 @@ from ._tensor import (
     ROLE_FP4,
     ROLE_SF,
     UE8M0X4,
+    UINT8,
     Descriptors,
     TensorInfo,
     allocate_torch,
@@ -827,6 +828,49 @@ def _default_recipe(sfb: TensorInfo, n: int, tb: bool) -> Tuple[int, int, int]:
     return (1, 128, 128)
 
 
+def fp8_gemm_workspace_size(layout: str, m: int, n: int, k: int) -> int:
+    """Bytes of workspace the FP8 GEMMs need when ``a`` and ``b`` are stored as ``layout`` names them
+    (``dg_fp8_gemm_workspace_size``): a K-major copy of each operand stored ``[K, M]`` / ``[K, N]``
+    (rows ``align(K, 16)`` bytes apart, each copy 256-byte aligned); 0 for ``"nt"``."""
+    if layout not in _lib.GEMM_LAYOUTS:
+        raise InvalidArgument("layout: expected one of nt, nn, tn, tt, got %r" % (layout,))
+    out = c_size_t()
+    _lib.get().call("dg_fp8_gemm_workspace_size", _lib.GEMM_LAYOUTS[layout], int(m), int(n), int(k), byref(out))
+    return out.value
+
+
+def _copied_k_major(view: TensorInfo) -> bool:
+    """Whether libdg reads an FP8 operand's ``[MN, K]`` view through a K-major copy: the view is not
+    K-major as TMA reads it (stride 1 along K, rows a multiple of 16 bytes apart)."""
+    rows, cols = view.shape[-2], view.shape[-1]
+    row_stride, col_stride = view.strides[-2], view.strides[-1]
+    k_major = col_stride == 1 or cols == 1
+    return not (k_major and (rows == 1 or (row_stride % 16 == 0 and row_stride >= cols)))
+
+
+def _fp8_workspace(
+    workspace: Any, a_nt: TensorInfo, b_nt: TensorInfo, m: int, n: int, k: int, cu: int
+) -> Tuple[Optional[int], int, Any]:
+    """(pointer, bytes, object to keep alive) of the workspace an FP8 call gets: the caller's, none
+    (``False``), or for torch operands that need copies a buffer from torch's caching allocator on the
+    call's stream, so that it is reused only after the call's work there."""
+    if workspace is False:
+        return None, 0, None
+    if workspace is not None:
+        info = describe(workspace, "workspace")
+        return info.ptr, _nbytes(info), workspace
+    copy_a, copy_b = k > 0 and _copied_k_major(a_nt), k > 0 and _copied_k_major(b_nt)
+    like = a_nt if a_nt.is_torch else b_nt if b_nt.is_torch else None
+    if not (copy_a or copy_b) or like is None:
+        return None, 0, None  # libdg says what it needs where this guess falls short
+    layout = "tn" if copy_a and copy_b else "tt" if copy_a else "nn"
+    size = fp8_gemm_workspace_size(layout, m, n, k)
+    if size == 0:
+        return None, 0, None
+    buf = allocate_torch(like, UINT8, [size], [1], size, cu)
+    return buf.data_ptr(), size, buf
+
+
 def _fp8_gemm(
     layout: str,
     a: Tuple[Tensor, Tensor],
@@ -839,6 +883,7 @@ def _fp8_gemm(
     recipe: Recipe,
     stream: StreamLike,
     options: Optional[Dict[str, int]] = None,
+    workspace: Any = None,
 ) -> None:
     lib = _lib.get()
     name = "dg_fp8_gemm_%s" % layout
@@ -855,7 +900,7 @@ def _fp8_gemm(
     rt = _recipe_tuple(recipe)
     eff = rt if rt is not None else _default_recipe(isfb, n, tb)
     _recipe_code(eff)  # refuse an unknown recipe before any transform runs
-    keep = []  # transformed scale tensors must outlive the call
+    keep = []  # transformed scales and the workspace must outlive the call
     # Scales travel with their data: transform the NT view, hand back the same view the caller used.
     sfa_nt = isfa.transposed() if ta else isfa
     sfb_nt = isfb.transposed() if tb else isfb
@@ -865,6 +910,9 @@ def _fp8_gemm(
     isfa2 = new_a.transposed() if ta else new_a
     isfb2 = new_b.transposed() if tb else new_b
     opts = _gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options)
+    a_nt, b_nt = (ia.transposed() if ta else ia), (ib.transposed() if tb else ib)
+    opts.workspace, opts.workspace_size, ws = _fp8_workspace(workspace, a_nt, b_nt, m, n, k, cu)
+    keep.append(ws)
     with Descriptors() as ds:
         status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), ds.add(ic), byref(opts))
         lib.check(status, name)
@@ -889,7 +937,13 @@ def _fp8_doc(layout: str) -> str:
         "    recipe: ``(1, 128, 128)`` (1D2D) or ``(1, 1, 128)`` (1D1D); default: read from ``b``'s\n"
         "       scales (per-token rows -> 1D1D, else 1D2D).\n"
         "    stream: explicit stream; default: torch's current stream, else the legacy default.\n"
-    ) % (shapes[2], shapes[0], shapes[1]) + _OPTIONS_DOC
+    ) % (shapes[2], shapes[0], shapes[1]) + _OPTIONS_DOC + (
+        "    workspace: device memory (a tensor, 256-byte aligned) for K-major copies of operands that are\n"
+        "       MN-major in memory, which SM90 FP8 tensor cores cannot read (``fp8_gemm_workspace_size``\n"
+        "       gives the bytes). Default: for torch operands that need copies, a buffer from torch's\n"
+        "       caching allocator on the call's stream; ``False`` for none (such operands then raise\n"
+        "       dg.Unsupported). Unused when both operands are K-major.\n"
+    )
 
 
 def _make_fp8(layout: str) -> Callable[..., None]:
@@ -904,8 +958,9 @@ def _make_fp8(layout: str) -> Callable[..., None]:
         recipe: Recipe = None,
         stream: StreamLike = None,
         options: Optional[Dict[str, int]] = None,
+        workspace: Any = None,
     ) -> None:
-        _fp8_gemm(layout, a, b, d, c, alpha, beta, disable_ue8m0_cast, recipe, stream, options)
+        _fp8_gemm(layout, a, b, d, c, alpha, beta, disable_ue8m0_cast, recipe, stream, options, workspace)
 
     gemm.__name__ = gemm.__qualname__ = "fp8_gemm_%s" % layout
     gemm.__doc__ = _fp8_doc(layout)

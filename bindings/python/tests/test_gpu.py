@@ -221,8 +221,8 @@ FP8_SHAPES = [(1, 2112, 7168), (128, 576, 7168), (300, 4096, 1536), (4096, 2112,
 @pytest.mark.parametrize("m,n,k", FP8_SHAPES)
 @pytest.mark.parametrize("pretransformed", [False, True], ids=["row_major_sfa", "mn_major_sfa"])
 def test_fp8_gemm_1d2d(layout, m, n, k, pretransformed):
-    """BF16 out, per-token A scales, per-block B scales. SM90 FP8 reads K-major operands only, so
-    the alias layouts get transposed views of K-major storage, scales transposed with them."""
+    """BF16 out, per-token A scales, per-block B scales; the alias layouts get transposed views of
+    K-major storage (no copies), scales transposed with them."""
     require("fp8_gemm_%s" % layout)
     torch.manual_seed(m + n + k)
     a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
@@ -258,6 +258,69 @@ def test_fp8_gemm_1d1d_accumulate(m, n, k):
     dg.fp8_gemm_nt((a8, sfa), (b8, sfb), d, c=d, recipe=(1, 1, 128))
     torch.cuda.synchronize()
     assert calc_diff(d, a.float() @ b.float().T + c) < 1e-3
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+@pytest.mark.parametrize("m,n,k", [(1, 2112, 7168), (128, 576, 7168), (320, 336, 400), (4096, 2112, 512)])
+@pytest.mark.parametrize("workspace", ["auto", "given"])
+def test_fp8_gemm_mn_major_memory(layout, m, n, k, workspace):
+    """Operands stored MN-major (contiguous [K, MN]): libdg transposes them K-major into the workspace
+    (torch's by default, or the caller's, poisoned: 0xff is NaN in E4M3) before the GEMM."""
+    require("fp8_gemm_%s" % layout)
+    torch.manual_seed(m + 2 * n + 3 * k)
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    ref = a.float() @ b.float().T
+    a8, sfa = per_token_cast_to_fp8(a)
+    b8, sfb = per_block_cast_to_fp8(b)
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    ag, sfag = (a8.T.contiguous(), sfa.T) if ta else (a8, sfa)
+    bg, sfbg = (b8.T.contiguous(), sfb.T) if tb else (b8, sfb)
+    kwargs = {}
+    if workspace == "given":
+        size = dg.fp8_gemm_workspace_size(layout, m, n, k)
+        buf = torch.full((size + 512,), 0xFF, dtype=torch.uint8, device="cuda")
+        kwargs["workspace"] = buf[256 : 256 + size]
+    d = poisoned(m, n, dtype=torch.bfloat16)
+    getattr(dg, "fp8_gemm_%s" % layout)((ag, sfag), (bg, sfbg), d, **kwargs)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    diff = calc_diff(d, ref)
+    assert diff < 1e-3, "fp8_gemm_%s m=%d n=%d k=%d diff=%g" % (layout, m, n, k, diff)
+    if workspace == "given":
+        assert bool((buf[:256] == 0xFF).all()) and bool((buf[256 + size :] == 0xFF).all())
+
+
+def test_fp8_gemm_1d1d_mn_major_accumulate():
+    """The weight gradient as it comes: tn with both operands [K, MN] contiguous, per-token scales on
+    both sides, FP32 D += (C aliased)."""
+    require("fp8_gemm_tn")
+    m, n, k = 512, 768, 2048
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(n, k, dtype=torch.bfloat16, device="cuda")
+    c = torch.randn(m, n, dtype=torch.float32, device="cuda") * 32
+    a8, sfa = per_token_cast_to_fp8(a)
+    b8, sfb = per_token_cast_to_fp8(b)
+    d = c.clone()
+    dg.fp8_gemm_tn((a8.T.contiguous(), sfa.T), (b8.T.contiguous(), sfb.T), d, c=d, recipe=(1, 1, 128))
+    torch.cuda.synchronize()
+    assert calc_diff(d, a.float() @ b.float().T + c) < 1e-3
+
+
+def test_fp8_gemm_mn_major_errors():
+    require("fp8_gemm_nn")
+    m, n, k = 128, 256, 512
+    a8, sfa = per_token_cast_to_fp8(torch.randn(m, k, device="cuda"))
+    b8, sfb = per_block_cast_to_fp8(torch.randn(n, k, device="cuda"))
+    d = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+    with pytest.raises(dg.Unsupported, match=r"b: .*MN-major.*%d bytes" % (n * k)):
+        dg.fp8_gemm_nn((a8, sfa), (b8.T.contiguous(), sfb.T), d, workspace=False)
+    with pytest.raises(dg.InvalidArgument, match="options.workspace_size"):
+        dg.fp8_gemm_nn((a8, sfa), (b8.T.contiguous(), sfb.T), d, workspace=torch.empty(16, dtype=torch.uint8, device="cuda"))
+    # K rows of an MN-major operand must be 16-byte multiples apart (N = 200 here).
+    b8_odd, sfb_odd = per_block_cast_to_fp8(torch.randn(200, k, device="cuda"))
+    with pytest.raises(dg.Unsupported, match="16 bytes"):
+        dg.fp8_gemm_nn((a8, sfa), (b8_odd.T.contiguous(), sfb_odd.T), torch.empty(m, 200, dtype=torch.bfloat16, device="cuda"))
 
 
 def test_fp8_gemm_errors():

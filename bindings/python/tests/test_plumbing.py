@@ -63,6 +63,55 @@ def test_fp8_operands_and_scales_travel_together(hooked, layout):
     assert dsfb[2] == ((sf_k, n // 128) if tb else (n // 128, sf_k))
     assert (opts.alpha, opts.beta) == (1.0, 0.0)
     assert opts.struct_size == ctypes.sizeof(type(opts))
+    assert (opts.workspace, opts.workspace_size) == (None, 0)  # views of K-major storage: no copies
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
+def test_fp8_workspace_is_passed_through(hooked, layout):
+    m, n, k = 256, 256, 512
+    am = (m + 3) // 4 * 4
+    ta, tb = layout[0] == "t", layout[1] == "n"
+    # Contiguous [K, M] / [K, N] storage: MN-major, so libdg copies it K-major into the workspace.
+    a = FakeCAI((k, m), "|u1", ptr=0x1000) if ta else FakeCAI((m, k), "|u1", ptr=0x1000)
+    sfa = FakeCAI((k // 128, m), "<f4", strides=(am, 1), ptr=0x2000) if ta else sm90_sfa(m, k // 128, 0x2000)
+    b = FakeCAI((k, n), "|u1", ptr=0x3000) if tb else FakeCAI((n, k), "|u1", ptr=0x3000)
+    sfb = FakeCAI((k // 128, n // 128), "<f4", strides=(1, k // 128)) if tb else FakeCAI((n // 128, k // 128), "<f4")
+    d = FakeCAI((m, n), "<f2", ptr=0x5000)
+    fn = getattr(dg, "fp8_gemm_" + layout)
+    fn((a, sfa), (b, sfb), d, workspace=FakeCAI((1 << 20,), "|u1", ptr=0x100000))
+    opts = hooked.calls[-1][2]
+    assert (opts.workspace, opts.workspace_size) == (0x100000, 1 << 20)
+    fn((a, sfa), (b, sfb), d, workspace=False)
+    assert (hooked.calls[-1][2].workspace, hooked.calls[-1][2].workspace_size) == (None, 0)
+    # Default: none for operands that are not torch tensors (libdg then names the bytes it needs).
+    fn((a, sfa), (b, sfb), d)
+    assert (hooked.calls[-1][2].workspace, hooked.calls[-1][2].workspace_size) == (None, 0)
+
+
+def test_fp8_copies_are_predicted_as_libdg_decides():
+    def view(shape, strides):
+        return T.TensorInfo(0, T.FLOAT8_E4M3, shape, strides, None)
+
+    assert not api._copied_k_major(view((64, 128), (128, 1)))  # K-major
+    assert not api._copied_k_major(view((64, 128), (144, 1)))  # K-major, padded rows
+    assert api._copied_k_major(view((64, 128), (1, 64)))  # MN-major
+    assert api._copied_k_major(view((64, 128), (136, 1)))  # rows not 16-byte multiples apart (refused)
+    assert not api._copied_k_major(view((1, 128), (1, 1)))  # one contiguous row
+    assert api._copied_k_major(view((1, 128), (1, 16)))  # one row, not contiguous along K
+    assert api._copied_k_major(view((64, 1), (1, 64)))  # K = 1 from [1, M] storage: rows 1 byte apart
+    assert not api._copied_k_major(view((64, 1), (16, 1)))  # K = 1, rows 16 bytes apart
+
+
+def test_fp8_gemm_workspace_size_values_and_errors():
+    assert dg.fp8_gemm_workspace_size("nt", 129, 336, 400) == 0
+    assert dg.fp8_gemm_workspace_size("nn", 129, 336, 400) == 134400
+    assert dg.fp8_gemm_workspace_size("tt", 129, 336, 400) == 51712
+    assert dg.fp8_gemm_workspace_size("tn", 129, 336, 400) == 51712 + 134400
+    assert dg.fp8_gemm_workspace_size("tn", 129, 0, 400) == 0
+    with pytest.raises(dg.InvalidArgument, match="layout"):
+        dg.fp8_gemm_workspace_size("xx", 1, 1, 1)
+    with pytest.raises(dg.InvalidArgument, match=r"m, n, k: -1"):
+        dg.fp8_gemm_workspace_size("nn", -1, 1, 1)
 
 
 def test_fp8_non_torch_scales_needing_a_copy_are_refused(hooked):
@@ -134,11 +183,16 @@ def test_mixed_devices_are_refused(hooked):
 
 def test_gemm_options_struct_matches_the_header_defaults():
     o = _lib.GemmOptions()
-    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0}
-    assert ctypes.sizeof(o) == 8 + 14 * 4  # size_t + 14 int32/float fields
+    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0}
+    assert ctypes.sizeof(o) == 8 + 14 * 4 + 8 + 8  # size_t + 14 int32/float fields + void* + size_t
     assert (o.recipe, o.alpha, o.beta, o.disable_ue8m0_cast, o.multicast_a, o.num_sms) == (0, 1.0, 1.0, 0, -1, 0)
     assert (o.fp8_promotion, o.fp8_promotion_slices, o.split_k) == (0, 0, 0)
+    assert (o.workspace, o.workspace_size) == (None, 0)
     assert o.struct_size == ctypes.sizeof(o)
+    # Offsets of dg.h's versions: 0.1 ends at num_sms, 0.3's struct at split_k; 0.4 appends the workspace.
+    assert _lib.GemmOptions.fp8_promotion.offset == 52
+    assert _lib.GemmOptions.workspace.offset == 64
+    assert _lib.GemmOptions.workspace_size.offset == 72
 
 
 def test_fp8_recipe_codes_and_tuning_options(hooked):
