@@ -373,9 +373,11 @@ DG_API dg_status dg_bf16_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg
  * SM90 FP8 WGMMA reads K-major operands only: a view that is MN-major in memory (stride 1 along
  * M or N, K rows a multiple of 16 bytes apart, base 16-byte aligned; e.g. a of tn/tt, b of nn/tn
  * when contiguous) is first transposed on the stream into options.workspace, and the GEMM reads
- * that copy. Without a workspace such a call returns DG_ERROR_UNSUPPORTED naming the operand and
- * the bytes needed; a workspace that is too small or not 256-byte aligned gives
- * DG_ERROR_INVALID_ARGUMENT. Other memory orders are DG_ERROR_UNSUPPORTED (one stride 1) or
+ * that copy (its rows padded to 16 bytes, so any K works there). A K-major operand is read in
+ * place: its rows must be a multiple of 16 bytes apart (K % 16 == 0 when contiguous), else the call
+ * returns DG_ERROR_UNSUPPORTED. Without a workspace, a call with an MN-major operand returns
+ * DG_ERROR_UNSUPPORTED naming the operand and the bytes needed; a workspace that is too small or
+ * not 256-byte aligned gives DG_ERROR_INVALID_ARGUMENT. Other memory orders are DG_ERROR_UNSUPPORTED (one stride 1) or
  * DG_ERROR_INVALID_ARGUMENT. d: BFLOAT16 or FLOAT32 (1D2D), FLOAT32 (1D1D). */
 DG_API dg_status dg_fp8_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,

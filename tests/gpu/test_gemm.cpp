@@ -477,12 +477,13 @@ TEST_CASE("sm90 fp8 gemm: MN-major operands through the workspace (nn, tn, tt, n
             check_case(g, cs, rng);
           }
         }
-  // K not a multiple of 16 (padded copy rows), K of one block, N below a tile, and larger problems
+  // K of one block, N below a tile; K not a multiple of 16 (padded copy rows) where both operands are
+  // copied (tn: a K-major operand needs 16-byte rows in memory, TMA's rule); and larger problems
   // (sampled): several tiles per transpose block, the weight-gradient shape (tn, 1D1D, FP32 +=).
   for (int lay : {NN, TN, TT})
-    for (int64_t k : {200, 72}) {
+    for (int64_t k : {208, 80}) {
       Case cs;
-      cs.fp8 = true, cs.layout = lay, cs.m = 77, cs.n = 40, cs.k = k;
+      cs.fp8 = true, cs.layout = lay, cs.m = 77, cs.n = 40, cs.k = lay == TN ? k - 8 : k;
       check_case(g, cs, rng);
     }
   {
@@ -517,7 +518,7 @@ TEST_CASE("sm90 fp8 gemm: a warm call with operand copies replays from a CUDA gr
   cs.graph = true;
   check_case(g, cs, rng);
   Case tt;
-  tt.fp8 = true, tt.recipe = DG_FP8_RECIPE_1D1D, tt.layout = TT, tt.m = 256, tt.n = 200, tt.k = 1000;
+  tt.fp8 = true, tt.recipe = DG_FP8_RECIPE_1D1D, tt.layout = TT, tt.m = 256, tt.n = 200, tt.k = 1008;
   tt.d_dtype = DG_DTYPE_FLOAT32, tt.c_mode = 2, tt.graph = true;
   check_case(g, tt, rng);
 }
@@ -704,6 +705,12 @@ TEST_CASE("sm90 gemm: bad arguments name the argument") {
   Tensor b8_odd(buf.data(), DG_DTYPE_FLOAT8_E4M3, {128, 64}, {72, 1});  // K rows not 16-byte multiples apart
   CHECK(dg_fp8_gemm_nn(g.stream, a8.t, sfa.t, b8_odd.t, sfb_nn.t, d.t, nullptr, &o) == DG_ERROR_UNSUPPORTED);
   CHECK(msg().find("b:") == 0);
+  // Only MN-major operands are copied: a K-major one must have 16-byte rows itself (K = 72 here).
+  Tensor a8_k72(buf.data(), DG_DTYPE_FLOAT8_E4M3, {64, 72}, {72, 1});
+  Tensor b8_mn_k72(buf.data(), DG_DTYPE_FLOAT8_E4M3, {72, 64}, {64, 1});
+  CHECK(dg_fp8_gemm_nn(g.stream, a8_k72.t, sfa.t, b8_mn_k72.t, sfb_nn.t, d.t, nullptr, &o) == DG_ERROR_UNSUPPORTED);
+  CHECK(msg().find("a:") == 0);
+  CHECK(msg().find("rows a multiple of 16 bytes apart") != std::string::npos);
   CHECK(dg_fp8_gemm_nt(g.stream, a8_k256.t, sfa_rowmajor.t, b8_k256.t, sfb2.t, d.t, nullptr, nullptr) ==
         DG_ERROR_INVALID_ARGUMENT);
   CHECK(msg().find("sfa:") == 0);
