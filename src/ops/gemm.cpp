@@ -134,7 +134,7 @@ double estimate_small_m_us(const GemmShape& s, int bm, int bn, int cluster, bool
   return (t + 12e-6) * 1e6;
 }
 
-// Estimated microseconds (cost model calibrated on an H100: compute, L2 and SM-delivery bounds per
+// Estimated microseconds (cost model calibrated on an H100: compute and SM-delivery bounds per
 // K block, wave quantisation over persistent rounds, an epilogue term and a DRAM floor).
 double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split,
                    int stages, int num_sms, int split_k) {
@@ -168,19 +168,25 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     promo = (1.0 + 24.0 / bn) / (1.0 + 24.0 / 128);
   }
   const double flops = 2.0 * bm * bn * bk;
-  const double l2_bytes = (double(bm) / pn + double(bn) / pm) * bk * eb;
+  // Operand bytes each SM receives per K block (a multicast half still lands in both CTAs' shared
+  // memory). The L2 itself was not the limit: 128x144 tiles without multicast ran 4096x576x7168
+  // at ~85 GB/s per SM (BF16), as fast as cuBLASLt, where an L2 bound that credited multicast had
+  // predicted them 40% slower (2026-11-23 sweep).
   const double sm_bytes = double(bm + bn) * bk * eb;
   // WGMMA operand reads from shared memory (A is re-read for every column slice), ~128 B/clk.
   const double smem_reads = double(math_wg) * (double(split) * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
-  double t_kb = std::max({flops / peak * promo, l2_bytes / (fp8 ? 55e9 : 62e9), sm_bytes / (fp8 ? 68e9 : 80e9),
-                         smem_reads / 150e9});
+  double t_kb = std::max({flops / peak * promo, sm_bytes / (fp8 ? 68e9 : 80e9), smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
-  double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9;
+  // The epilogue's TMA stores move strips of strip_elems columns; strips under 64 bytes (BF16
+  // 128x240: 16 columns) cost about twice per byte (+~1 us per tile, 2026-11-23 sweep).
+  const int strip_bytes = strip_elems(out_bytes(s), bn) * out_bytes(s);
+  double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9 * (strip_bytes < 64 ? 2.0 : 1.0);
   if (split_k > 1) t_epi += kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
-  // Multicast pairs: a small net loss for BF16 when the bounds above do not bind, a gain for FP8
-  // (measured: its TMA traffic per FLOP is twice BF16's).
-  if (cluster == 2) t *= fp8 ? 0.98 : 1.02;
+  // Multicast pairs never beat the same tiles without them on the H100 (2026-11-23: equal within 1%
+  // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
+  // lockstep for a single round): a cluster of 2 is chosen only by override.
+  if (cluster == 2) t *= 1.01;
   const double dram = (double(s.m) * s.k * eb + double(s.n) * s.k * eb +
                        double(s.m) * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;
   return std::max(t, dram) * 1e6;
@@ -283,7 +289,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (o.block_n) bns = {o.block_n};
   else
     for (int bn = 16; bn <= 256; bn += 16)
-      if (bn != 176) bns.push_back(bn);  // 176 measured 1.7x slower than 192 on 4096x2112x7168 (cause unknown)
+      bns.push_back(bn);
 
   GemmConfig best;
   double best_t = 0;
