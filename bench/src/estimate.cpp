@@ -1,0 +1,44 @@
+// dg-gemm-estimate: the SM90 GEMM heuristic's cost model, queried offline (bench/fit_gemm_model.py).
+// Reads lines from stdin and answers each on one line of stdout (132 SMs, the lent H100's count):
+//   KIND M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK  -> the model's microseconds for that
+//       config (0 / -1 fields: heuristic's choice), or "ERR <message>" where it cannot run;
+//   H KIND M N K -> "<us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK", the heuristic's own choice.
+// KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
+#include <cstdio>
+
+#include "dg.h"
+#include "ops/gemm.h"
+
+int main() {
+  char line[512];
+  while (std::fgets(line, sizeof line, stdin)) {
+    dg::ops::GemmShape s;
+    dg::ops::GemmOverride o;
+    int kind = 0;
+    long long m = 0, n = 0, k = 0;
+    const bool heuristic = line[0] == 'H';
+    const int fields =
+        heuristic ? std::sscanf(line + 1, "%d %lld %lld %lld", &kind, &m, &n, &k)
+                  : std::sscanf(line, "%d %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &m, &n, &k, &o.block_m,
+                                &o.block_n, &o.stages, &o.cluster, &o.multicast_a, &o.fp8_promotion,
+                                &o.promotion_slices, &o.split_k);
+    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2) {
+      std::printf("ERR malformed line\n");
+      continue;
+    }
+    s.kind = static_cast<dg::ops::GemmKind>(kind);
+    s.m = m, s.n = n, s.k = k;
+    s.d_dtype = kind == 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+    dg::ops::GemmConfig c;
+    if (dg::ops::choose_gemm_config(s, 132, o, &c) != DG_SUCCESS) {
+      std::printf("ERR %s\n", dg_last_error());
+      continue;
+    }
+    if (heuristic)
+      std::printf("%.3f %d %d %d %d %d %d %d %d\n", c.estimate_us, c.block_m, c.block_n, c.stages, c.cluster,
+                  c.cluster == 2 ? int(c.multicast_a) : -1, c.overlap ? 2 : 1, c.promote_split, c.split_k);
+    else
+      std::printf("%.3f\n", c.estimate_us);
+  }
+  return 0;
+}
