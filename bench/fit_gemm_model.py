@@ -8,8 +8,12 @@ ranks first over the best measured time. Prints one line per shape and the geome
 with regret above 2% are flagged. Refit a constant in src/ops/gemm.cpp, rebuild dg-gemm-estimate
 and rerun to see the effect on every measured shape at once.
 
-    bench/fit_gemm_model.py BUILD/bench/dg-gemm-estimate RESULTS.json [RESULTS.json ...]
+    bench/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/bench/dg-gemm-estimate RESULTS.json [...]
+
+With --check (the ctest `gemm_model`), exits 1 when the geometric-mean regret or any shape's regret
+exceeds the given bounds: a model change that mis-ranks the committed measurements fails CI.
 """
+import argparse
 import json
 import math
 import re
@@ -34,9 +38,12 @@ def parse(suite, cfg):
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    estimator, files = sys.argv[1], sys.argv[2:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--check', help='GEOMEAN,MAX: fail when the regret exceeds these bounds')
+    ap.add_argument('estimator')
+    ap.add_argument('files', nargs='+')
+    args = ap.parse_args()
+    estimator, files = args.estimator, args.files
     runs = []  # (shape key, config, measured us)
     for f in files:
         for case in json.load(open(f))['cases']:
@@ -67,8 +74,15 @@ def main():
         print('%-4s %5d %5d %5d  model picks %-34s %8.1f us (est %8.1f)  best %-34s %8.1f us (est %8.1f)  regret %.3f%s'
               % (['bf16', 'fp8', '1d1d'][key[0]], key[1], key[2], key[3], pick[2], pick[1], pick[0], best[2], best[1],
                  best[0], regret, '  <--' if regret > 1.02 else ''))
-    print('geomean regret %.4f over %d shape-runs (config tuple: bm, bn, stages, cluster, mca, promo, slices, split_k)'
-          % (math.exp(sum(map(math.log, regrets)) / len(regrets)), len(regrets)))
+    geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))
+    print('geomean regret %.4f, worst %.4f, over %d shape-runs (config tuple: bm, bn, stages, cluster, mca, promo, '
+          'slices, split_k)' % (geomean, max(regrets), len(regrets)))
+    if args.check:
+        bound_mean, bound_max = map(float, args.check.split(','))
+        if geomean > bound_mean or max(regrets) > bound_max:
+            sys.exit('FAIL: regret geomean %.4f (bound %.4f), worst %.4f (bound %.4f)'
+                     % (geomean, bound_mean, max(regrets), bound_max))
+        print('OK: within geomean %.4f and worst %.4f' % (bound_mean, bound_max))
 
 
 if __name__ == '__main__':
