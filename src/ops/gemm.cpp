@@ -187,7 +187,7 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
   // Multicast pairs never beat the same tiles without them on the H100 (2026-11-23: equal within 1%
   // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
-  // lockstep for a single round): a cluster of 2 is chosen only by override.
+  // lockstep for a single round), so the heuristic considers them only when an override asks.
   if (cluster == 2) t *= 1.01;
   const double dram = (double(s.m) * s.k * eb + double(s.n) * s.k * eb +
                        double(s.m) * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;
@@ -350,6 +350,9 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
         for (int cl : {1, 2}) {
           if (o.cluster && cl != o.cluster) continue;
           if (cl == 2 && num_sms < 2) continue;
+          // Multicast pairs never beat single CTAs on the H100 (estimate_us): only an override of
+          // cluster or multicast_a asks for them.
+          if (cl == 2 && !o.cluster && o.multicast_a < 0) continue;
           for (int mca : {0, 1}) {
             if (cl == 1 && mca == 1) continue;
             if (cl == 2 && o.multicast_a >= 0 && mca != o.multicast_a) continue;
