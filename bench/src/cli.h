@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dgb {
@@ -117,28 +118,59 @@ struct GemmConfigArg {
   int64_t promotion = 0, slices = 0, split_k = 0;
 };
 
-inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::string* error) {
-  GemmConfigArg c;
-  c.text = text;
+// Parses "key=integer,..." into the fields named by `keys` (fields not named keep their value).
+inline bool parse_key_values(const std::string& flag, const std::string& text,
+                             const std::vector<std::pair<const char*, int64_t*>>& keys, std::string* error) {
   for (const auto& item : split(text, ',')) {
     const auto kv = split(item, '=');
     int64_t v = 0;
     if (kv.size() != 2 || !parse_int(kv[1], &v) || v < -1) {
-      *error = "--gemm-config '" + text + "': '" + item + "' is not key=integer";
+      *error = flag + " '" + text + "': '" + item + "' is not key=integer";
       return false;
     }
-    const std::string& k = kv[0];
-    int64_t* field = k == "bm" ? &c.block_m : k == "bn" ? &c.block_n : k == "stages" ? &c.stages
-                   : k == "cluster" ? &c.cluster : k == "mca" ? &c.multicast_a : k == "wg" ? &c.math_wg
-                   : k == "sms" ? &c.num_sms : k == "promo" ? &c.promotion : k == "slices" ? &c.slices
-                   : k == "splitk" ? &c.split_k : nullptr;
+    int64_t* field = nullptr;
+    std::string known;
+    for (const auto& [name, f] : keys) {
+      if (kv[0] == name) field = f;
+      known += (known.empty() ? "" : ", ") + std::string(name);
+    }
     if (!field) {
-      *error = "--gemm-config '" + text + "': unknown key '" + k +
-               "' (known: bm, bn, stages, cluster, mca, wg, sms, promo, slices, splitk)";
+      *error = flag + " '" + text + "': unknown key '" + kv[0] + "' (known: " + known + ")";
       return false;
     }
     *field = v;
   }
+  return true;
+}
+
+inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::string* error) {
+  GemmConfigArg c;
+  c.text = text;
+  if (!parse_key_values("--gemm-config", text,
+                        {{"bm", &c.block_m}, {"bn", &c.block_n}, {"stages", &c.stages}, {"cluster", &c.cluster},
+                         {"mca", &c.multicast_a}, {"wg", &c.math_wg}, {"sms", &c.num_sms}, {"promo", &c.promotion},
+                         {"slices", &c.slices}, {"splitk", &c.split_k}},
+                        error))
+    return false;
+  *cfg = c;
+  return true;
+}
+
+// An explicit NVFP4 GEMV config (the dg_nvfp4_gemv_options fields; 0 = heuristic), labelled
+// "libdg[text]" beside the heuristic's "libdg".
+struct GemvConfigArg {
+  std::string text;
+  int64_t threads_per_row = 0, row_groups = 0, chunks = 0, rows = 0, vec = 0, grid = 0, hint = 0, prefetch = 0;
+};
+
+inline bool parse_gemv_config(const std::string& text, GemvConfigArg* cfg, std::string* error) {
+  GemvConfigArg c;
+  c.text = text;
+  if (!parse_key_values("--gemv-config", text,
+                        {{"kt", &c.threads_per_row}, {"rg", &c.row_groups}, {"nc", &c.chunks}, {"rows", &c.rows},
+                         {"vec", &c.vec}, {"grid", &c.grid}, {"hint", &c.hint}, {"prefetch", &c.prefetch}},
+                        error))
+    return false;
   *cfg = c;
   return true;
 }
@@ -153,6 +185,7 @@ struct Options {
   uint64_t seed = 0x5eed;
   bool peers = true;                // time cuBLASLt beside libdg
   std::vector<GemmConfigArg> gemm_configs;  // extra libdg GEMM contenders with explicit configs
+  std::vector<GemvConfigArg> gemv_configs;  // extra libdg NVFP4 GEMV contenders with explicit configs
   bool list = false;
   bool help = false;
   std::string json_path, csv_path;
@@ -161,13 +194,17 @@ struct Options {
 inline const char* usage() {
   return "usage: dg-bench [--suite NAME[,NAME..]] [--shape m,n,k[,g]]... [--reps N] [--warmup N]\n"
          "                [--host-calls N] [--device I] [--seed S] [--no-peers] [--json FILE] [--csv FILE]\n"
-         "                [--gemm-config key=v,...]... [--list] [--help]\n"
+         "                [--gemm-config key=v,...]... [--gemv-config key=v,...]... [--list] [--help]\n"
          "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv (default: all)\n"
          "--shape replaces the built-in shapes of the selected suites (repeatable).\n"
          "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
          "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
          "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile);\n"
-         "  e.g. bm=128,bn=256,stages=4,cluster=2\n";
+         "  e.g. bm=128,bn=256,stages=4,cluster=2\n"
+         "--gemv-config adds a libdg NVFP4 GEMV contender with an explicit config (repeatable); keys:\n"
+         "  kt (threads per row), rg (row groups), nc (chunks per thread), rows (rows per round),\n"
+         "  vec (16 or 8 bytes per load), grid (blocks), hint (cache hint 0..3), prefetch (-1, 0, 1);\n"
+         "  e.g. kt=32,nc=4,rows=2\n";
 }
 
 // Parses argv into `opts`; false with a message on a bad argument.
@@ -233,6 +270,11 @@ inline bool parse_args(int argc, const char* const* argv, Options* opts, std::st
       GemmConfigArg g;
       if (!parse_gemm_config(v, &g, error)) return false;
       opts->gemm_configs.push_back(g);
+    } else if (arg == "--gemv-config") {
+      if (!need(i, arg, &v)) return false;
+      GemvConfigArg g;
+      if (!parse_gemv_config(v, &g, error)) return false;
+      opts->gemv_configs.push_back(g);
     } else if (arg == "--json") {
       if (!need(i, arg, &opts->json_path)) return false;
     } else if (arg == "--csv") {

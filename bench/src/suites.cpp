@@ -451,6 +451,7 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
     r.flops = 2.0 * M * K * L;
     if (!fn) {
       r.message = "dg_nvfp4_gemv is not available in this libdg";
+      c.results.push_back(r);
     } else {
 #ifdef DG_NVFP4_GEMV_OPTIONS_INIT
       try {
@@ -476,8 +477,7 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
         Tensor tb = make_tensor(b.ptr, DG_DTYPE_FLOAT4_E2M1X2, {Np, K2, L}, {K2, 1, Np * K2});
         Tensor tsfb = make_tensor(sfb.ptr, DG_DTYPE_FLOAT8_E4M3, {Np, K16, L}, {K16, 1, Np * K16});
         Tensor tc = make_tensor(cbuf.ptr, DG_DTYPE_FLOAT16, {M, 1, L}, {1, 1, M});
-        Call call = [&](int) { return dg_error(fn(ctx.stream, ta.get(), tsfa.get(), tb.get(), tsfb.get(), tc.get(), nullptr)); };
-        run_contender(ctx, r, call, 1, cbuf.ptr, cbuf.bytes, [&](Result& res) {
+        auto check = [&](Result& res) {
           std::vector<uint16_t> hc(M * L);
           DGB_CUDA(cudaMemcpy(hc.data(), cbuf.ptr, hc.size() * 2, cudaMemcpyDeviceToHost));
           std::vector<double> got(M * L), want(M * L);
@@ -512,15 +512,38 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
             res.status = "check_failed";
             res.message = std::to_string(not_close) + " outputs outside rtol = atol = 1e-3";
           }
-        });
+        };
+        // The heuristic's config ("libdg"), then each --gemv-config. Options outlive the calls.
+        std::vector<dg_nvfp4_gemv_options> opts(ctx.opts.gemv_configs.size(), dg_nvfp4_gemv_options DG_NVFP4_GEMV_OPTIONS_INIT);
+        for (size_t q = 0; q <= opts.size(); ++q) {
+          const dg_nvfp4_gemv_options* o = nullptr;
+          Result x = r;
+          if (q > 0) {
+            const GemvConfigArg& g = ctx.opts.gemv_configs[q - 1];
+            dg_nvfp4_gemv_options& w = opts[q - 1];
+            w.threads_per_row = static_cast<int32_t>(g.threads_per_row);
+            w.row_groups = static_cast<int32_t>(g.row_groups);
+            w.chunks_per_thread = static_cast<int32_t>(g.chunks);
+            w.rows_per_round = static_cast<int32_t>(g.rows);
+            w.vector_bytes = static_cast<int32_t>(g.vec);
+            w.grid_blocks = static_cast<int32_t>(g.grid);
+            w.cache_hint = static_cast<int32_t>(g.hint);
+            w.prefetch = static_cast<int32_t>(g.prefetch);
+            o = &w;
+            x.name = "libdg[" + g.text + "]";
+          }
+          Call call = [&, o](int) { return dg_error(fn(ctx.stream, ta.get(), tsfa.get(), tb.get(), tsfb.get(), tc.get(), o)); };
+          run_contender(ctx, x, call, 1, cbuf.ptr, cbuf.bytes, check);
+          c.results.push_back(x);
+        }
         time_case(ctx);
       } catch (const std::exception& e) {
         r.status = "error";
         r.message = e.what();
+        c.results.push_back(r);
       }
 #endif
     }
-    c.results.push_back(r);
     c.note = "GB/s is the figure to hold against the copy suite (a pure-streaming roofline)";
     finish(ctx, c, out);
   }

@@ -312,8 +312,11 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
       d_bufs = 2;
     }
     if (o.stages) {
-      // The explicit stage count decides the staging: the whole tile where it fits, else strips.
-      d_bufs = sk == 1 && o.stages > max_stages(s, bm, bn, 0, sk) ? 2 : 0;
+      // The explicit stage count decides the staging: the whole tile where it fits, else two
+      // rotating strips, else one strip buffer per warp-group (each strip waits for the last store).
+      d_bufs = 0;
+      if (sk == 1 && o.stages > max_stages(s, bm, bn, 0, sk))
+        d_bufs = o.stages <= max_stages(s, bm, bn, 2, sk) ? 2 : 1;
       if (o.stages > max_stages(s, bm, bn, d_bufs, sk)) {
         last_reason = "options.num_stages does not fit in shared memory";
         return;

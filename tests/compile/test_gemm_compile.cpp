@@ -238,6 +238,17 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   o.stages = 3;  // fits beside the whole tile
   REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
   CHECK(c.d_bufs == 0);
+  // FP8 128x128: two 64-column strips are the whole tile, so 6 stages need one strip buffer.
+  o = {};
+  o.block_m = 128, o.block_n = 128, o.stages = 6;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.d_bufs == 1);
+  CHECK(c.smem_bytes <= 232448u);
+  o.stages = 5;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.d_bufs == 0);
+  o.stages = 7;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }
 
 // The kernel specialises its K loop on exactly the boundaries the host reports, and takes the last
@@ -290,6 +301,8 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
       {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_BFLOAT16, true, 128, 256, 2, 2},
       {GemmKind::kBf16, 300, 600, 1000, DG_DTYPE_FLOAT32, true, 128, 256, 2, 2},
       {GemmKind::kFp8_1D1D, 300, 600, 1008, DG_DTYPE_FLOAT32, true, 128, 128, 0, 2},
+      {GemmKind::kFp8_1D2D, 300, 600, 1040, DG_DTYPE_BFLOAT16, false, 128, 128, 6, 0},
+      {GemmKind::kFp8_1D2D, 300, 600, 1040, DG_DTYPE_BFLOAT16, true, 128, 128, 6, 0},
   };
   for (const Forced& f : forced) {
     GemmShape s;

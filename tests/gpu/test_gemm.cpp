@@ -523,7 +523,7 @@ TEST_CASE("sm90 fp8 gemm: a warm call with operand copies replays from a CUDA gr
   check_case(g, tt, rng);
 }
 
-TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers") {
+TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers or one") {
   Gpu g;
   if (!g.sm90()) return;
   std::mt19937 rng(7);
@@ -547,6 +547,15 @@ TEST_CASE("sm90 gemm: epilogue strips rotating through two buffers") {
       cs.d_dtype = recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
       cs.block_m = 128, cs.block_n = 256, cs.stages = recipe == DG_FP8_RECIPE_1D1D ? 3 : 4;
       cs.promotion = DG_FP8_PROMOTION_AFTER, cs.slices = 2;
+      check_case(g, cs, rng);
+    }
+  // One strip buffer per warp-group (FP8 128x128 with 6 stages: two strips are the whole tile):
+  // every strip waits for the previous strip's store; both promotion modes, tails, C aliased to D.
+  for (int promotion : {DG_FP8_PROMOTION_AFTER, DG_FP8_PROMOTION_OVERLAP})
+    for (int c_mode : {0, 2}) {
+      Case cs;
+      cs.fp8 = true, cs.m = 300, cs.n = 600, cs.k = 1040, cs.c_mode = c_mode;
+      cs.block_m = 128, cs.block_n = 128, cs.stages = 6, cs.promotion = promotion;
       check_case(g, cs, rng);
     }
 }

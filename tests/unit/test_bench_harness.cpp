@@ -178,6 +178,31 @@ TEST_CASE("bench cli: --gemm-config sets only the keys it names") {
   CHECK(b.block_m == 0);
 }
 
+TEST_CASE("bench cli: --gemv-config sets only the keys it names") {
+  Options o;
+  std::string err;
+  const char* argv[] = {"dg-bench", "--gemv-config", "kt=32,nc=4,rows=2,grid=264", "--gemv-config", "vec=8,hint=2,prefetch=-1"};
+  REQUIRE(parse_args(5, argv, &o, &err));
+  REQUIRE(o.gemv_configs.size() == 2);
+  const GemvConfigArg& a = o.gemv_configs[0];
+  CHECK(a.text == "kt=32,nc=4,rows=2,grid=264");
+  CHECK(a.threads_per_row == 32);
+  CHECK(a.chunks == 4);
+  CHECK(a.rows == 2);
+  CHECK(a.grid == 264);
+  CHECK(a.row_groups == 0);
+  CHECK(a.vec == 0);
+  const GemvConfigArg& b = o.gemv_configs[1];
+  CHECK(b.vec == 8);
+  CHECK(b.hint == 2);
+  CHECK(b.prefetch == -1);
+  CHECK(b.threads_per_row == 0);
+  const char* bad[] = {"dg-bench", "--gemv-config", "kt=32,bm=128"};
+  CHECK_FALSE(parse_args(3, bad, &o, &err));
+  CHECK(err.find("unknown key 'bm'") != std::string::npos);
+  CHECK(err.find("known: kt, rg, nc, rows, vec, grid, hint, prefetch") != std::string::npos);
+}
+
 TEST_CASE("bench shapes: the DeepSeek-V3 dense set of spec 6.2") {
   const auto shapes = dense_shapes();
   REQUIRE(shapes.size() == 21);
