@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU-facing suites on the lent GPU machine from a staged folder of stripped binaries
-# (libdg.so.0, dg_unit_tests, dg_gpu_tests, dg-demo, bench/dg-bench). Logs go under $OUT.
+# (libdg.so.0, dg-demo, tests/dg_unit_tests, tests/dg_gpu_tests, bench/dg-bench: a build tree or
+# bench/stage_device.sh's copy). Logs go under $OUT.
 #   tests/run_device.sh STAGE_DIR [gpu-test-filter]
 set -u
 STAGE=${1:?usage: tests/run_device.sh STAGE_DIR [doctest -tc filter]}
@@ -18,8 +19,8 @@ run() {  # name, command...
     "$(grep -E 'test cases:|passed|failed' "$DEST/$name.log" | tail -1)" | tee -a "$DEST/summary.txt"
 }
 run demo "$STAGE/dg-demo"
-run unit "$STAGE/dg_unit_tests"
-run gpu "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}
-run gpu-warm "$STAGE/dg_gpu_tests" ${2:+-tc="$2"}   # second run: every kernel from the disk cache
+run unit "$STAGE/tests/dg_unit_tests"
+run gpu "$STAGE/tests/dg_gpu_tests" ${2:+-tc="$2"}
+run gpu-warm "$STAGE/tests/dg_gpu_tests" ${2:+-tc="$2"}   # second run: every kernel from the disk cache
 DG_LIBRARY_PATH="$STAGE/libdg.so.0" PYTHONUNBUFFERED=1 run python python3 -m pytest -q -rs bindings/python/tests
 cat "$DEST/summary.txt"
