@@ -86,6 +86,25 @@ PtxasInfo parse_ptxas(const std::string& log) {
   return info;
 }
 
+// Compiles `spec` for sm_90a and checks what every GEMM kernel must satisfy: it compiles, and ptxas
+// reports registers, no stack frame, no spills and WGMMAs left asynchronous. Returns ptxas's report.
+PtxasInfo compile_clean(const dg::jit::KernelSpec& spec, const dg::Config& config) {
+  dg::jit::CompileResult r;
+  const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+  const std::string err = dg_last_error();
+  INFO(spec.kernel_name << ": " << err);
+  CHECK(st == DG_SUCCESS);
+  CHECK(!r.cubin.empty());
+  const PtxasInfo info = parse_ptxas(r.log);
+  INFO("ptxas log:\n" << r.log);
+  CHECK(info.registers > 0);
+  CHECK(info.stack_frame == 0);
+  CHECK(info.spill_stores == 0);
+  CHECK(info.spill_loads == 0);
+  CHECK_FALSE(info.wgmma_serialized);
+  return info;
+}
+
 }  // namespace
 
 // Also the resources of each: no local-memory spills, WGMMAs left asynchronous by ptxas, and a
@@ -106,22 +125,10 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
     CHECK(c.smem_bytes <= 232448u);
     const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
     if (!seen.insert(spec.kernel_name).second) continue;
-    dg::jit::CompileResult r;
     const auto t0 = std::chrono::steady_clock::now();
-    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
-    const std::string err = dg_last_error();
+    const PtxasInfo info = compile_clean(spec, config);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     worst = std::max(worst, sec);
-    INFO(spec.kernel_name << ": " << err);
-    CHECK(st == DG_SUCCESS);
-    CHECK(!r.cubin.empty());
-    const PtxasInfo info = parse_ptxas(r.log);
-    INFO("ptxas log:\n" << r.log);
-    CHECK(info.registers > 0);
-    CHECK(info.stack_frame == 0);
-    CHECK(info.spill_stores == 0);
-    CHECK(info.spill_loads == 0);
-    CHECK_FALSE(info.wgmma_serialized);
     char row[256];
     std::snprintf(row, sizeof(row), "  %-72s %4d regs %7u B smem %5.2f s\n", spec.kernel_name.c_str(), info.registers,
                   c.smem_bytes, sec);
@@ -312,19 +319,7 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
     if (f.kind != GemmKind::kBf16 && f.bn == 256) o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 2;
     dg::ops::GemmConfig c;
     REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
-    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
-    dg::jit::CompileResult r;
-    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
-    const std::string err = dg_last_error();
-    INFO(spec.kernel_name << ": " << err);
-    CHECK(st == DG_SUCCESS);
-    const PtxasInfo info = parse_ptxas(r.log);
-    INFO("ptxas log:\n" << r.log);
-    CHECK(info.registers > 0);
-    CHECK(info.stack_frame == 0);
-    CHECK(info.spill_stores == 0);
-    CHECK(info.spill_loads == 0);
-    CHECK_FALSE(info.wgmma_serialized);
+    compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
   }
   dg_set_log_level(log_level);
 }
