@@ -210,8 +210,19 @@ void run_and_check(FakeDriver& fake, Problem p) {
   CHECK(l.config.smem_bytes == cfg.smem_bytes);
   const unsigned cluster = cfg.split_k > 1 ? unsigned(cfg.split_k) : cfg.cluster > 1 ? unsigned(cfg.cluster) : 0u;
   CHECK(l.config.cluster[0] == cluster);
-  if (cfg.split_k > 1) CHECK(cfg.grid == cdiv(p.m, cfg.block_m) * cdiv(p.n, cfg.block_n) * cfg.split_k);
-  else CHECK(cfg.grid <= kSms);
+  if (cfg.split_k > 1) {
+    CHECK(cfg.grid == cdiv(p.m, cfg.block_m) * cdiv(p.n, cfg.block_n) * cfg.split_k);
+  } else {
+    // Persistent over the units (tile pairs for clusters): one cluster per unit up to every SM; with
+    // several waves and a last one at least half full, the fewest clusters that keep the wave count.
+    const int pm = cfg.cluster == 2 && !cfg.multicast_a ? 2 : 1, pn = cfg.cluster == 2 && cfg.multicast_a ? 2 : 1;
+    const int64_t units = cdiv(cdiv(p.m, cfg.block_m), pm) * cdiv(cdiv(p.n, cfg.block_n), pn);
+    const int64_t slots = kSms / cfg.cluster, waves = cdiv(units, slots);
+    const bool trim = waves > 1 && 2 * (units - (waves - 1) * slots) >= slots;
+    CHECK(cfg.grid % cfg.cluster == 0);
+    CHECK(cfg.grid / cfg.cluster == (trim ? cdiv(units, waves) : std::min(slots, units)));
+    CHECK(cdiv(units, cfg.grid / cfg.cluster) == waves);
+  }
 
   REQUIRE(l.params.size() == sizeof(Sm90GemmParams));
   Sm90GemmParams q;
@@ -294,6 +305,10 @@ TEST_CASE("FP8 GEMMs launch the chosen config with the contract's TMA maps and s
     p.m = m, p.n = 576, p.k = 7168;
     run_and_check(fake, p);
   }
+  Problem waves;  // 31 full waves and a last one of 4 tiles: the grid keeps every SM
+  waves.kind = GemmKind::kFp8_1D2D;
+  waves.m = 4096, waves.n = 24576, waves.k = 1536;
+  run_and_check(fake, waves);
   Problem tail;
   tail.kind = GemmKind::kFp8_1D2D;
   tail.m = 77, tail.n = 336, tail.k = 400;
