@@ -183,6 +183,9 @@ def _torch_current_stream(device: Optional[int]) -> Optional[Tuple[int, int]]:
             return None
         if device is None:
             device = torch.cuda.current_device()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object per call
+        if raw is not None:
+            return device, int(raw(device))
         return device, torch.cuda.current_stream(device).cuda_stream
     except Exception:  # a torch without CUDA support
         return None

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import threading
+from collections import OrderedDict
 from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -123,8 +125,8 @@ class TensorInfo:
     ) -> None:
         self.ptr = int(ptr)
         self.dtype = dtype
-        self.shape = tuple(int(s) for s in shape)
-        self.strides = tuple(int(s) for s in strides)
+        self.shape = tuple(map(int, shape))
+        self.strides = tuple(map(int, strides))
         self.device = device
         self.source = source
         self.keepalive = keepalive
@@ -163,7 +165,7 @@ def contiguous_strides(shape: Sequence[int]) -> Tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _apply_role(dtype: Any, role: Optional[str], name: str, what: str) -> int:
+def _apply_role(dtype: Any, role: Optional[str], name: str, what: Any) -> int:
     if role == ROLE_FP4 and dtype in (UINT8, _INT8):
         return FLOAT4_E2M1X2
     if role == ROLE_SF and dtype == INT32:
@@ -183,14 +185,22 @@ def is_torch_tensor(obj: Any) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
+_TORCH_DTYPE_OBJECTS: dict = {}  # torch.dtype -> libdg dtype, filled from _TORCH_DTYPES on first sight
+
+
 def _from_torch(t: Any, name: str, role: Optional[str]) -> TensorInfo:
-    key = str(t.dtype)
-    if key not in _TORCH_DTYPES:
-        raise InvalidArgument("%s: dtype %s has no libdg equivalent" % (name, key))
-    if not t.is_cuda:
+    dt = t.dtype
+    base = _TORCH_DTYPE_OBJECTS.get(dt)
+    if base is None:
+        key = str(dt)
+        if key not in _TORCH_DTYPES:
+            raise InvalidArgument("%s: dtype %s has no libdg equivalent" % (name, key))
+        base = _TORCH_DTYPE_OBJECTS[dt] = _TORCH_DTYPES[key]
+    device = t.get_device()  # -1 for CPU tensors
+    if device < 0:
         raise InvalidArgument("%s: tensor is on %s; libdg needs CUDA device memory" % (name, t.device))
-    dtype = _apply_role(_TORCH_DTYPES[key], role, name, key)
-    return TensorInfo(t.data_ptr(), dtype, tuple(t.shape), tuple(t.stride()), t.device.index, source=t, is_torch=True)
+    dtype = _apply_role(base, role, name, dt)
+    return TensorInfo(t.data_ptr(), dtype, t.shape, t.stride(), device, source=t, is_torch=True)
 
 
 def _from_cai(obj: Any, name: str, role: Optional[str]) -> TensorInfo:
@@ -373,39 +383,91 @@ def describe(obj: Any, name: str, role: Optional[str] = None, cu_stream: Optiona
     )
 
 
+class _HandleCache:
+    """One thread's LRU of ``dg_tensor`` handles keyed by everything a handle holds (pointer, dtype,
+    sizes, strides), so that repeated calls on the same tensors make no ``dg_tensor_create`` /
+    ``dg_tensor_destroy`` round trips. libdg only reads descriptors (every call takes
+    ``const dg_tensor*``), so one handle serves any call whose tensor has the same key. One cache
+    per thread, so that eviction never destroys a handle another thread is passing to libdg; its
+    handles belong to one library, and are destroyed with the cache when the thread ends."""
+
+    CAPACITY = 256
+
+    def __init__(self) -> None:
+        self.lib: Any = None
+        self.handles: "OrderedDict[Tuple[Any, ...], c_void_p]" = OrderedDict()
+
+    def get(self, lib: Any, info: TensorInfo) -> c_void_p:
+        if lib is not self.lib:
+            self.clear()
+            self.lib = lib
+        key = (info.ptr, info.dtype, info.shape, info.strides)
+        handle = self.handles.get(key)
+        if handle is not None:
+            self.handles.move_to_end(key)
+            return handle
+        rank = info.rank
+        sizes = (c_int64 * max(rank, 1))(*info.shape)
+        strides = (c_int64 * max(rank, 1))(*info.strides)
+        handle = c_void_p()
+        status = lib.fn("dg_tensor_create")(ctypes.byref(handle), c_void_p(info.ptr or None), info.dtype, rank, sizes, strides)
+        lib.check(status, "dg_tensor_create")
+        self.handles[key] = handle
+        while len(self.handles) > self.CAPACITY:
+            _, old = self.handles.popitem(last=False)
+            lib.fn("dg_tensor_destroy")(old)
+        return handle
+
+    def clear(self) -> None:
+        if self.lib is not None:
+            destroy = self.lib.fn("dg_tensor_destroy")
+            for handle in self.handles.values():
+                destroy(handle)
+        self.handles.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.clear()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+class _PerThread(threading.local):
+    def __init__(self) -> None:
+        self.cache = _HandleCache()
+
+
+_per_thread = _PerThread()
+
+
+def thread_handle_cache() -> _HandleCache:
+    """The calling thread's descriptor cache."""
+    return _per_thread.cache
+
+
 class Descriptors:
-    """Creates ``dg_tensor`` handles for one call and destroys them when the block exits.
+    """The ``dg_tensor`` handles of one call (from the per-thread cache, so leaving the block frees
+    nothing; the context manager marks the extent over which the handles are used).
 
     >>> with Descriptors() as ds:
     ...     ha = ds.add(info_a)   # c_void_p, or None for a None info
     """
 
-    __slots__ = ("_handles", "_lib")
+    __slots__ = ("_lib",)
 
     def __init__(self) -> None:
-        self._handles: List[c_void_p] = []
         self._lib = _lib.get()
 
     def add(self, info: Optional[TensorInfo]) -> Optional[c_void_p]:
         if info is None:
             return None
-        rank = info.rank
-        sizes = (c_int64 * max(rank, 1))(*info.shape)
-        strides = (c_int64 * max(rank, 1))(*info.strides)
-        handle = c_void_p()
-        status = self._lib.fn("dg_tensor_create")(ctypes.byref(handle), c_void_p(info.ptr or None), info.dtype, rank, sizes, strides)
-        self._lib.check(status, "dg_tensor_create")
-        self._handles.append(handle)
-        return handle
+        return _per_thread.cache.get(self._lib, info)
 
     def __enter__(self) -> "Descriptors":
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        destroy = self._lib.fn("dg_tensor_destroy")
-        for h in self._handles:
-            destroy(h)
-        self._handles.clear()
+        pass
 
 
 def read_descriptor(handle: c_void_p) -> Tuple[int, int, Tuple[int, ...], Tuple[int, ...]]:

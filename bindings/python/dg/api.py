@@ -467,18 +467,59 @@ def _gran(recipe: Sequence[int], is_sfa: bool) -> Tuple[int, int]:
     raise InvalidArgument("recipe: expected (gran_m, gran_n, gran_k) or (gran_mn, gran_k), got %r" % (recipe,))
 
 
+# Structures that libdg only reads (const pointers) are built once per distinct value: building a
+# ctypes Structure costs microseconds, which the GEMM wrappers would otherwise pay on every call.
+_CACHE_CAPACITY = 1024
+
+
+def _memo(cache: Dict[Any, Any], key: Any, build: Callable[[], Any]) -> Any:
+    try:
+        hit = cache.get(key)
+    except TypeError:  # an unhashable argument: build it every time
+        return build()
+    if hit is None:
+        hit = build()
+        if len(cache) >= _CACHE_CAPACITY:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
+_SF_RECIPES: Dict[Any, SfRecipe] = {}
+
+
 def _sf_recipe(gran_mn: int, gran_k: int, num_groups: int, disable_ue8m0_cast: bool, arch_major: int = 0) -> SfRecipe:
-    return SfRecipe(
-        gran_mn=_int32(gran_mn, "gran_mn"),
-        gran_k=_int32(gran_k, "gran_k"),
-        num_groups=_int32(num_groups, "num_groups"),
-        arch_major=_int32(arch_major, "arch_major"),
-        disable_ue8m0_cast=1 if disable_ue8m0_cast else 0,
+    """A ``dg_sf_recipe`` (shared between calls: do not modify it)."""
+    return _memo(
+        _SF_RECIPES,
+        (gran_mn, gran_k, num_groups, bool(disable_ue8m0_cast), arch_major),
+        lambda: SfRecipe(
+            gran_mn=_int32(gran_mn, "gran_mn"),
+            gran_k=_int32(gran_k, "gran_k"),
+            num_groups=_int32(num_groups, "num_groups"),
+            arch_major=_int32(arch_major, "arch_major"),
+            disable_ue8m0_cast=1 if disable_ue8m0_cast else 0,
+        ),
     )
 
 
-def _query_sf(handle: Optional[c_void_p], sf_info: TensorInfo, mn: int, k: int, recipe: SfRecipe) -> SfLayout:
+# dg_transform_sf_layout answers from the scales' dtype, sizes and strides, mn, k, the recipe and
+# the device's architecture only: the GEMM calls ask once per distinct key instead of every call.
+_SF_LAYOUTS: Dict[Tuple[Any, ...], SfLayout] = {}
+_SF_LAYOUTS_CAPACITY = 1024
+
+
+def _query_sf(
+    handle: Optional[c_void_p], sf_info: TensorInfo, mn: int, k: int, recipe: SfRecipe, dev: Optional[int] = None
+) -> SfLayout:
     lib = _lib.get()
+    key = (
+        lib, dev if recipe.arch_major == 0 else None, sf_info.dtype, sf_info.shape, sf_info.strides, int(mn), int(k),
+        recipe.gran_mn, recipe.gran_k, recipe.num_groups, recipe.arch_major, recipe.disable_ue8m0_cast,
+    )
+    cached = _SF_LAYOUTS.get(key) if handle is not None or recipe.arch_major else None
+    if cached is not None:
+        return cached
     is_input = c_int32()
     dtype = c_int32()
     sizes = (c_int64 * 4)()
@@ -490,7 +531,12 @@ def _query_sf(handle: Optional[c_void_p], sf_info: TensorInfo, mn: int, k: int, 
         )
         lib.check(status, "dg_transform_sf_layout")
     r = sf_info.rank
-    return SfLayout(bool(is_input.value), dtype.value, tuple(sizes[:r]), tuple(strides[:r]), nbytes.value)
+    layout = SfLayout(bool(is_input.value), dtype.value, tuple(sizes[:r]), tuple(strides[:r]), nbytes.value)
+    if handle is not None or recipe.arch_major:
+        if len(_SF_LAYOUTS) >= _SF_LAYOUTS_CAPACITY:
+            _SF_LAYOUTS.clear()
+        _SF_LAYOUTS[key] = layout
+    return layout
 
 
 def _num_groups(info: TensorInfo, num_groups: Optional[int]) -> int:
@@ -537,7 +583,7 @@ def _transform_info(
     cu: int = 0,
 ) -> Tuple[TensorInfo, Any]:
     """Runs the transform if needed; returns (info of the scales to use, python object of them)."""
-    layout = _query_sf(handle, sf_info, mn, k, rec)
+    layout = _query_sf(handle, sf_info, mn, k, rec, dev)
     if layout.is_input and out is None:
         return sf_info, sf_info.source
     if out is None:
@@ -605,18 +651,41 @@ def transform_sf_into_required_layout(
 _LAYOUTS = ("nt", "nn", "tn", "tt")
 
 
+_GEMM_OPTIONS: Dict[Any, GemmOptions] = {}
+
+
 def _gemm_options(
-    alpha: float, beta: float, recipe_code: int = 0, disable_ue8m0_cast: bool = False, options: Optional[Dict[str, int]] = None
+    alpha: float,
+    beta: float,
+    recipe_code: int = 0,
+    disable_ue8m0_cast: bool = False,
+    options: Optional[Dict[str, int]] = None,
+    workspace: Optional[int] = None,
+    workspace_size: int = 0,
 ) -> GemmOptions:
-    """``dg_gemm_options`` with the formula's scalars and optional kernel-config overrides."""
-    fields: Dict[str, Any] = {}
-    if options:
-        unknown = set(options) - set(GemmOptions.TUNING)
-        if unknown:
-            raise InvalidArgument("options: unknown field(s) %s; known: %s" % (sorted(unknown), list(GemmOptions.TUNING)))
-        fields = {k: _int32(v, k) for k, v in options.items()}
-    return GemmOptions(
-        alpha=float(alpha), beta=float(beta), recipe=int(recipe_code), disable_ue8m0_cast=1 if disable_ue8m0_cast else 0, **fields
+    """``dg_gemm_options`` with the formula's scalars, optional kernel-config overrides and the FP8
+    workspace (shared between calls with the same values: do not modify it)."""
+
+    def build() -> GemmOptions:
+        fields: Dict[str, Any] = {}
+        if options:
+            unknown = set(options) - set(GemmOptions.TUNING)
+            if unknown:
+                raise InvalidArgument("options: unknown field(s) %s; known: %s" % (sorted(unknown), list(GemmOptions.TUNING)))
+            fields = {k: _int32(v, k) for k, v in options.items()}
+        return GemmOptions(
+            alpha=float(alpha),
+            beta=float(beta),
+            recipe=int(recipe_code),
+            disable_ue8m0_cast=1 if disable_ue8m0_cast else 0,
+            workspace=workspace,
+            workspace_size=int(workspace_size),
+            **fields,
+        )
+
+    extra = tuple(sorted(options.items())) if options else ()
+    return _memo(
+        _GEMM_OPTIONS, (alpha, beta, recipe_code, bool(disable_ue8m0_cast), extra, workspace, workspace_size), build
     )
 
 
@@ -909,10 +978,10 @@ def _fp8_gemm(
     keep += [obj_a, obj_b]
     isfa2 = new_a.transposed() if ta else new_a
     isfb2 = new_b.transposed() if tb else new_b
-    opts = _gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options)
     a_nt, b_nt = (ia.transposed() if ta else ia), (ib.transposed() if tb else ib)
-    opts.workspace, opts.workspace_size, ws = _fp8_workspace(workspace, a_nt, b_nt, m, n, k, cu)
+    ws_ptr, ws_size, ws = _fp8_workspace(workspace, a_nt, b_nt, m, n, k, cu)
     keep.append(ws)
+    opts = _gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size)
     with Descriptors() as ds:
         status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), ds.add(ic), byref(opts))
         lib.check(status, name)

@@ -238,3 +238,64 @@ def test_gemm_prepare_arguments(monkeypatch):
         dg.gemm_prepare("bfloat16", "xx", 1, 1, 1, "float32")
     with pytest.raises(dg.InvalidArgument, match="ab_dtype"):
         dg.gemm_prepare("int4", "nt", 1, 1, 1, "float32")
+
+
+def test_repeated_calls_reuse_descriptors_and_option_structs(hooked):
+    a = FakeCAI((64, 32), "<f4", ptr=0x100)
+    b = FakeCAI((48, 32), "<f4", ptr=0x200)
+    d = FakeCAI((64, 48), "<f4", ptr=0x300)
+    dg.bf16_gemm_nt(a, b, d, alpha=0.5)
+    dg.bf16_gemm_nt(a, b, d, alpha=0.5)
+    dg.bf16_gemm_nt(FakeCAI((64, 32), "<f4", ptr=0x900), b, d, alpha=0.5)  # a new A pointer
+    dg.bf16_gemm_nt(a, b, d, alpha=0.25)
+    first, second, moved, rescaled = hooked.calls
+    # Same tensors: the same descriptors and the same options, read back unchanged.
+    assert second[1] == first[1] and second[2] is first[2]
+    assert moved[1][0][0] == 0x900 and moved[1][1:] == first[1][1:]
+    assert (rescaled[2].alpha, first[2].alpha) == (0.25, 0.5)
+    cache = T.thread_handle_cache().handles
+    hits = [cache[(0x100, T.FLOAT32, (64, 32), (32, 1))], cache[(0x900, T.FLOAT32, (64, 32), (32, 1))]]
+    assert hits[0].value != hits[1].value
+
+
+def test_descriptor_cache_is_bounded_and_per_thread(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(T._HandleCache, "CAPACITY", 4)
+    cache = T.thread_handle_cache()
+    cache.clear()
+    infos = [T.describe(FakeCAI((8, 8), "<f4", ptr=0x1000 * (i + 1)), "x") for i in range(6)]
+    with T.Descriptors() as ds:
+        handles = [ds.add(i) for i in infos]
+    assert len(cache.handles) == 4  # the two oldest were destroyed
+    assert [T.read_descriptor(h)[0] for h in handles[2:]] == [0x3000, 0x4000, 0x5000, 0x6000]
+    seen = {}
+
+    def other():
+        with T.Descriptors() as ds:
+            seen["handle"] = ds.add(infos[5])
+        seen["size"] = len(T.thread_handle_cache().handles)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen["size"] == 1 and seen["handle"].value != handles[5].value
+    cache.clear()
+
+
+def test_scale_layout_queries_are_answered_once_per_key(hooked, monkeypatch):
+    m, n, k = 256, 256, 512
+    a = FakeCAI((m, k), "|u1", ptr=0x1000)
+    b = FakeCAI((n, k), "|u1", ptr=0x3000)
+    sfa, sfb = sm90_sfa(m, k // 128, 0x2000), FakeCAI((n // 128, k // 128), "<f4", ptr=0x4000)
+    d = FakeCAI((m, n), "<f2", ptr=0x5000)
+    api._SF_LAYOUTS.clear()
+    lib = _lib.get()
+    real = lib.functions["dg_transform_sf_layout"]
+    queries = []
+    monkeypatch.setitem(lib.functions, "dg_transform_sf_layout", lambda *args: queries.append(1) or real(*args))
+    for ptr in (0x5000, 0x6000):
+        dg.fp8_gemm_nt((a, sfa), (b, sfb), FakeCAI((m, n), "<f2", ptr=ptr))
+    assert len(queries) == 2 and len(hooked.calls) == 2  # sfa and sfb once, not once per call
+    dg.fp8_gemm_nt((a, sm90_sfa(m, k // 128, 0x7000)), (b, sfb), d)  # another pointer, same layout
+    assert len(queries) == 2
