@@ -517,7 +517,9 @@ def _query_sf(
         lib, dev if recipe.arch_major == 0 else None, sf_info.dtype, sf_info.shape, sf_info.strides, int(mn), int(k),
         recipe.gran_mn, recipe.gran_k, recipe.num_groups, recipe.arch_major, recipe.disable_ue8m0_cast,
     )
-    cached = _SF_LAYOUTS.get(key) if handle is not None or recipe.arch_major else None
+    # The answer depends on the device's architecture: cache it only when that is known.
+    cacheable = recipe.arch_major != 0 or (handle is not None and dev is not None)
+    cached = _SF_LAYOUTS.get(key) if cacheable else None
     if cached is not None:
         return cached
     is_input = c_int32()
@@ -532,7 +534,7 @@ def _query_sf(
         lib.check(status, "dg_transform_sf_layout")
     r = sf_info.rank
     layout = SfLayout(bool(is_input.value), dtype.value, tuple(sizes[:r]), tuple(strides[:r]), nbytes.value)
-    if handle is not None or recipe.arch_major:
+    if cacheable:
         if len(_SF_LAYOUTS) >= _SF_LAYOUTS_CAPACITY:
             _SF_LAYOUTS.clear()
         _SF_LAYOUTS[key] = layout
@@ -564,11 +566,12 @@ def get_transform_sf_layout(
     if arch_major:
         info = describe(sf, "sf")
         handle = None
+        dev = None
     else:
-        handle, (info,) = _prepare([(sf, "sf", ROLE_SF)], stream)
+        handle, dev, _cu, (info,) = _prepare_call([(sf, "sf", ROLE_SF)], stream)
     assert info is not None
     rec = _sf_recipe(gran_mn, gran_k, _num_groups(info, num_groups), disable_ue8m0_cast, arch_major)
-    return _query_sf(handle, info, mn, k, rec)
+    return _query_sf(handle, info, mn, k, rec, dev)
 
 
 def _transform_info(
