@@ -506,39 +506,35 @@ def _sf_recipe(gran_mn: int, gran_k: int, num_groups: int, disable_ue8m0_cast: b
 # dg_transform_sf_layout answers from the scales' dtype, sizes and strides, mn, k, the recipe and
 # the device's architecture only: the GEMM calls ask once per distinct key instead of every call.
 _SF_LAYOUTS: Dict[Tuple[Any, ...], SfLayout] = {}
-_SF_LAYOUTS_CAPACITY = 1024
 
 
 def _query_sf(
     handle: Optional[c_void_p], sf_info: TensorInfo, mn: int, k: int, recipe: SfRecipe, dev: Optional[int] = None
 ) -> SfLayout:
     lib = _lib.get()
+
+    def ask() -> SfLayout:
+        is_input = c_int32()
+        dtype = c_int32()
+        sizes = (c_int64 * 4)()
+        strides = (c_int64 * 4)()
+        nbytes = c_size_t()
+        with Descriptors() as ds:
+            status = lib.fn("dg_transform_sf_layout")(
+                handle, ds.add(sf_info), int(mn), int(k), byref(recipe), byref(is_input), byref(dtype), sizes, strides, byref(nbytes)
+            )
+            lib.check(status, "dg_transform_sf_layout")
+        r = sf_info.rank
+        return SfLayout(bool(is_input.value), dtype.value, tuple(sizes[:r]), tuple(strides[:r]), nbytes.value)
+
+    # The answer depends on the device's architecture: cached only where that is known.
+    if recipe.arch_major == 0 and (handle is None or dev is None):
+        return ask()
     key = (
         lib, dev if recipe.arch_major == 0 else None, sf_info.dtype, sf_info.shape, sf_info.strides, int(mn), int(k),
         recipe.gran_mn, recipe.gran_k, recipe.num_groups, recipe.arch_major, recipe.disable_ue8m0_cast,
     )
-    # The answer depends on the device's architecture: cache it only when that is known.
-    cacheable = recipe.arch_major != 0 or (handle is not None and dev is not None)
-    cached = _SF_LAYOUTS.get(key) if cacheable else None
-    if cached is not None:
-        return cached
-    is_input = c_int32()
-    dtype = c_int32()
-    sizes = (c_int64 * 4)()
-    strides = (c_int64 * 4)()
-    nbytes = c_size_t()
-    with Descriptors() as ds:
-        status = lib.fn("dg_transform_sf_layout")(
-            handle, ds.add(sf_info), int(mn), int(k), byref(recipe), byref(is_input), byref(dtype), sizes, strides, byref(nbytes)
-        )
-        lib.check(status, "dg_transform_sf_layout")
-    r = sf_info.rank
-    layout = SfLayout(bool(is_input.value), dtype.value, tuple(sizes[:r]), tuple(strides[:r]), nbytes.value)
-    if cacheable:
-        if len(_SF_LAYOUTS) >= _SF_LAYOUTS_CAPACITY:
-            _SF_LAYOUTS.clear()
-        _SF_LAYOUTS[key] = layout
-    return layout
+    return _memo(_SF_LAYOUTS, key, ask)
 
 
 def _num_groups(info: TensorInfo, num_groups: Optional[int]) -> int:
