@@ -345,9 +345,24 @@ typedef struct dg_gemm_options {
                                  do not let it overlap a, b, c or d. Ignored by BF16 calls and by FP8 calls
                                  whose operands are K-major. */
   size_t workspace_size;      /* bytes of workspace */
+  /* Appended in 0.5: */
+  int32_t kernel;             /* DG_GEMM_KERNEL_*: which kernel family runs the call; 0 = heuristic */
 } dg_gemm_options;
 #define DG_GEMM_OPTIONS_INIT \
-  {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0}
+  {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0, 0}
+
+/* Kernel families of the dense GEMMs (dg_gemm_options.kernel).
+ * TILED: the persistent WGMMA kernel (block_m/n, stages, cluster, promotion and split_k options).
+ * SKINNY: few tokens (M <= 32) streaming B once through warp-level MMAs; needs K-major A and B in
+ *   memory after any FP8 workspace copy (for BF16: layouts nt, and tn/tt where M = 1) and rows of K
+ *   a multiple of 16 bytes; it honours split_k (CTAs sharing each 16-row tile's K) and num_stages
+ *   (128-byte units of each row in flight per warp, 1..8), not an SM cap. Forcing it on a problem it
+ *   cannot run gives DG_ERROR_UNSUPPORTED with the reason.
+ * AUTO (0) picks SKINNY where it can run, for M <= 16 (BF16) or <= 8 (FP8) with at most 64 MB of B,
+ *   when no tiled option is set and no SM cap applies; TILED otherwise. */
+#define DG_GEMM_KERNEL_AUTO 0
+#define DG_GEMM_KERNEL_TILED 1
+#define DG_GEMM_KERNEL_SKINNY 2
 
 /* How the FP8 kernels fold each 128-K block's tensor-core partial sums into the FP32 accumulators
  * (with the scales): after the block's WGMMAs complete, or while the next block's WGMMAs run (costs

@@ -115,7 +115,7 @@ inline bool parse_shape(const std::string& text, Shape* shape, std::string* erro
 struct GemmConfigArg {
   std::string text;
   int64_t block_m = 0, block_n = 0, stages = 0, cluster = 0, multicast_a = -1, math_wg = 0, num_sms = 0;
-  int64_t promotion = 0, slices = 0, split_k = 0;
+  int64_t promotion = 0, slices = 0, split_k = 0, kernel = 0;
 };
 
 // Parses "key=integer,..." into the fields named by `keys` (fields not named keep their value).
@@ -149,7 +149,7 @@ inline bool parse_gemm_config(const std::string& text, GemmConfigArg* cfg, std::
   if (!parse_key_values("--gemm-config", text,
                         {{"bm", &c.block_m}, {"bn", &c.block_n}, {"stages", &c.stages}, {"cluster", &c.cluster},
                          {"mca", &c.multicast_a}, {"wg", &c.math_wg}, {"sms", &c.num_sms}, {"promo", &c.promotion},
-                         {"slices", &c.slices}, {"splitk", &c.split_k}},
+                         {"slices", &c.slices}, {"splitk", &c.split_k}, {"kernel", &c.kernel}},
                         error))
     return false;
   *cfg = c;
@@ -199,7 +199,8 @@ inline const char* usage() {
          "--shape replaces the built-in shapes of the selected suites (repeatable).\n"
          "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
          "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
-         "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile);\n"
+         "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile),\n"
+         "  kernel (1 tiled, 2 skinny: M <= 32; its stages = units in flight per warp, splitk = CTAs per tile);\n"
          "  e.g. bm=128,bn=256,stages=4,cluster=2\n"
          "--gemv-config adds a libdg NVFP4 GEMV contender with an explicit config (repeatable); keys:\n"
          "  kt (threads per row), rg (row groups), nc (chunks per thread), rows (rows per round),\n"

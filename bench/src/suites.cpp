@@ -331,6 +331,7 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
           o.fp8_promotion = static_cast<int32_t>(g.promotion);
           o.fp8_promotion_slices = static_cast<int32_t>(g.slices);
           o.split_k = static_cast<int32_t>(g.split_k);
+          o.kernel = static_cast<int32_t>(g.kernel);
           run_libdg(r, o);
           c.results.push_back(r);
         }

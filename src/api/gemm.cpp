@@ -30,6 +30,9 @@ dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
   if (out->recipe != DG_FP8_RECIPE_1D2D && out->recipe != DG_FP8_RECIPE_1D1D)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.recipe: {} (expected DG_FP8_RECIPE_1D2D (0) or _1D1D (1))",
                     out->recipe);
+  if (out->kernel < DG_GEMM_KERNEL_AUTO || out->kernel > DG_GEMM_KERNEL_SKINNY)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.kernel: {} (expected DG_GEMM_KERNEL_AUTO (0), _TILED (1) or _SKINNY (2))", out->kernel);
   return DG_SUCCESS;
 }
 
@@ -45,6 +48,7 @@ dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
   r.fp8_promotion = o.fp8_promotion;
   r.promotion_slices = o.fp8_promotion_slices;
   r.split_k = o.split_k;
+  r.kernel = o.kernel;
   return r;
 }
 

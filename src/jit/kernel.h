@@ -36,6 +36,7 @@ enum FamilyId : uint32_t {
   kFamilyNvfp4Gemv = 3,
   kFamilyElementwise = 4,
   kFamilyTranspose = 5,
+  kFamilySkinnyGemm = 6,
 };
 
 struct KernelSpec {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "jit/kernel_cache.h"
+#include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
@@ -556,7 +557,7 @@ CUtensorMapDataType ab_tma_type(GemmKind k) {
 }
 
 // The heuristic's choice per distinct problem, so that a warm call costs one lookup; a new entry
-// is also when DG_PRINT_CONFIGS prints.
+// is also when DG_PRINT_CONFIGS prints. One cache per config type (tiled, skinny).
 struct ConfigKey {
   int64_t v[12];
   bool operator==(const ConfigKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
@@ -569,17 +570,22 @@ struct ConfigKeyHash {
   }
 };
 
+ConfigKey config_key(const dg_stream_s& stream, const GemmShape& s, int num_sms, const GemmOverride& o) {
+  return ConfigKey{{static_cast<int64_t>(s.kind), s.m, s.n, s.k,
+                    static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 |
+                        int64_t(s.accumulate) << 2 | int64_t(s.d_dtype) << 3,
+                    num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
+                    o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 |
+                        int64_t(o.split_k) << 24 | int64_t(o.kernel) << 32,
+                    o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
+}
+
+template <class Config, class Choose>
 dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_sms, const GemmOverride& o,
-                        GemmConfig* out) {
-  const ConfigKey key{{static_cast<int64_t>(s.kind), s.m, s.n, s.k,
-                       static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 | int64_t(s.accumulate) << 2 |
-                           int64_t(s.d_dtype) << 3,
-                       num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
-                       o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 | int64_t(o.split_k) << 24,
-                       o.multicast_a,
-                       o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
+                        Choose choose, Config* out) {
+  const ConfigKey key = config_key(stream, s, num_sms, o);
   static std::shared_mutex mu;
-  static std::unordered_map<ConfigKey, GemmConfig, ConfigKeyHash> cache;
+  static std::unordered_map<ConfigKey, Config, ConfigKeyHash> cache;
   {
     std::shared_lock<std::shared_mutex> lock(mu);
     auto it = cache.find(key);
@@ -588,7 +594,7 @@ dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_s
       return DG_SUCCESS;
     }
   }
-  DG_TRY(choose_gemm_config(s, num_sms, o, out));
+  DG_TRY(choose(s, num_sms, o, out));
   bool inserted = false;
   {
     std::unique_lock<std::shared_mutex> lock(mu);
@@ -598,6 +604,22 @@ dg_status cached_config(const dg_stream_s& stream, const GemmShape& s, int num_s
   if (inserted && (config_of(stream).print_configs || config_of(stream).jit_debug))
     log::warn("DG_PRINT_CONFIGS: {}", describe(s, *out));
   return DG_SUCCESS;
+}
+
+// The skinny kernel computes D := alpha * A.B^T + beta * C itself: no pre-pass.
+dg_status run_skinny(const dg_stream_s& stream, const GemmArgs& args, const GemmShape& s, int num_sms,
+                     const GemmOverride& o, const TransposeParams* copies, int num_copies, bool prepare_only) {
+  SkinnyConfig c;
+  DG_TRY(cached_config(stream, s, num_sms, o, choose_skinny_config, &c));
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(stream.device->kernels->get(
+      skinny_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = skinny_kernel_spec(s, c); return DG_SUCCESS; },
+      config_of(stream), &kernel));
+  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], prepare_only));
+  if (prepare_only) return DG_SUCCESS;
+  GemmArgs a = args;
+  a.shape = s;
+  return launch_skinny_gemm(stream, a, c, *kernel);
 }
 
 }  // namespace
@@ -617,8 +639,11 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   s.accumulate = has_c;
   int num_sms = 0;
   DG_TRY(num_sms_of(stream, &num_sms));
+  bool skinny = false;
+  DG_TRY(use_skinny(s, o, num_sms < stream.device->sm_count || o.num_sms > 0, &skinny));
+  if (skinny) return run_skinny(stream, args, s, num_sms, o, copies, num_copies, prepare_only);
   GemmConfig c;
-  DG_TRY(cached_config(stream, s, num_sms, o, &c));
+  DG_TRY(cached_config(stream, s, num_sms, o, choose_gemm_config, &c));
   const jit::Kernel* kernel = nullptr;
   // The spec (strings, a template context) is built only on a cache miss: the warm path hashes the key.
   DG_TRY(stream.device->kernels->get(

@@ -52,6 +52,7 @@ struct GemmOverride {
   int fp8_promotion = 0;     // DG_FP8_PROMOTION_*; 0 = heuristic
   int promotion_slices = 0;  // 1, 2 or 4; 0 = heuristic
   int split_k = 0;           // 1, 2, 4 or 8; 0 = heuristic
+  int kernel = 0;            // DG_GEMM_KERNEL_*; 0 = heuristic
 };
 
 // Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes); d_bufs as in GemmConfig.

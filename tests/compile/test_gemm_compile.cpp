@@ -14,6 +14,7 @@
 #include "dg.h"
 #include "jit/compiler.h"
 #include "ops/gemm.h"
+#include "ops/skinny_gemm.h"
 #include "runtime/config.h"
 
 namespace {
@@ -139,6 +140,108 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
   std::printf("sm90 gemm: %d distinct configs compiled, slowest %.2f s (registers: the launch bound; the consumer "
               "warp-groups raise theirs with setmaxnreg)\n%s",
               compiled, worst, table.c_str());
+}
+
+// The skinny kernel: every template instance its heuristic can produce (token tiles 1-4, both
+// unroll depths, every split, each recipe, output and C), without spills.
+TEST_CASE("skinny gemm: every kernel the heuristic can pick compiles for sm_90a without spills") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  config.ptxas_verbose = true;
+  const int32_t log_level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_ERROR);
+  std::set<std::string> seen;
+  std::string table;
+  auto add = [&](const GemmShape& s, const dg::ops::GemmOverride& o) {
+    dg::ops::SkinnyConfig c;
+    REQUIRE(dg::ops::choose_skinny_config(s, 132, o, &c) == DG_SUCCESS);
+    const dg::jit::KernelSpec spec = dg::ops::skinny_kernel_spec(s, c);
+    if (!seen.insert(spec.kernel_name).second) return;
+    dg::jit::CompileResult r;
+    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+    const std::string err = dg_last_error();
+    INFO(spec.kernel_name << ": " << err);
+    REQUIRE(st == DG_SUCCESS);
+    const PtxasInfo info = parse_ptxas(r.log);
+    INFO("ptxas log:\n" << r.log);
+    CHECK(info.registers > 0);
+    CHECK(info.stack_frame == 0);
+    CHECK(info.spill_stores == 0);
+    CHECK(info.spill_loads == 0);
+    char row[160];
+    std::snprintf(row, sizeof(row), "  %-56s %4d regs\n", spec.kernel_name.c_str(), info.registers);
+    table += row;
+  };
+  for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D, GemmKind::kFp8_1D1D})
+    for (dg_dtype d : {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32})
+      for (bool acc : {false, true}) {
+        if (kind == GemmKind::kFp8_1D1D && d != DG_DTYPE_FLOAT32) continue;
+        for (int64_t m : {1, 9, 17, 32}) {
+          GemmShape s;
+          s.kind = kind, s.m = m, s.n = 2112, s.k = 7168, s.d_dtype = d, s.accumulate = acc;
+          REQUIRE(dg::ops::skinny_ineligible(s) == nullptr);
+          add(s, {});
+          if (d == DG_DTYPE_BFLOAT16 && !acc) {
+            for (int split : {1, 2, 4, 8}) {
+              dg::ops::GemmOverride o;
+              o.split_k = split;
+              add(s, o);
+            }
+          }
+        }
+      }
+  dg_set_log_level(log_level);
+  std::printf("skinny gemm: %zu kernels compiled\n%s", seen.size(), table.c_str());
+}
+
+TEST_CASE("skinny gemm: eligibility, the AUTO rule and overrides") {
+  GemmShape s;
+  s.kind = GemmKind::kBf16, s.m = 1, s.n = 7168, s.k = 2048;
+  bool skinny = false;
+  dg::ops::GemmOverride o;
+  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  CHECK(skinny);
+  REQUIRE(dg::ops::use_skinny(s, o, true, &skinny) == DG_SUCCESS);  // an SM cap keeps the tiled kernel
+  CHECK(!skinny);
+  o.block_n = 128;  // a tiled option
+  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  CHECK(!skinny);
+  o.kernel = DG_GEMM_KERNEL_SKINNY;
+  CHECK(dg::ops::use_skinny(s, o, false, &skinny) == DG_ERROR_INVALID_ARGUMENT);
+  o = {};
+  o.kernel = DG_GEMM_KERNEL_TILED;
+  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  CHECK(!skinny);
+  s.m = 64;
+  o.kernel = DG_GEMM_KERNEL_SKINNY;
+  CHECK(dg::ops::use_skinny(s, o, false, &skinny) == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("M <= 32") != std::string::npos);
+  s.m = 8, s.k = 2044;  // rows of 4088 bytes
+  CHECK(dg::ops::use_skinny(s, o, false, &skinny) == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("16 bytes") != std::string::npos);
+  s.k = 2048, s.major_b = Major::kMN;
+  CHECK(dg::ops::use_skinny(s, o, false, &skinny) == DG_ERROR_UNSUPPORTED);
+  o = {};
+  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  CHECK(!skinny);
+
+  // The split: CTAs fit on the GPU at once and every warp keeps two units of each row.
+  s.major_b = Major::kK, s.m = 1;
+  dg::ops::SkinnyConfig c;
+  s.n = 576, s.k = 7168;  // 36 tiles, 112 units
+  REQUIRE(dg::ops::choose_skinny_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split == 8);
+  CHECK(c.grid == 36 * 8);
+  s.n = 7168, s.k = 2048;  // 448 tiles
+  REQUIRE(dg::ops::choose_skinny_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split == 1);
+  o.split_k = 3;
+  CHECK(dg::ops::choose_skinny_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.split_k") != std::string::npos);
+  o = {};
+  o.stages = 9;
+  CHECK(dg::ops::choose_skinny_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("options.num_stages") != std::string::npos);
 }
 
 TEST_CASE("sm90 gemm: elementwise pre-pass kernels compile") {

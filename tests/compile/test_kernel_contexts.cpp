@@ -14,6 +14,7 @@
 
 #include "jit/compiler.h"
 #include "ops/gemm.h"
+#include "ops/skinny_gemm.h"
 #include "ops/layout.h"
 #include "ops/nvfp4_gemv.h"
 #include "ops/transpose.h"
@@ -99,6 +100,13 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_specs() {
     dg::ops::GemmConfig c;
     REQUIRE_MESSAGE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS, dg_last_error());
     add(dg::ops::gemm_kernel_spec(s, c));
+  }
+  for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D}) {
+    dg::ops::GemmShape s;
+    s.kind = kind, s.m = 9, s.n = 576, s.k = 7168, s.accumulate = kind == GemmKind::kBf16;
+    dg::ops::SkinnyConfig c;
+    REQUIRE(dg::ops::choose_skinny_config(s, 132, {}, &c) == DG_SUCCESS);
+    add(dg::ops::skinny_kernel_spec(s, c));
   }
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));

@@ -94,6 +94,7 @@ struct Case {
   float alpha = 1.f, beta = 1.f;
   int samples = 0;  // > 0: check this many random entries only
   int block_m = 0, block_n = 0, stages = 0, promotion = 0, slices = 0, split_k = 0;  // explicit config (0: heuristic)
+  int kernel = DG_GEMM_KERNEL_AUTO;  // dg_gemm_options.kernel
   bool nt_views = false;  // call the nt entry point on [M, K] / [N, K] views of the layout's memory
   bool graph = false;     // also capture the (warm) call in a CUDA graph and check its replay
 };
@@ -101,11 +102,13 @@ struct Case {
 std::string describe(const Case& c) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s%s %s%s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g block %dx%d stages=%d promo=%d/%d split_k=%d%s",
+                "%s%s %s%s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g kernel=%s block %dx%d stages=%d promo=%d/%d split_k=%d%s",
                 c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
                 layout_name(c.layout), c.nt_views ? " memory through nt views" : "", (long long)c.m, (long long)c.n,
                 (long long)c.k,
-                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta, c.block_m, c.block_n,
+                c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta,
+                c.kernel == DG_GEMM_KERNEL_SKINNY ? "skinny" : c.kernel == DG_GEMM_KERNEL_TILED ? "tiled" : "auto",
+                c.block_m, c.block_n,
                 c.stages, c.promotion, c.slices, c.split_k, c.graph ? " (graph replay)" : "");
   return buf;
 }
@@ -320,6 +323,7 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   o.fp8_promotion = cs.promotion;
   o.fp8_promotion_slices = cs.slices;
   o.split_k = cs.split_k;
+  o.kernel = cs.kernel;
   if (ws_bytes > 0) {
     o.workspace = static_cast<char*>(gws.data()) + kGuard;
     o.workspace_size = ws_bytes;
@@ -455,6 +459,54 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
     cs.block_n = n == 448 ? 112 : 144;
     check_case(g, cs, rng);
   }
+}
+
+// The skinny kernel (few tokens), forced: every token-tile count and the tails around them, N with a
+// partial 16-row tile, K with a partial 128-byte unit (and shorter than one), each recipe and
+// output, C separate and aliased, every split; and the tiled kernel forced where AUTO picks skinny.
+TEST_CASE("skinny gemm: token counts, tails, recipes, C, splits") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(4242);
+  for (int64_t m : {1, 2, 7, 8, 9, 16, 17, 24, 31, 32})
+    for (int kind = 0; kind < 3; ++kind) {
+      Case cs;
+      cs.kernel = DG_GEMM_KERNEL_SKINNY;
+      cs.fp8 = kind > 0;
+      cs.recipe = kind == 2 ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+      cs.m = m, cs.n = m % 2 ? 200 : 336, cs.k = cs.fp8 ? 400 : 264;
+      cs.d_dtype = kind == 2 || m % 3 == 0 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.c_mode = static_cast<int>(m % 3);
+      cs.alpha = cs.c_mode == 1 ? 1.25f : 1.f;
+      cs.beta = cs.c_mode == 1 ? -0.5f : 1.f;
+      check_case(g, cs, rng);
+    }
+  for (int kind = 0; kind < 3; ++kind)
+    for (int64_t k : {16, 48, 1040, 4112}) {
+      Case cs;
+      cs.kernel = DG_GEMM_KERNEL_SKINNY;
+      cs.fp8 = kind > 0;
+      cs.recipe = kind == 2 ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+      cs.d_dtype = kind == 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.m = 5, cs.n = 264, cs.k = k;
+      check_case(g, cs, rng);
+      for (int split : {2, 4, 8})
+        for (int unroll : {1, 3}) {
+          if (k * (cs.fp8 ? 1 : 2) < 128 * split) continue;
+          cs.split_k = split, cs.stages = unroll;
+          check_case(g, cs, rng);
+        }
+    }
+  // DeepSeek decode shapes through AUTO (skinny), against the tiled kernel forced.
+  for (int64_t m : {1, 16})
+    for (bool fp8 : {false, true})
+      for (int kernel : {DG_GEMM_KERNEL_AUTO, DG_GEMM_KERNEL_TILED}) {
+        Case cs;
+        cs.fp8 = fp8, cs.m = m, cs.n = 2112, cs.k = 7168, cs.kernel = kernel, cs.samples = 2048;
+        check_case(g, cs, rng);
+        cs.n = 576, cs.k = 7168, cs.c_mode = 2;
+        check_case(g, cs, rng);
+      }
 }
 
 TEST_CASE("sm90 fp8 gemm: MN-major operands through the workspace (nn, tn, tt, nt views)") {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fake_driver/fake_cuda.h"
+#include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
 
 namespace dg::test {
@@ -53,6 +54,7 @@ class FakeDriver {
     const auto* p = static_cast<const unsigned char*>(args[0]);
     if (r.kernel.rfind("dg_sm90_", 0) == 0) r.params.assign(p, p + self->param_bytes_);
     if (r.kernel == dg::ops::transpose_kernel_spec().kernel_name) r.params.assign(p, p + sizeof(dg::ops::TransposeParams));
+    if (r.kernel.rfind("dg_skinny_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::SkinnyGemmParams));
     self->launches_.push_back(std::move(r));
   }
 

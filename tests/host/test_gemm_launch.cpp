@@ -154,7 +154,20 @@ void run_and_check(FakeDriver& fake, Problem p) {
   std::vector<Launch> launches = fake.take();
 
   const bool has_c = p.c_mode != Problem::kNoC && p.beta != 0.0f;
-  const bool pre_pass = has_c && !(p.c_mode == Problem::kAliasedC && p.beta == 1.0f);
+  GemmShape s;
+  s.kind = p.kind, s.m = p.m, s.n = p.n, s.k = p.k;
+  s.major_a = p.a_t && !copy_a ? Major::kMN : Major::kK;
+  s.major_b = p.b_t && !copy_b ? Major::kMN : Major::kK;
+  s.d_dtype = p.d_dtype;
+  s.accumulate = has_c;
+  dg::ops::GemmOverride o;
+  o.block_m = p.options.block_m, o.block_n = p.options.block_n, o.stages = p.options.num_stages;
+  o.cluster = p.options.cluster, o.multicast_a = p.options.multicast_a, o.split_k = p.options.split_k;
+  o.kernel = p.options.kernel;
+  bool skinny = false;
+  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  // The skinny kernel adds beta * C itself; the tiled one reads C through D (the pre-pass) unless aliased with beta 1.
+  const bool pre_pass = has_c && !skinny && !(p.c_mode == Problem::kAliasedC && p.beta == 1.0f);
   if (p.m == 0 || p.n == 0) {
     CHECK(launches.empty());
     return;
@@ -190,15 +203,40 @@ void run_and_check(FakeDriver& fake, Problem p) {
   if (copy_b) check_copy(launches[next++], "b", pb, ldb, ws + off_b, p.n);
   const Launch& l = launches.back();
 
-  GemmShape s;
-  s.kind = p.kind, s.m = p.m, s.n = p.n, s.k = p.k;
-  s.major_a = p.a_t && !copy_a ? Major::kMN : Major::kK;
-  s.major_b = p.b_t && !copy_b ? Major::kMN : Major::kK;
-  s.d_dtype = p.d_dtype;
-  s.accumulate = has_c;
-  dg::ops::GemmOverride o;
-  o.block_m = p.options.block_m, o.block_n = p.options.block_n, o.stages = p.options.num_stages;
-  o.cluster = p.options.cluster, o.multicast_a = p.options.multicast_a, o.split_k = p.options.split_k;
+  if (skinny) {
+    dg::ops::SkinnyConfig sc;
+    REQUIRE(dg::ops::choose_skinny_config(s, kSms, o, &sc) == DG_SUCCESS);
+    CAPTURE(dg::ops::describe(s, sc));
+    CHECK(l.kernel == dg::ops::skinny_kernel_spec(s, sc).kernel_name);
+    CHECK(l.config.grid[0] == unsigned(cdiv(p.n, 16) * sc.split));
+    CHECK(sc.grid == int(cdiv(p.n, 16) * sc.split));
+    CHECK(l.config.grid[1] == 1);
+    CHECK(l.config.block[0] == unsigned(32 * sc.warps));
+    CHECK(l.config.smem_bytes == 0);
+    CHECK(l.config.cluster[0] == (sc.split > 1 ? unsigned(sc.split) : 0u));
+    REQUIRE(l.params.size() == sizeof(dg::ops::SkinnyGemmParams));
+    dg::ops::SkinnyGemmParams q;
+    std::memcpy(&q, l.params.data(), sizeof(q));
+    CHECK(q.a == (copy_a ? static_cast<const void*>(ws) : pa));
+    CHECK(q.b == (copy_b ? static_cast<const void*>(ws + off_b) : pb));
+    if (p.m > 1) CHECK(q.lda == (copy_a ? ws_ld : lda));  // a single row's stride is not read
+    CHECK(q.ldb == (copy_b ? ws_ld : ldb));
+    CHECK(q.d == pd);
+    CHECK(q.ldd == (p.m > 1 ? ldd : p.n));
+    CHECK(q.c == (has_c ? pc : nullptr));
+    if (has_c) CHECK(q.ldc == (p.m > 1 ? ldd : p.n));
+    if (fp8) {
+      CHECK(q.sfa == psfa);
+      CHECK(q.ld_sfa == m4);
+      CHECK(q.sfb == psfb);
+      if (sfb_per_token) CHECK((q.sfb_stride_n == 1 && q.sfb_stride_k == n4));
+      else CHECK((q.sfb_stride_n == sf_k && q.sfb_stride_k == 1));
+    }
+    CHECK((q.m == p.m && q.n == p.n && q.k == p.k));
+    CHECK(q.alpha == p.alpha);
+    CHECK(q.beta == p.beta);
+    return;
+  }
   GemmConfig cfg;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, o, &cfg) == DG_SUCCESS);
   CAPTURE(dg::ops::describe(s, cfg));
@@ -292,19 +330,35 @@ TEST_CASE("BF16 GEMMs launch the chosen config with the contract's TMA maps, eve
   Problem big;  // large M: a multicast cluster and persistent grid
   big.m = 4096, big.n = 7168, big.k = 2048;
   run_and_check(fake, big);
-  Problem one;  // M = 1: the split-K rule
+  Problem one;  // M = 1: the skinny kernel
   one.m = 1, one.n = 4096, one.k = 7168;
   run_and_check(fake, one);
+  one.c_mode = Problem::kSeparateC;  // which adds beta * C itself (no pre-pass)
+  one.beta = 0.5f;
+  run_and_check(fake, one);
+  Problem tiled = one;  // M = 1 on the tiled kernel: the split-K rule
+  tiled.options.kernel = DG_GEMM_KERNEL_TILED;
+  run_and_check(fake, tiled);
+  Problem wide;  // M = 1 with 235 MB of B: the tiled kernel streams it faster
+  wide.m = 1, wide.n = 7168, wide.k = 16384;
+  run_and_check(fake, wide);
 }
 
 TEST_CASE("FP8 GEMMs launch the chosen config with the contract's TMA maps and scale operands") {
   FakeDriver fake(sizeof(Sm90GemmParams));
-  for (int64_t m : {1, 128, 4096}) {
+  for (int64_t m : {1, 8, 9, 128, 4096}) {  // 1 and 8: the skinny kernel (split over 8 CTAs)
     Problem p;
     p.kind = GemmKind::kFp8_1D2D;
     p.m = m, p.n = 576, p.k = 7168;
     run_and_check(fake, p);
   }
+  Problem skinny_1d1d;  // the skinny kernel forced, 1D1D with C aliased
+  skinny_1d1d.kind = GemmKind::kFp8_1D1D;
+  skinny_1d1d.m = 24, skinny_1d1d.n = 200, skinny_1d1d.k = 400;
+  skinny_1d1d.d_dtype = DG_DTYPE_FLOAT32;
+  skinny_1d1d.c_mode = Problem::kAliasedC;
+  skinny_1d1d.options.kernel = DG_GEMM_KERNEL_SKINNY;
+  run_and_check(fake, skinny_1d1d);
   Problem waves;  // 31 full waves and a last one of 4 tiles: the grid keeps every SM
   waves.kind = GemmKind::kFp8_1D2D;
   waves.m = 4096, waves.n = 24576, waves.k = 1536;

@@ -240,6 +240,9 @@ FP8_RECIPE_1D2D = 0  # sfa per token x 128 K, sfb per 128 x 128 block (default)
 FP8_RECIPE_1D1D = 1  # sfa and sfb per token x 128 K; d FLOAT32
 FP8_PROMOTION_AFTER = 1  # DG_FP8_PROMOTION_*: fold each K block's partial sums after its WGMMAs
 FP8_PROMOTION_OVERLAP = 2  # ... while the next K block's WGMMAs run
+GEMM_KERNEL_AUTO = 0  # DG_GEMM_KERNEL_*: the heuristic picks the kernel family
+GEMM_KERNEL_TILED = 1  # the persistent WGMMA kernel
+GEMM_KERNEL_SKINNY = 2  # few tokens (M <= 32): B streamed once through warp-level MMAs
 
 GEMM_LAYOUTS = {"nt": 0, "nn": 1, "tn": 2, "tt": 3}  # DG_GEMM_LAYOUT_*
 
@@ -268,6 +271,8 @@ class GemmOptions(Structure):
         # Appended in 0.4:
         ("workspace", c_void_p),
         ("workspace_size", c_size_t),
+        # Appended in 0.5:
+        ("kernel", c_int32),
     ]
 
     # Fields a caller may override through ``options=`` of the GEMM wrappers.
@@ -282,6 +287,7 @@ class GemmOptions(Structure):
         "fp8_promotion",
         "fp8_promotion_slices",
         "split_k",
+        "kernel",
     )
 
     def __init__(self, **kwargs) -> None:

@@ -30,12 +30,12 @@
 #include <dg/ptx/mbarrier.cuh>
 #include <dg/ptx/tma.cuh>
 #include <dg/ptx/wgmma.cuh>
+#include <dg/gemm/kind.cuh>
 #include <dg/sched/sm90_scheduler.cuh>
 #include <dg/epilogue/sm90_store.cuh>
 
 namespace dg::gemm {
 
-enum class Kind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
 enum class Major : int { kK = 0, kMN = 1 };
 
 // Kernel argument (passed by value as a __grid_constant__ parameter). The host mirrors this layout.

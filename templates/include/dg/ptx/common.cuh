@@ -78,6 +78,13 @@ DG_DEVICE f32x4 ld_shared_cluster_v4(uint32_t addr) {
   return v;
 }
 
+// One float from shared memory of any CTA of the cluster (address from map_shared_rank).
+DG_DEVICE float ld_shared_cluster_f32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 // ---- programmatic dependent launch ----
 DG_DEVICE void grid_dependency_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 DG_DEVICE void grid_dependency_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
