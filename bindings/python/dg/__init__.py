@@ -11,7 +11,7 @@ source tree's ``build/`` directory, then the system loader and pkg-config.
 
 from __future__ import annotations
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
 
 from . import _lib
 from .errors import (
