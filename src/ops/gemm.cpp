@@ -428,6 +428,16 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   return DG_SUCCESS;
 }
 
+const char* kind_enumerator(GemmKind k) {
+  static const char* names[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
+  return names[static_cast<int>(k)];
+}
+
+const char* kind_short_name(GemmKind k) {
+  static const char* names[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
+  return names[static_cast<int>(k)];
+}
+
 jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
   return jit::KernelKey(jit::kFamilySm90Gemm,
                         {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
@@ -436,12 +446,10 @@ jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
 }
 
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
-  static const char* kinds[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
-  static const char* short_kinds[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
   const char* majors[] = {"kK", "kMN"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/sm90_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", short_kinds[static_cast<int>(s.kind)],
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
                                  s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
                                  c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
@@ -452,7 +460,7 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
                                  c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string());
   spec.context = codegen::Value::map({
       {"kernel_name", spec.kernel_name},
-      {"kind", kinds[static_cast<int>(s.kind)]},
+      {"kind", kind_enumerator(s.kind)},
       {"major_a", majors[static_cast<int>(s.major_a)]},
       {"major_b", majors[static_cast<int>(s.major_b)]},
       {"out_type", s.d_dtype == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"},

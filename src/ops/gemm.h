@@ -15,6 +15,11 @@ namespace dg::ops {
 enum class GemmKind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
 enum class Major : int { kK = 0, kMN = 1 };
 
+// The recipe's names: the templates' dg::gemm::Kind enumerator ("kFp8_1D2D") and the short form in
+// kernel names ("fp8_1d2d").
+const char* kind_enumerator(GemmKind k);
+const char* kind_short_name(GemmKind k);
+
 // Everything the kernel choice depends on (no pointers).
 struct GemmShape {
   GemmKind kind = GemmKind::kBf16;

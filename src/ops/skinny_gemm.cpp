@@ -114,16 +114,14 @@ jit::KernelKey skinny_kernel_key(const GemmShape& s, const SkinnyConfig& c) {
 }
 
 jit::KernelSpec skinny_kernel_spec(const GemmShape& s, const SkinnyConfig& c) {
-  static const char* kinds[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
-  static const char* short_kinds[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/skinny_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_skinny_{}_gemm_{}{}_t{}_w{}_s{}_u{}", short_kinds[static_cast<int>(s.kind)],
+  spec.kernel_name = fmt::format("dg_skinny_{}_gemm_{}{}_t{}_w{}_s{}_u{}", kind_short_name(s.kind),
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_c" : "",
                                  c.token_tiles, c.warps, c.split, c.unroll);
   spec.context = codegen::Value::map({
       {"kernel_name", spec.kernel_name},
-      {"kind", kinds[static_cast<int>(s.kind)]},
+      {"kind", kind_enumerator(s.kind)},
       {"out_type", s.d_dtype == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"},
       {"has_c", s.accumulate ? "true" : "false"},
       {"token_tiles", c.token_tiles},
