@@ -17,7 +17,7 @@ namespace {
 // M = 8 (1.01-1.18x); FP8 at M = 12-16 (two token tiles) lost on 4 of 7 shapes (0.81-0.98x), and
 // above ~64 MB of B (BF16 24576 x 1536 and 7168 x 16384, FP8 7168 x 16384) the tiled kernel's TMA
 // pipeline streams 2-8% faster. Session 11 (same GPU) forced every split at FP8 M = 12 / 16: the best
-// split still loses to the tiled kernel on 3 of 6 shapes (the two-tile FP8 loop is bound by its E4M3
+// split still loses to the tiled kernel on 3 of 6 shapes (the two-tile FP8 loop looks bound by its E4M3
 // conversions, see skinny_gemm.cuh), so FP8 stays at M <= 8.
 constexpr int64_t kSkinnyAutoMaxMBf16 = 16, kSkinnyAutoMaxMFp8 = 8;
 constexpr double kSkinnyAutoMaxBBytes = 64e6;
