@@ -431,6 +431,81 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
                                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
 
 /* ============================================================================================
+ * M-grouped GEMMs (MoE experts; spec: DeepGEMM §1.3, §1.4)
+ *
+ * G problems that share N and K: D[rows of g] = alpha * A[rows of g] @ B[g]ᵀ, D BFLOAT16. A's rows
+ * are either concatenated over the groups (contiguous) or a fixed max_m rows per group of which a
+ * device-side count is valid (masked). B is [G, N, K] (nt) or [G, K, N] (nn, BF16 only on SM90)
+ * with packed groups. FP8 calls use the 1D2D recipe: sfa per token x 128 K (MN-major TMA-aligned,
+ * as for the dense GEMMs; batched for masked), sfb [G, ceil(N/128), ceil(K/128)] FP32 with any
+ * strides (4-byte aligned). Options: dg_gemm_options with alpha, the tile overrides (block_m,
+ * block_n, num_stages, num_math_warpgroups, num_sms, fp8_promotion, fp8_promotion_slices); C, beta,
+ * the 1D1D recipe, clusters, split_k, a workspace and the skinny kernel do not apply (a non-default
+ * value is DG_ERROR_INVALID_ARGUMENT naming the field). Everything runs on the stream with no host
+ * synchronisation and no read of device-side group data by the host: the calls can be captured in
+ * a CUDA graph once their kernel is loaded (dg_m_grouped_gemm_prepare, or one call before capture).
+ * Group data the host cannot check is made safe on the device, never read or written out of bounds
+ * (see each layout). Operands: a and b 16-byte aligned, rows a multiple of 16 bytes apart
+ * (FP8 K % 16 == 0, BF16 K % 8 == 0; nn: N % 8 == 0 and K % 64 == 0), d row-major with N % 8 == 0.
+ * ========================================================================================== */
+
+/* How the group tensor of a contiguous call describes the groups. */
+#define DG_M_GROUPED_LAYOUT_INDICES 0 /* INT32 [M]: each row's group in [0, G), -1 for a padding row */
+#define DG_M_GROUPED_LAYOUT_PSUM 1    /* INT32 [G]: each group's end row (exclusive, a prefix sum) */
+#define DG_M_GROUPED_LAYOUT_MASKED 2  /* (dg_m_grouped_gemm_prepare only) the masked calls */
+
+/* Contiguous layout. a [M, K] (K-major), d [M, N]; grouped_layout INT32, contiguous, as `layout` says:
+ *   DG_M_GROUPED_LAYOUT_INDICES: [M], M a multiple of dg_get_mk_alignment_for_contiguous_layout()
+ *     (128); each group's rows start at a multiple of 128 and are padded to one with -1 rows. A
+ *     128-row block takes the group of its first row: a block whose first entry is outside [0, G)
+ *     is skipped (its D rows are not written); rows of a computed block whose entry differs from
+ *     the block's group (the -1 padding) are written as zeros.
+ *   DG_M_GROUPED_LAYOUT_PSUM: [G], entry g = the end row of group g; group g starts at entry g-1
+ *     aligned up to 128 (group 0 at row 0). Rows between a group's end and the next start are
+ *     written as zeros when they share a 128-row block with the group, rows past the last block
+ *     are not written. Entries are read as a running maximum clamped to [0, M] (a decreasing or
+ *     too large entry gives empty or clipped groups, never overlapping ones). G <= 1024.
+ * expected_m: rows per group the heuristic plans for (a hint); 0 = M / G. */
+DG_API dg_status dg_m_grouped_fp8_gemm_nt_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                                     const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                                     const dg_tensor* grouped_layout, int32_t layout, int64_t expected_m,
+                                                     const dg_gemm_options* options);
+/* b [G, K, N]: SM90 FP8 WGMMA needs K-major B, so this runs only when b's [N, K] views are K-major
+ * in memory (else DG_ERROR_UNSUPPORTED; store B as [G, N, K] and call the nt form). */
+DG_API dg_status dg_m_grouped_fp8_gemm_nn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                                     const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                                     const dg_tensor* grouped_layout, int32_t layout, int64_t expected_m,
+                                                     const dg_gemm_options* options);
+DG_API dg_status dg_m_grouped_bf16_gemm_nt_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* b,
+                                                      const dg_tensor* d, const dg_tensor* grouped_layout, int32_t layout,
+                                                      int64_t expected_m, const dg_gemm_options* options);
+DG_API dg_status dg_m_grouped_bf16_gemm_nn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* b,
+                                                      const dg_tensor* d, const dg_tensor* grouped_layout, int32_t layout,
+                                                      int64_t expected_m, const dg_gemm_options* options);
+
+/* Masked layout. a [G, max_m, K], d [G, max_m, N], b [G, N, K]; FP8 sfa [G, max_m, ceil(K/128)]
+ * with strides (align(max_m, 4) * ceil(K/128), 1, align(max_m, 4)) (dg_transform_sf_into_required_layout
+ * with num_groups = G produces it). masked_m INT32 [G] in device memory: group g's first
+ * clamp(masked_m[g], 0, max_m) rows are computed; D rows past them are written as zeros up to the
+ * end of their tile, later rows are not written. max_m a multiple of 64; G <= 1024.
+ * expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m. */
+DG_API dg_status dg_m_grouped_fp8_gemm_nt_masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                                 const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                                 const dg_tensor* masked_m, int64_t expected_m,
+                                                 const dg_gemm_options* options);
+DG_API dg_status dg_m_grouped_bf16_gemm_nt_masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* b,
+                                                  const dg_tensor* d, const dg_tensor* masked_m, int64_t expected_m,
+                                                  const dg_gemm_options* options);
+
+/* Compiles and loads (no launch, no device memory touched) the kernel that the matching M-grouped
+ * call would use: ab_dtype BFLOAT16 or FLOAT8_E4M3, gemm_layout DG_GEMM_LAYOUT_NT or _NN (contiguous
+ * a and b), `grouping` a DG_M_GROUPED_LAYOUT_*, num_groups G, m the rows of A (contiguous) or
+ * max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph. */
+DG_API dg_status dg_m_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int32_t grouping,
+                                           int64_t num_groups, int64_t m, int64_t n, int64_t k, int64_t expected_m,
+                                           const dg_gemm_options* options);
+
+/* ============================================================================================
  * NVFP4 GEMV
  *
  * For every batch l < L: c[m, 0, l] = sum_k A[m, k, l] * b[0, k, l], m < M, where each value is

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/gemm_common.h"
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
@@ -19,102 +20,12 @@ namespace {
 using dg::api::View;
 using dg::api::view_of;
 using dg::api::check_row_major_output;
+using dg::api::check_token_scales;
+using dg::api::operand_major;
+using dg::api::override_of;
+using dg::api::read_options;
 using dg::ops::GemmKind;
 using dg::ops::Major;
-
-dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
-  // 0.1's struct ended at num_sms.
-  constexpr size_t kOldestSize = offsetof(dg_gemm_options, fp8_promotion);
-  DG_TRY(dg::read_options(options, dg_gemm_options DG_GEMM_OPTIONS_INIT, kOldestSize, "options",
-                          "DG_GEMM_OPTIONS_INIT", out));
-  if (out->recipe != DG_FP8_RECIPE_1D2D && out->recipe != DG_FP8_RECIPE_1D1D)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.recipe: {} (expected DG_FP8_RECIPE_1D2D (0) or _1D1D (1))",
-                    out->recipe);
-  if (out->kernel < DG_GEMM_KERNEL_AUTO || out->kernel > DG_GEMM_KERNEL_SKINNY)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "options.kernel: {} (expected DG_GEMM_KERNEL_AUTO (0), _TILED (1) or _SKINNY (2))", out->kernel);
-  return DG_SUCCESS;
-}
-
-dg::ops::GemmOverride override_of(const dg_gemm_options& o) {
-  dg::ops::GemmOverride r;
-  r.block_m = o.block_m;
-  r.block_n = o.block_n;
-  r.stages = o.num_stages;
-  r.cluster = o.cluster;
-  r.multicast_a = o.multicast_a;
-  r.math_wg = o.num_math_warpgroups;
-  r.num_sms = o.num_sms;
-  r.fp8_promotion = o.fp8_promotion;
-  r.promotion_slices = o.fp8_promotion_slices;
-  r.split_k = o.split_k;
-  r.kernel = o.kernel;
-  return r;
-}
-
-// Picks the memory order of an operand view for TMA: K-major (stride 1 along K, rows 16-byte
-// multiples apart) preferred, else MN-major. `ld` receives the stride between TMA rows. FP8 GEMMs
-// take the same MN-major operands and read them through K-major copies (check_workspace).
-dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, const char* view_name, bool fp8,
-                        Major* major, int64_t* ld) {
-  const int64_t eb = static_cast<int64_t>(dg::dtype_size(t.dtype));
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 16-byte aligned (TMA)", arg, t.data);
-  const bool k_major = v.stride_cols == 1 || v.cols == 1;
-  const bool k_ok = k_major && (v.rows == 1 || ((v.stride_rows * eb) % 16 == 0 && v.stride_rows >= v.cols));
-  if (k_ok) {
-    *major = Major::kK;
-    *ld = v.rows == 1 ? v.cols : v.stride_rows;
-    return DG_SUCCESS;
-  }
-  const bool mn_major = v.stride_rows == 1 || v.rows == 1;
-  const bool mn_ok = mn_major && (v.cols == 1 || ((v.stride_cols * eb) % 16 == 0 && v.stride_cols >= v.rows));
-  if (mn_ok) {
-    *major = Major::kMN;
-    *ld = v.cols == 1 ? v.rows : v.stride_cols;
-    return DG_SUCCESS;
-  }
-  if (fp8) {
-    if (mn_major || k_major)
-      return dg::fail(DG_ERROR_UNSUPPORTED,
-                      "{}: FP8 GEMMs on SM90 need {} K-major in memory (stride 1 along K, rows a multiple of 16 "
-                      "bytes apart) or MN-major (stride 1 along M/N, K rows a multiple of 16 bytes apart; copied "
-                      "K-major through options.workspace); got {}",
-                      arg, view_name, dg::describe(t));
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: neither stride of {} is 1; shape {}", arg, view_name,
-                    dg::describe(t));
-  }
-  if (!k_major && !mn_major)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "{}: neither stride of {} is 1 (expected a K-major or an MN-major matrix); shape {}", arg,
-                    view_name, dg::describe(t));
-  return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                  "{}: {} has stride 1 but its other stride is not a multiple of 16 bytes covering the matrix, as "
-                  "TMA requires (K % 8 == 0 for K-major BF16, M or N % 8 == 0 for MN-major); shape {}",
-                  arg, view_name, dg::describe(t));
-}
-
-
-// Per-token scales [rows, sf_k] as a view: MN-major TMA-aligned (stride 1 along rows, a multiple of
-// 4 elements >= rows along K blocks).
-dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* arg, int64_t rows, int64_t sf_k,
-                             int64_t* ld) {
-  DG_TRY(dg::check_rank(t, arg, {2}));
-  DG_TRY(dg::check_dtype(t, arg, {DG_DTYPE_FLOAT32}));
-  const View v = view_of(t, transposed);
-  if (v.rows != rows || v.cols != sf_k)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: view is [{}, {}] (expected [{}, ceil(K / 128) = {}]); shape {}", arg,
-                    v.rows, v.cols, rows, sf_k, dg::describe(t));
-  const int64_t col_stride = sf_k == 1 ? (rows + 3) / 4 * 4 : v.stride_cols;
-  if (!(v.stride_rows == 1 || rows == 1) || col_stride % 4 != 0 || col_stride < rows ||
-      reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "{}: per-token scales must be MN-major and TMA-aligned: strides (1, align({}, 4) = {}) and a "
-                    "16-byte aligned base (dg_transform_sf_into_required_layout produces that layout); got {}",
-                    arg, rows, (rows + 3) / 4 * 4, dg::describe(t));
-  *ld = col_stride;
-  return DG_SUCCESS;
-}
 
 // SM90 FP8 WGMMA reads K-major operands only: an FP8 call reads each MN-major operand from a K-major
 // copy that it makes in options.workspace first (ops::fp8_gemm_workspace's layout).

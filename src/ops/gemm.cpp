@@ -82,6 +82,12 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   if (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) return "split_k must be 1, 2, 4 or 8";
   if (split_k > 1 && cluster != 1) return "split_k needs cluster 1 (its cluster is the split)";
   if (split_k > 1 && cdiv(s.k, 128 / elem_bytes(s.kind)) < split_k) return "split_k exceeds the number of K blocks";
+  if (s.type != GemmType::kNormal) {
+    if (cluster != 1 || split_k != 1) return "M-grouped GEMMs run one CTA per tile (cluster 1, no split-K)";
+    if (s.type != GemmType::kMGroupedMasked && bm != 128)
+      return "contiguous M-grouped GEMMs use block_m 128 (the groups' row alignment)";
+    if (s.type == GemmType::kMGroupedMasked && s.m % bm != 0) return "block_m must divide max_m (masked)";
+  }
   if (cluster == 2) {
     if (mc_a && (bm / 2) % (s.major_a == Major::kMN ? 64 : 8) != 0) return "block_m / 2 cannot be multicast";
     if (!mc_a && (bn / 2) % (s.major_b == Major::kMN ? 64 : 8) != 0) return "block_n / 2 cannot be multicast";
@@ -89,13 +95,22 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   return nullptr;
 }
 
-// The regime of estimate_small_m_us: at most two 64-row blocks of M.
-bool small_m(const GemmShape& s) { return s.m <= 128; }
+// The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
+// that each read their own B, the large-M model's regime).
+bool small_m(const GemmShape& s) { return s.type == GemmType::kNormal && s.m <= 128; }
 
 int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
+  const unsigned budget = kSmemBudget - group_table_bytes(s.type, s.num_groups);
   int stages = 0;
-  while (gemm_smem_bytes(s, bm, bn, stages + 1, d_bufs, split_k) <= kSmemBudget) ++stages;
+  while (gemm_smem_bytes(s, bm, bn, stages + 1, d_bufs, split_k) <= budget) ++stages;
   return stages;
+}
+
+// Rows of 128 tiles of bm rows the problem is expected to have: the whole M of a dense or
+// contiguous problem (groups padded to 128), expected_m per group for psum and masked groups.
+int64_t expected_m_blocks(const GemmShape& s, int bm) {
+  if (s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous) return cdiv(s.m, bm);
+  return s.num_groups * cdiv(std::max<int64_t>(s.expected_m, 1), bm);
 }
 
 // Small M (at most two 64-row blocks, i.e. M <= 128): every B tile is read once and the time is set
@@ -142,7 +157,7 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   if (small_m(s)) return estimate_small_m_us(s, bm, bn, cluster, mc_a, overlap, split, stages, num_sms, split_k);
   const bool fp8 = is_fp8(s.kind);
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
-  const int64_t mb = cdiv(s.m, bm), nb = cdiv(s.n, bn);
+  const int64_t mb = expected_m_blocks(s, bm), nb = cdiv(s.n, bn);
   const int pm = cluster == 2 && !mc_a ? 2 : 1, pn = cluster == 2 && mc_a ? 2 : 1;
   const int64_t units = cdiv(mb, pm) * cdiv(nb, pn);
   const int64_t slots = split_k > 1 ? resident_clusters(num_sms, split_k) : num_sms / cluster;
@@ -190,8 +205,12 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
   // lockstep for a single round), so the heuristic considers them only when an override asks.
   if (cluster == 2) t *= 1.01;
-  const double dram = (double(s.m) * s.k * eb + double(s.n) * s.k * eb +
-                       double(s.m) * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;
+  // Grouped problems read a B per group and the rows they compute.
+  const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous
+                          ? double(s.m) : double(s.num_groups) * std::max<int64_t>(s.expected_m, 1);
+  const double b_mats = s.type == GemmType::kNormal ? 1.0 : double(s.num_groups);
+  const double dram = (rows * s.k * eb + b_mats * s.n * s.k * eb +
+                       rows * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;
   return std::max(t, dram) * 1e6;
 }
 
@@ -271,7 +290,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   // 12.0 us, BF16 20.0 -> 13.2 us), where splitting won; split tiles lost on the other M = 128 shapes.
   const bool any_override = o.block_m || o.block_n || o.stages || o.cluster || o.math_wg || o.multicast_a >= 0 ||
                             o.fp8_promotion || o.promotion_slices || o.split_k;
-  if (!any_override && s.m <= 128) {
+  if (!any_override && s.m <= 128 && s.type == GemmType::kNormal) {
     const int bn = s.m <= 64 ? 128 : 64;
     const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
     int sk = 1;
@@ -287,6 +306,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   const bool fp8 = is_fp8(s.kind);
   // block_m 256 (BF16) is legal but was never the fastest on an H100: only by override.
   std::vector<int> bms = {64, 128};
+  if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   std::vector<int> bns;
   if (o.block_n) bns = {o.block_n};
@@ -353,7 +373,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
         if (!o.math_wg && wg != (bm == 64 ? 1 : 2)) continue;
         for (int cl : {1, 2}) {
           if (o.cluster && cl != o.cluster) continue;
-          if (cl == 2 && num_sms < 2) continue;
+          if (cl == 2 && (num_sms < 2 || s.type != GemmType::kNormal)) continue;
           // Multicast pairs never beat single CTAs on the H100 (estimate_us): only an override of
           // cluster or multicast_a asks for them.
           if (cl == 2 && !o.cluster && o.multicast_a < 0) continue;
@@ -393,7 +413,9 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   }
   best.num_sms = num_sms / best.cluster * best.cluster;
   const int64_t pm = best.cluster == 2 && !best.multicast_a ? 2 : 1, pn = best.cluster == 2 && best.multicast_a ? 2 : 1;
-  const int64_t units_m = cdiv(cdiv(s.m, best.block_m), pm), units_n = cdiv(cdiv(s.n, best.block_n), pn);
+  // Grouped problems: the expected tiles (masked and psum counts live on the device; the grid stays
+  // persistent over whatever they turn out to be).
+  const int64_t units_m = cdiv(expected_m_blocks(s, best.block_m), pm), units_n = cdiv(cdiv(s.n, best.block_n), pn);
   const int64_t units = units_m * units_n;
   // Split-K grids are not persistent: a cluster of split_k CTAs per tile. A persistent grid whose last
   // wave would be at least half full launches the fewest clusters that keep the wave count, so that
@@ -402,8 +424,9 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   // 4096x24576x1536 FP8 (31 full waves + 4 tiles) lost 1.6% on 128 SMs instead of 132.
   const int64_t slots = best.num_sms / best.cluster;
   const int64_t waves = cdiv(units, slots), last_wave = units - (waves - 1) * slots;
-  const bool trim = best.split_k == 1 && waves > 1 && 2 * last_wave >= slots;
-  const int64_t clusters = trim ? cdiv(units, waves) : std::min(slots, units);
+  const bool trim = best.split_k == 1 && waves > 1 && 2 * last_wave >= slots && !uses_group_table(s.type);
+  // Masked / psum tiles are counted on the device: every SM stays in the grid.
+  const int64_t clusters = trim ? cdiv(units, waves) : uses_group_table(s.type) ? slots : std::min(slots, units);
   best.grid = static_cast<int>(best.split_k > 1 ? units * best.split_k : clusters * best.cluster);
   // Raster bands: the tiles in flight at once reuse the fewest operand rows from L2.
   const int64_t concurrent = trim ? clusters : slots;
@@ -438,18 +461,33 @@ const char* kind_short_name(GemmKind k) {
   return names[static_cast<int>(k)];
 }
 
+const char* gemm_type_enumerator(GemmType t) {
+  static const char* names[] = {"kNormal", "kMGroupedContiguous", "kMGroupedMasked", "kKGrouped",
+                                "kMGroupedContiguousPsum"};
+  return names[static_cast<int>(t)];
+}
+
+namespace {
+// Kernel-name tag of the grouped types ("" for Normal, whose names predate them).
+const char* gemm_type_tag(GemmType t) {
+  static const char* tags[] = {"", "_mgc", "_mgm", "_kg", "_mgp"};
+  return tags[static_cast<int>(t)];
+}
+}  // namespace
+
 jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
   return jit::KernelKey(jit::kFamilySm90Gemm,
                         {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
                          s.d_dtype, s.accumulate, c.block_m, c.block_n, c.stages, c.math_wg, c.cluster, c.multicast_a,
-                         c.overlap, c.promote_split, c.d_bufs, c.split_k, /*gemm type*/ 0, c.sfb_boundaries});
+                         c.overlap, c.promote_split, c.d_bufs, c.split_k, static_cast<int64_t>(s.type), c.sfb_boundaries});
 }
 
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
   const char* majors[] = {"kK", "kMN"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/sm90_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_{}_gemm_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+                                 gemm_type_tag(s.type),
                                  s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
                                  c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
@@ -475,7 +513,7 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
       {"promote_split", c.promote_split},
       {"d_bufs", c.d_bufs},
       {"split_k", c.split_k},
-      {"gemm_type", "kNormal"},
+      {"gemm_type", gemm_type_enumerator(s.type)},
       {"sfb_boundaries", static_cast<int64_t>(c.sfb_boundaries)},
       {"smem_bytes", static_cast<int64_t>(c.smem_bytes)},
   });
@@ -484,10 +522,14 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
 
 std::string describe(const GemmShape& s, const GemmConfig& c) {
   static const char* kinds[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
+  static const char* types[] = {"", " m-grouped contiguous", " m-grouped masked", " k-grouped", " m-grouped psum"};
+  const std::string groups = s.type == GemmType::kNormal
+                                 ? std::string()
+                                 : fmt::format(" groups={} expected_m={}", s.num_groups, s.expected_m);
   return fmt::format(
-      "{} gemm m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
+      "{}{} gemm{} m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
       "raster bands of {} along {}, smem {} B{}{}, est {:.1f} us",
-      kinds[static_cast<int>(s.kind)], s.m, s.n, s.k, s.major_a == Major::kK ? "K-major" : "M-major",
+      kinds[static_cast<int>(s.kind)], types[static_cast<int>(s.type)], groups, s.m, s.n, s.k, s.major_a == Major::kK ? "K-major" : "M-major",
       s.major_b == Major::kK ? "K-major" : "N-major", s.d_dtype == DG_DTYPE_FLOAT32 ? "fp32" : "bf16",
       s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
       c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
@@ -567,7 +609,7 @@ CUtensorMapDataType ab_tma_type(GemmKind k) {
 // The heuristic's choice per distinct problem, so that a warm call costs one lookup; a new entry
 // is also when DG_PRINT_CONFIGS prints. One cache per config type (tiled, skinny).
 struct ConfigKey {
-  int64_t v[12];
+  int64_t v[15];
   bool operator==(const ConfigKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
 };
 struct ConfigKeyHash {
@@ -585,7 +627,8 @@ ConfigKey config_key(const dg_stream_s& stream, const GemmShape& s, int num_sms,
                     num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
                     o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 |
                         int64_t(o.split_k) << 24 | int64_t(o.kernel) << 32,
-                    o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device)}};
+                    o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device),
+                    static_cast<int64_t>(s.type), s.num_groups, s.expected_m}};
 }
 
 template <class Config, class Choose>
@@ -647,8 +690,9 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   s.accumulate = has_c;
   int num_sms = 0;
   DG_TRY(num_sms_of(stream, &num_sms));
+  const bool grouped = s.type != GemmType::kNormal;
   bool skinny = false;
-  DG_TRY(use_skinny(s, o, num_sms < stream.device->sm_count || o.num_sms > 0, &skinny));
+  if (!grouped) DG_TRY(use_skinny(s, o, num_sms < stream.device->sm_count || o.num_sms > 0, &skinny));
   if (skinny) return run_skinny(stream, args, s, num_sms, o, copies, num_copies, prepare_only);
   GemmConfig c;
   DG_TRY(cached_config(stream, s, num_sms, o, choose_gemm_config, &c));
@@ -658,7 +702,7 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
       gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
       config_of(stream), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
-  if (pre_pass || prepare_only) DG_TRY(run_scale(stream, args, true, true));
+  if (pre_pass || (prepare_only && !grouped)) DG_TRY(run_scale(stream, args, true, true));
   for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
   if (prepare_only) return DG_SUCCESS;
   if (pre_pass) DG_TRY(run_scale(stream, args, true, false));
@@ -671,25 +715,31 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   std::memset(&p, 0, sizeof(p));
   const int eb = elem_bytes(s.kind);
   const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
+  // Grouped operands are one 2-D map over every group: A and D over the G x max_m rows of masked
+  // calls, B over its G matrices stacked along N (K-major) or K (MN-major), SFA of masked calls
+  // over G x ceil(K/128) K blocks.
+  const bool masked = s.type == GemmType::kMGroupedMasked;
+  const int64_t rows = masked ? s.m * s.num_groups : s.m;
+  const int64_t sf_k = cdiv(s.k, 128);
   if (s.major_a == Major::kK)
-    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, s.k, s.m, args.lda, c.block_k,
+    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, s.k, rows, args.lda, c.block_k,
                           mc_a ? c.block_m / 2 : c.block_m, 128, "a"));
   else
-    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, s.m, s.k, args.lda, 64, c.block_k, 128, "a"));
+    DG_TRY(tma::encode_2d(&p.tma_a, args.a, ab_tma_type(s.kind), eb, rows, s.k, args.lda, 64, c.block_k, 128, "a"));
   if (s.major_b == Major::kK)
-    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.k, s.n, args.ldb, c.block_k,
+    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
                           mc_b ? c.block_n / 2 : c.block_n, 128, "b"));
   else
-    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.n, s.k, args.ldb, 64, c.block_k, 128, "b"));
+    DG_TRY(tma::encode_2d(&p.tma_b, args.b, ab_tma_type(s.kind), eb, s.n, s.k * s.num_groups, args.ldb, 64, c.block_k,
+                          128, "b"));
   const int ob = out_bytes(s);
   const uint32_t strip_bytes = static_cast<uint32_t>(c.d_strip * ob);
   DG_TRY(tma::encode_2d(&p.tma_d, args.d, ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-                        ob, s.n, s.m, args.ldd, c.d_strip, c.block_m / c.math_wg, strip_bytes >= 32 ? strip_bytes : 0,
+                        ob, s.n, rows, args.ldd, c.d_strip, c.block_m / c.math_wg, strip_bytes >= 32 ? strip_bytes : 0,
                         "d"));
-  const int64_t sf_k = cdiv(s.k, 128);
   if (is_fp8(s.kind))
-    DG_TRY(tma::encode_2d(&p.tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, align_up(s.m, 4), sf_k, args.ld_sfa,
-                          c.block_m, 1, 0, "sfa"));
+    DG_TRY(tma::encode_2d(&p.tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, align_up(s.m, 4),
+                          masked ? sf_k * s.num_groups : sf_k, args.ld_sfa, c.block_m, 1, 0, "sfa"));
   if (s.kind == GemmKind::kFp8_1D1D)
     DG_TRY(tma::encode_2d(&p.tma_sfb, args.sfb, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, align_up(s.n, 4), sf_k, args.ld_sfb,
                           c.block_n, 1, 0, "sfb"));
@@ -705,11 +755,15 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   p.sfb_rows = static_cast<uint32_t>(cdiv(s.n, 128));
   p.d = args.d;
   p.ldd = args.ldd;
+  p.grouped_layout = args.grouped_layout;
+  p.num_groups = static_cast<uint32_t>(s.num_groups);
+  p.sfb_stride_g = args.sfb_stride_g;
+  p.group_rows = static_cast<uint32_t>(s.m);
 
   LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(c.grid);
   lc.block[0] = c.threads;
-  lc.smem_bytes = c.smem_bytes;
+  lc.smem_bytes = c.smem_bytes + group_table_bytes(s.type, s.num_groups);
   lc.cluster = static_cast<unsigned>(c.split_k > 1 ? c.split_k : c.cluster);
   lc.pdl = config_of(stream).pdl;
   void* kargs[] = {&p};

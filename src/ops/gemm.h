@@ -14,6 +14,28 @@ namespace dg::ops {
 
 enum class GemmKind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
 enum class Major : int { kK = 0, kMN = 1 };
+// Mirrors dg::sched::GemmType (templates/include/dg/sched/sm90_scheduler.cuh).
+enum class GemmType : int {
+  kNormal = 0,
+  kMGroupedContiguous = 1,
+  kMGroupedMasked = 2,
+  kKGrouped = 3,
+  kMGroupedContiguousPsum = 4,
+};
+const char* gemm_type_enumerator(GemmType t);
+inline bool is_m_grouped(GemmType t) {
+  return t == GemmType::kMGroupedContiguous || t == GemmType::kMGroupedMasked ||
+         t == GemmType::kMGroupedContiguousPsum;
+}
+// Masked / psum groups keep a table of 3 G + 1 words in shared memory (sched::group_table_bytes).
+inline bool uses_group_table(GemmType t) {
+  return t == GemmType::kMGroupedMasked || t == GemmType::kMGroupedContiguousPsum;
+}
+inline unsigned group_table_bytes(GemmType t, int64_t num_groups) {
+  return uses_group_table(t) ? static_cast<unsigned>(((3 * num_groups + 1) * 4 + 15) / 16 * 16) : 0u;
+}
+// Groups a masked / psum call may have (the table must leave room for the pipeline).
+constexpr int64_t kMaxTableGroups = 1024;
 
 // The recipe's names: the templates' dg::gemm::Kind enumerator ("kFp8_1D2D") and the short form in
 // kernel names ("fp8_1d2d").
@@ -27,6 +49,11 @@ struct GemmShape {
   Major major_a = Major::kK, major_b = Major::kK;
   dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
   bool accumulate = false;  // the epilogue adds into D (TMA reduce-add)
+  // M-grouped GEMMs: m is the rows of A (contiguous) or max_m (masked); B holds num_groups
+  // matrices; expected_m is the rows per group the heuristic plans for.
+  GemmType type = GemmType::kNormal;
+  int64_t num_groups = 1;
+  int64_t expected_m = 0;
 };
 
 // A kernel configuration: the template parameters plus launch geometry.
@@ -93,6 +120,8 @@ struct GemmArgs {
   const float* sfb = nullptr;  // 1D2D: sfb[nb * sfb_stride_n + kb * sfb_stride_k]; 1D1D: sfb[kb * ld_sfb + n]
   int64_t sfb_stride_n = 0, sfb_stride_k = 0, ld_sfb = 0;
   void* workspace = nullptr;  // FP8 with an MN-major operand: room for its K-major copy (fp8_gemm_workspace)
+  const int32_t* grouped_layout = nullptr;  // M-grouped: row groups, group ends or masked rows (device)
+  int64_t sfb_stride_g = 0;                 // M-grouped 1D2D: elements between groups' SFB blocks
 };
 
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
@@ -112,11 +141,15 @@ struct alignas(64) Sm90GemmParams {
   uint32_t reserved1;
   void* d;
   int64_t ldd;
+  int64_t sfb_stride_g;
+  uint32_t group_rows;
+  uint32_t reserved2;
 };
 static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
                   offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
-                  offsetof(Sm90GemmParams, ldd) == 720,
+                  offsetof(Sm90GemmParams, ldd) == 720 && offsetof(Sm90GemmParams, sfb_stride_g) == 728 &&
+                  offsetof(Sm90GemmParams, group_rows) == 736,
               "must match the device struct");
 
 // Early exits (spec §0.2), the D := beta * C pre-pass, the K-major copies of MN-major FP8 operands,

@@ -21,6 +21,7 @@ namespace {
 
 using dg::ops::GemmKind;
 using dg::ops::GemmShape;
+using dg::ops::GemmType;
 using dg::ops::Major;
 
 std::vector<GemmShape> gemm_shapes() {
@@ -63,6 +64,39 @@ std::vector<GemmShape> gemm_shapes() {
   for (int64_t k : {200, 72}) add(GemmKind::kFp8_1D2D, 77, 40, k, Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);
   add(GemmKind::kFp8_1D1D, 2112, 1024, 4096, Major::kK, Major::kK, DG_DTYPE_FLOAT32, true);
   add(GemmKind::kFp8_1D1D, 256, 200, 1000, Major::kK, Major::kK, DG_DTYPE_FLOAT32, true);
+  // tests/gpu/test_grouped_gemm.cpp: M-grouped GEMMs. Contiguous with per-row indices plans for the
+  // rows of A, so every M that the drawn group sizes ([0.7, 1.3] x expected, one group empty, each
+  // padded to 128) can add up to is covered; psum and masked plan for expected_m.
+  auto add_grouped = [&](GemmKind kind, GemmType type, int64_t g, int64_t m, int64_t n, int64_t k, int64_t em,
+                         Major mb) {
+    GemmShape s;
+    s.kind = kind, s.type = type, s.num_groups = g, s.m = m, s.n = n, s.k = k, s.expected_m = em;
+    s.major_a = Major::kK, s.major_b = mb, s.d_dtype = DG_DTYPE_BFLOAT16;
+    out.push_back(s);
+  };
+  const int64_t moe_nk[3][2] = {{4096, 7168}, {7168, 2048}, {6144, 7168}};
+  const int64_t contiguous[3][2] = {{4, 8192}, {8, 4096}, {32, 256}};
+  const int64_t masked[6][2] = {{1, 1024}, {2, 512}, {4, 256}, {32, 192}, {6, 1024}, {32, 20}};
+  for (auto& p : moe_nk)
+    for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D})
+      for (Major mb : {Major::kK, Major::kMN}) {
+        if (kind != GemmKind::kBf16 && mb == Major::kMN) continue;
+        for (auto& c : contiguous) {
+          const int64_t lo = (c[0] - 1) * (c[1] * 7 / 10), hi = (c[0] - 1) * ((c[1] * 13 / 10 + 127) / 128 * 128);
+          for (int64_t m = lo / 128 * 128; m <= hi; m += 128)
+            add_grouped(kind, GemmType::kMGroupedContiguous, c[0], m, p[0], p[1], m / c[0], mb);
+          add_grouped(kind, GemmType::kMGroupedContiguousPsum, c[0], c[0] * c[1], p[0], p[1], c[1], mb);
+        }
+        if (mb == Major::kK)
+          for (auto& c : masked) add_grouped(kind, GemmType::kMGroupedMasked, c[0], 4096, p[0], p[1], c[1] * 6 / 5, mb);
+      }
+  for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D}) {
+    // Out-of-range group data, the captured masked call.
+    add_grouped(kind, GemmType::kMGroupedContiguous, 3, 512, 256, 512, 512 / 3, Major::kK);
+    add_grouped(kind, GemmType::kMGroupedContiguousPsum, 3, 384, 256, 512, 128, Major::kK);
+    add_grouped(kind, GemmType::kMGroupedMasked, 3, 192, 256, 512, 64, Major::kK);
+    add_grouped(kind, GemmType::kMGroupedMasked, 6, 512, 1024, 1024, 200, Major::kK);
+  }
   return out;
 }
 

@@ -32,6 +32,17 @@ _lib.get()
 
 from ._stream import Stream  # noqa: E402
 from ._tensor import TensorInfo  # noqa: E402
+from ._grouped import (  # noqa: E402
+    bf16_m_grouped_gemm_nt_masked,
+    fp8_m_grouped_gemm_nt_masked,
+    m_grouped_bf16_gemm_nn_contiguous,
+    m_grouped_bf16_gemm_nt_contiguous,
+    m_grouped_bf16_gemm_nt_masked,
+    m_grouped_fp8_gemm_nn_contiguous,
+    m_grouped_fp8_gemm_nt_contiguous,
+    m_grouped_fp8_gemm_nt_masked,
+    m_grouped_gemm_prepare,
+)
 from .api import (  # noqa: E402
     LOG_LEVELS,
     Config,
@@ -138,4 +149,14 @@ __all__ = [
     "cublaslt_gemm_tt",
     "nvfp4_gemv",
     "gemm_prepare",
+    # M-grouped GEMMs
+    "m_grouped_fp8_gemm_nt_contiguous",
+    "m_grouped_fp8_gemm_nn_contiguous",
+    "m_grouped_bf16_gemm_nt_contiguous",
+    "m_grouped_bf16_gemm_nn_contiguous",
+    "m_grouped_fp8_gemm_nt_masked",
+    "m_grouped_bf16_gemm_nt_masked",
+    "fp8_m_grouped_gemm_nt_masked",
+    "bf16_m_grouped_gemm_nt_masked",
+    "m_grouped_gemm_prepare",
 ]

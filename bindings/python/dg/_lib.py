@@ -245,6 +245,9 @@ GEMM_KERNEL_TILED = 1  # the persistent WGMMA kernel
 GEMM_KERNEL_SKINNY = 2  # few tokens (M <= 32): B streamed once through warp-level MMAs
 
 GEMM_LAYOUTS = {"nt": 0, "nn": 1, "tn": 2, "tt": 3}  # DG_GEMM_LAYOUT_*
+M_GROUPED_LAYOUT_INDICES = 0  # DG_M_GROUPED_LAYOUT_*: each row's group (m_indices), -1 = padding
+M_GROUPED_LAYOUT_PSUM = 1  # each group's end row
+M_GROUPED_LAYOUT_MASKED = 2  # (prepare) the masked calls
 
 
 class GemmOptions(Structure):
@@ -349,6 +352,8 @@ _T = _p  # const dg_tensor*
 _GEMM2 = [_p, _T, _T, _T, _T, POINTER(GemmOptions)]  # stream, a, b, d, c, const dg_gemm_options*
 _CUBLASLT = [_p, _T, _T, _T, _T, POINTER(CublasltOptions)]
 _GEMM_FP8 = [_p, _T, _T, _T, _T, _T, _T, POINTER(GemmOptions)]  # stream, a, sfa, b, sfb, d, c, options
+_GROUPED_FP8 = [_p, _T, _T, _T, _T, _T, _T, c_int32, c_int64, POINTER(GemmOptions)]
+_GROUPED_BF16 = [_p, _T, _T, _T, _T, c_int32, c_int64, POINTER(GemmOptions)]
 
 PROTOTYPES: Dict[str, Tuple[object, list]] = {
     # Status and errors, version
@@ -421,6 +426,18 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_fp8_gemm_workspace_size": (dg_status, [c_int32, c_int64, c_int64, c_int64, POINTER(c_size_t)]),
     # stream, ab_dtype, layout, m, n, k, d_dtype, with_c, options
     "dg_gemm_prepare": (dg_status, [_p, dg_dtype, c_int32, c_int64, c_int64, c_int64, dg_dtype, c_int32, POINTER(GemmOptions)]),
+    # M-grouped GEMMs: stream, a, [sfa,] b, [sfb,] d, grouped_layout | masked_m, [layout,] expected_m, options
+    "dg_m_grouped_fp8_gemm_nt_contiguous": (dg_status, _GROUPED_FP8),
+    "dg_m_grouped_fp8_gemm_nn_contiguous": (dg_status, _GROUPED_FP8),
+    "dg_m_grouped_bf16_gemm_nt_contiguous": (dg_status, _GROUPED_BF16),
+    "dg_m_grouped_bf16_gemm_nn_contiguous": (dg_status, _GROUPED_BF16),
+    "dg_m_grouped_fp8_gemm_nt_masked": (dg_status, [_p, _T, _T, _T, _T, _T, _T, c_int64, POINTER(GemmOptions)]),
+    "dg_m_grouped_bf16_gemm_nt_masked": (dg_status, [_p, _T, _T, _T, _T, c_int64, POINTER(GemmOptions)]),
+    # stream, ab_dtype, gemm_layout, grouping, num_groups, m, n, k, expected_m, options
+    "dg_m_grouped_gemm_prepare": (
+        dg_status,
+        [_p, dg_dtype, c_int32, c_int32, c_int64, c_int64, c_int64, c_int64, c_int64, POINTER(GemmOptions)],
+    ),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*
     "dg_nvfp4_gemv": (dg_status, [_p, _T, _T, _T, _T, _T, POINTER(NvFp4GemvOptions)]),
     # cuBLASLt baseline: stream, a, b, d, c, const dg_cublaslt_options*

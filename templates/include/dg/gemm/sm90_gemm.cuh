@@ -4,6 +4,10 @@
 //   D[M,N] = alpha * sum_kb sfa[m,kb] sfb[n/128,kb] (A.B^T)_kb   (kFp8_1D2D; K-major e4m3)
 //   D[M,N] (+)= alpha * sum_kb sfa[m,kb] sfb[n,kb] (A.B^T)_kb    (kFp8_1D1D; K-major e4m3)
 // With kReduceAdd the epilogue adds into D with a TMA reduce-add (C pre-loaded into D by the host).
+// M-grouped GEMMs (kType != kNormal; BF16 or 1D2D) run the same pipeline over the tiles of every
+// group: D[rows of g] = alpha * A[rows of g] . B[g]^T, B and SFB offset by the group, the group of
+// each tile from the scheduler (sched/sm90_scheduler.cuh), rows outside the group zeroed in the
+// epilogue.
 //
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
@@ -54,11 +58,14 @@ struct alignas(64) Sm90GemmParams {
   uint32_t raster_along_n;  // 0: bands of unit-rows, 1: bands of unit-columns
   uint32_t sfb_rows;        // 1D2D: ceil(N / 128)
   uint32_t reserved0;
-  const int32_t* grouped_layout;  // grouped GEMMs (not used by the Normal type)
+  const int32_t* grouped_layout;  // M-grouped: per-row groups (contiguous), group ends (psum), rows (masked)
   uint32_t num_groups;
   uint32_t reserved1;
   void* d;        // split-K: D written with plain stores, row stride ldd elements
   int64_t ldd;
+  int64_t sfb_stride_g;  // M-grouped 1D2D: elements between the groups' SFB blocks
+  uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked)
+  uint32_t reserved2;
 };
 
 static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.h)");
@@ -142,6 +149,8 @@ struct Sm90GemmTraits {
   static_assert((kBlockN / kPromoteSplit) % 8 == 0 && kBlockN % kPromoteSplit == 0, "column slices of 8");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4 || kSplitK == 8, "split-K over 1, 2, 4 or 8 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not multicast");
+  static constexpr bool kGrouped = kType != sched::GemmType::kNormal;
+  static_assert(!kGrouped || (kKind != Kind::kFp8_1D1D && !kReduceAdd), "M-grouped GEMMs: BF16 or FP8 1D2D, D written");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (valid rows only),
@@ -203,6 +212,27 @@ DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* smem
       }
     }
   }
+}
+
+// M-grouped GEMMs: zeroes this thread's accumulator rows that do not belong to the tile's group
+// (rows past a masked group's count or a psum group's end; contiguous rows whose entry differs).
+template <class T, class Acc>
+DG_DEVICE void zero_foreign_rows(Acc& acc, const sched::Tile& t, const int32_t* layout, uint32_t m_total,
+                                 uint32_t row0) {
+  constexpr uint32_t kAcc = T::kBlockN / 2;
+#pragma unroll
+  for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t r = row0 + i * 64 + h * 8;  // this thread's row in the tile
+      bool keep;
+      if (t.per_row) keep = t.m0 + r < m_total && layout[t.m0 + r] == static_cast<int32_t>(t.group);
+      else keep = r < t.rows;
+      if (!keep) {
+#pragma unroll
+        for (uint32_t c = 0; c < kAcc; c += 4) acc[i][c + 2 * h] = acc[i][c + 2 * h + 1] = 0.f;
+      }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,26 +325,40 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   ptx::grid_dependency_wait();
 
   const uint32_t num_kb = ceil_div(p.k, kBlockK);
+  // Masked / psum groups: the table of rows and tiles per group, after the barriers (the host
+  // adds its bytes to the launch's shared memory). Built once per CTA from device-side counts.
+  uint32_t* const table = reinterpret_cast<uint32_t*>(smem + T::kSmemBytes);
+  if constexpr (sched::uses_group_table(T::kType)) {
+    if (warp == 0)
+      sched::build_group_table<T::kType, kBlockM>(table, p.grouped_layout, p.num_groups, p.group_rows,
+                                                  ceil_div(p.n, kBlockN));
+    __syncthreads();
+  }
 
   if (wg == T::kMathWG) {
     // ------------------------------------------------------------------ producer
     ptx::setmaxnreg_dec<40>();
     if (warp == T::kMathWG * 4 && ptx::elect_one()) {
-      typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
+      typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
       const uint32_t rank = T::kCluster > 1 ? ptx::cluster_ctarank() : 0;
       uint32_t kb_begin, kb_end;
       sched.k_range(num_kb, kb_begin, kb_end);
       uint32_t stage = 0, phase = 0;
       sched::Tile t;
       while (sched.next(t)) {
-        const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+        const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
+        // Grouped B is [G * N, K] (K-major) or [G * K, N] (MN-major) in memory: the group selects
+        // the rows or the K offset of its matrix. SFA of masked groups: [G * sf_k] K blocks of max_m rows.
+        const uint32_t b_mn0 = T::kMajorB == Major::kK ? t.group * p.n + n0 : n0;
+        const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : t.group * p.k;
+        const uint32_t sfa_kb0 = T::kType == sched::GemmType::kMGroupedMasked ? t.group * num_kb : 0;
         // 1D2D: SFB of the tile's first 128-column block, stepped along K; the second (straddling
         // tiles) is the next row, or the same one at the last row.
         const float* sfb0 = nullptr;
         bool sfb_next_row = false;
         if constexpr (T::kKind == Kind::kFp8_1D2D) {
           const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1);
-          sfb0 = p.sfb + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
+          sfb0 = p.sfb + t.group * p.sfb_stride_g + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
           sfb_next_row = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1) != row0;
         }
         // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
@@ -329,9 +373,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
           if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(&p.tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
           else load_operand<T::kMajorA, T::kElem, false>(&p.tma_a, bar, a, 0, kBlockM, m0, k0, 0);
-          if constexpr (T::kMcB) load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, n0, k0, 0x3);
-          else load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, n0, k0, 0);
-          if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, m0, kb);
+          if constexpr (T::kMcB) load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
+          else load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
+          if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, t.m_local0, sfa_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
             ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, kb);
           if constexpr (T::kKind == Kind::kFp8_1D2D) {
@@ -354,7 +398,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   } else {
     // ------------------------------------------------------------------ consumers
     if constexpr (T::kMathWG == 2) ptx::setmaxnreg_inc<232>();
-    typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n);
+    typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
     uint32_t kb_begin, kb_end;
     sched.k_range(num_kb, kb_begin, kb_end);
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
@@ -377,7 +421,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     float acc[T::kMIters][kAcc];
     sched::Tile t;
     while (sched.next(t)) {
-      const uint32_t m0 = t.m_block * kBlockM, n0 = t.n_block * kBlockN;
+      const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
 
       if constexpr (!T::kFp8) {
         // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
@@ -613,6 +657,10 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         split_m0 = m0;
         split_n0 = n0;
       } else {
+        if constexpr (T::kGrouped) {
+          if (t.per_row || t.rows < kBlockM)
+            zero_foreign_rows<T>(acc, t, p.grouped_layout, p.group_rows, wg_row0 + warp_in_wg * 16 + lane / 4);
+        }
         T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
                       static_cast<int32_t>(m0 + wg_row0), 1 + wg);
       }

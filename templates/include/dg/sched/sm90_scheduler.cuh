@@ -11,27 +11,138 @@
 // Split-K (kSplitK > 1, no multicast pair): a unit is one tile whose K blocks are divided among the
 // kSplitK CTAs of a cluster; CTA rank r computes share r of them (see `k_range`).
 //
-// GemmType selects how a tile maps to (group, rows, K range); Normal is one problem. The grouped types
-// (M-grouped contiguous / masked, K-grouped) reuse the same walk and add a group lookup.
+// The GemmType says how a tile maps to its group and rows (the producer and the consumers of a CTA
+// walk the same sequence, so both skip the same tiles):
+//   kNormal                   one problem.
+//   kMGroupedContiguous       rows of A/D concatenated over groups; `layout[row]` is the row's group
+//                             (-1: padding). A 128-row block belongs to the group of its first row;
+//                             a block whose first entry is not in [0, G) is skipped (D not written).
+//                             Rows of a computed block whose entry differs are written as zeros.
+//   kMGroupedContiguousPsum   rows concatenated; `layout[g]` is the end row of group g, which starts
+//                             at the previous end aligned up to 128. Ends are read as a running
+//                             maximum clamped to M, so bad values cannot overlap groups or leave M.
+//   kMGroupedMasked           A/D are [G, max_m, .] flattened to rows; group g's first
+//                             clamp(layout[g], 0, max_m) rows are valid.
+// For the masked and psum types a table (rows and tile counts per group) is built in shared memory
+// at kernel start (build_group_table) and each tile's group is a binary search in it; groups with
+// no rows cost nothing, and the tiles of a group are walked in the same bands as a dense problem.
 #pragma once
 #include <dg/types.cuh>
 
 namespace dg::sched {
 
-enum class GemmType : int { kNormal = 0, kMGroupedContiguous = 1, kMGroupedMasked = 2, kKGrouped = 3 };
+enum class GemmType : int {
+  kNormal = 0,
+  kMGroupedContiguous = 1,
+  kMGroupedMasked = 2,
+  kKGrouped = 3,
+  kMGroupedContiguousPsum = 4,
+};
+
+// Row alignment of the groups of the contiguous layouts (dg_get_mk_alignment_for_contiguous_layout).
+constexpr uint32_t kMkAlignment = 128;
+
+DG_HOST_DEVICE constexpr bool uses_group_table(GemmType t) {
+  return t == GemmType::kMGroupedMasked || t == GemmType::kMGroupedContiguousPsum;
+}
+
+// Bytes of the group table for G groups: tile prefix sums [G + 1], first rows [G], valid rows [G].
+DG_HOST_DEVICE constexpr uint32_t group_table_bytes(uint32_t num_groups) {
+  return ((3 * num_groups + 1) * 4 + 15) / 16 * 16;
+}
 
 struct Tile {
-  uint32_t m_block;  // tile row index (units of BLOCK_M)
-  uint32_t n_block;  // tile column index (units of BLOCK_N)
-  uint32_t group;    // problem index for grouped GEMMs, 0 otherwise
+  uint32_t m0;        // first row of the tile in A's (and D's) rows
+  uint32_t m_local0;  // first row of the tile inside its group (masked: the SFA row); m0 otherwise
+  uint32_t n_block;   // tile column index (units of BLOCK_N)
+  uint32_t group;     // problem index for grouped GEMMs, 0 otherwise
+  uint32_t rows;      // leading rows of the tile that belong to its group (BLOCK_M when all do)
+  bool per_row;       // contiguous layout: the last row left the group, check each row's entry
 };
+
+// Maps unit u of a units_m x units_n grid to its coordinates, walking bands of `band` unit-rows
+// (rows fastest inside a band) or unit-columns.
+DG_DEVICE void raster(uint32_t u, uint32_t units_m, uint32_t units_n, uint32_t band, uint32_t along_n, uint32_t& um,
+                      uint32_t& un) {
+  if (!along_n) {
+    const uint32_t per_band = band * units_n;
+    const uint32_t b = u / per_band, in = u % per_band;
+    const uint32_t rows = min_of(band, units_m - b * band);
+    um = b * band + in % rows;
+    un = in / rows;
+  } else {
+    const uint32_t per_band = band * units_m;
+    const uint32_t b = u / per_band, in = u % per_band;
+    const uint32_t cols = min_of(band, units_n - b * band);
+    un = b * band + in % cols;
+    um = in / cols;
+  }
+}
+
+// Builds the group table of the masked / psum types with one warp (all 32 lanes call it).
+// table: prefix[G + 1] (tiles before group g), first[G] (group g's first row), rows[G].
+// masked: first = g * max_m, rows = clamp(layout[g], 0, max_m).
+// psum: end'_g = min(max(0, layout[0..g]), M), first_g = min(align(end'_{g-1}, 128), M),
+//       rows_g = max(end'_g - first_g, 0).
+template <GemmType kType, uint32_t kBlockM>
+DG_DEVICE void build_group_table(uint32_t* table, const int32_t* layout, uint32_t num_groups, uint32_t group_rows,
+                                 uint32_t n_units) {
+  static_assert(uses_group_table(kType), "the table serves the masked and psum types");
+  uint32_t* prefix = table;
+  uint32_t* first = table + num_groups + 1;
+  uint32_t* rows = first + num_groups;
+  const uint32_t lane = threadIdx.x % 32;
+  uint32_t tile_carry = 0, end_carry = 0;  // tiles and running end before this chunk
+  if (lane == 0) prefix[0] = 0;
+  for (uint32_t base = 0; base < num_groups; base += 32) {
+    const uint32_t g = base + lane;
+    const int32_t raw = g < num_groups ? layout[g] : 0;
+    uint32_t f, r;
+    if constexpr (kType == GemmType::kMGroupedMasked) {
+      f = g * group_rows;
+      r = raw < 0 ? 0u : min_of(static_cast<uint32_t>(raw), group_rows);
+    } else {
+      // Running maximum of the clamped ends (inclusive scan), then each group's start from its
+      // predecessor's end.
+      uint32_t e = raw < 0 ? 0u : min_of(static_cast<uint32_t>(raw), group_rows);
+      e = max_of(e, end_carry);
+#pragma unroll
+      for (uint32_t d = 1; d < 32; d *= 2) {
+        const uint32_t o = __shfl_up_sync(0xffffffffu, e, d);
+        if (lane >= d) e = max_of(e, o);
+      }
+      uint32_t prev = __shfl_up_sync(0xffffffffu, e, 1);
+      if (lane == 0) prev = end_carry;
+      f = min_of((prev + kMkAlignment - 1) / kMkAlignment * kMkAlignment, group_rows);
+      r = e > f ? e - f : 0u;
+      end_carry = __shfl_sync(0xffffffffu, e, 31);
+    }
+    uint32_t tiles = g < num_groups ? (r + kBlockM - 1) / kBlockM * n_units : 0u;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d *= 2) {
+      const uint32_t o = __shfl_up_sync(0xffffffffu, tiles, d);
+      if (lane >= d) tiles += o;
+    }
+    if (g < num_groups) {
+      prefix[g + 1] = tile_carry + tiles;
+      first[g] = f;
+      rows[g] = r;
+    }
+    tile_carry += __shfl_sync(0xffffffffu, tiles, 31);
+  }
+}
 
 template <GemmType kType, uint32_t kBlockM, uint32_t kBlockN, uint32_t kCluster, bool kPairAlongN,
           uint32_t kSplitK = 1>
 struct Sm90Scheduler {
-  static_assert(kType == GemmType::kNormal, "only the Normal GEMM type is implemented so far");
+  static_assert(kType != GemmType::kKGrouped, "the K-grouped type has its own walk");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not pair tiles");
+  static_assert(kType == GemmType::kNormal || (kCluster == 1 && kSplitK == 1),
+                "grouped GEMMs run one CTA per tile (no multicast pair, no split-K)");
+  static_assert(kType == GemmType::kNormal || kType == GemmType::kMGroupedMasked || kBlockM == kMkAlignment,
+                "contiguous layouts use 128-row blocks, one group each");
+  static constexpr bool kTable = uses_group_table(kType);
   static constexpr uint32_t kCtasPerUnit = kCluster * kSplitK;
   static constexpr uint32_t kPairM = (kCluster == 2 && !kPairAlongN) ? 2 : 1;
   static constexpr uint32_t kPairN = (kCluster == 2 && kPairAlongN) ? 2 : 1;
@@ -40,18 +151,38 @@ struct Sm90Scheduler {
   uint32_t band, along_n;
   uint32_t next_unit, step, rank;
   uint32_t split;  // this CTA's share of each unit's K blocks (split-K), else 0
+  // Grouped types.
+  const int32_t* layout;
+  const uint32_t* table;  // masked / psum: the group table in shared memory
+  uint32_t num_groups;
+  uint32_t m_total;       // contiguous: rows of A and D
+  // Contiguous (per-row layout): the entries of the next unit's first and last rows, loaded one
+  // unit ahead so that their latency overlaps the current tile.
+  int32_t pf_first, pf_last;
 
-  DG_DEVICE Sm90Scheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_) {
+  // m, n: the problem (contiguous: m = rows of A; masked: max_m). group_rows: masked max_m,
+  // contiguous rows of A.
+  DG_DEVICE Sm90Scheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const int32_t* layout_ = nullptr,
+                          uint32_t num_groups_ = 0, const uint32_t* table_ = nullptr) {
     const uint32_t m_blocks = ceil_div(m, kBlockM), n_blocks = ceil_div(n, kBlockN);
     units_m = ceil_div(m_blocks, kPairM);
     units_n = ceil_div(n_blocks, kPairN);
-    num_units = units_m * units_n;
     band = band_ == 0 ? 1 : band_;
     along_n = along_n_;
     step = gridDim.x / kCtasPerUnit;
     next_unit = blockIdx.x / kCtasPerUnit;
     rank = blockIdx.x % kCluster;  // cluster dims are (kCtasPerUnit, 1, 1)
     split = blockIdx.x % kSplitK;
+    layout = layout_;
+    table = table_;
+    num_groups = num_groups_;
+    m_total = m;
+    if constexpr (kTable) {
+      num_units = table[num_groups];
+    } else {
+      num_units = units_m * units_n;
+    }
+    if constexpr (kType == GemmType::kMGroupedContiguous) prefetch(next_unit);
   }
 
   // K blocks [begin, end) of this CTA's share: sizes differ by at most one, none empty if
@@ -61,29 +192,59 @@ struct Sm90Scheduler {
     end = (split + 1) * num_kb / kSplitK;
   }
 
+  DG_DEVICE void prefetch(uint32_t u) {
+    if (u < num_units) {
+      uint32_t um, un;
+      raster(u, units_m, units_n, band, along_n, um, un);
+      const uint32_t m0 = um * kBlockM;
+      pf_first = layout[m0];
+      pf_last = layout[min_of(m0 + kBlockM, m_total) - 1];
+    }
+  }
+
   // Next tile of this CTA; false when the CTA has no more work.
   DG_DEVICE bool next(Tile& t) {
-    if (next_unit >= num_units) return false;
-    const uint32_t u = next_unit;
-    next_unit += step;
-    uint32_t um, un;
-    if (!along_n) {  // bands of `band` unit-rows; inside a band walk rows fastest
-      const uint32_t per_band = band * units_n;
-      const uint32_t b = u / per_band, in = u % per_band;
-      const uint32_t rows = min_of(band, units_m - b * band);
-      um = b * band + in % rows;
-      un = in / rows;
-    } else {
-      const uint32_t per_band = band * units_m;
-      const uint32_t b = u / per_band, in = u % per_band;
-      const uint32_t cols = min_of(band, units_n - b * band);
-      un = b * band + in % cols;
-      um = in / cols;
+    while (next_unit < num_units) {
+      const uint32_t u = next_unit;
+      next_unit += step;
+      uint32_t um, un;
+      if constexpr (kTable) {
+        // The group whose tiles contain u: the last g with prefix[g] <= u.
+        uint32_t lo = 0, hi = num_groups;
+        while (hi - lo > 1) {
+          const uint32_t mid = (lo + hi) / 2;
+          if (table[mid] <= u) lo = mid;
+          else hi = mid;
+        }
+        const uint32_t g = lo, first = table[num_groups + 1 + g], rows = table[2 * num_groups + 1 + g];
+        raster(u - table[g], ceil_div(rows, kBlockM), units_n, band, along_n, um, un);
+        t.m_local0 = um * kBlockM;
+        t.m0 = first + t.m_local0;
+        t.n_block = un;
+        t.group = g;
+        t.rows = min_of(kBlockM, rows - t.m_local0);
+        t.per_row = false;
+        if constexpr (kType == GemmType::kMGroupedContiguousPsum) t.m_local0 = t.m0;
+        return true;
+      } else {
+        raster(u, units_m, units_n, band, along_n, um, un);
+        t.m0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
+        t.m_local0 = t.m0;
+        t.n_block = un * kPairN + (kPairN == 2 ? rank : 0);
+        t.group = 0;
+        t.rows = kBlockM;
+        t.per_row = false;
+        if constexpr (kType == GemmType::kMGroupedContiguous) {
+          const int32_t g = pf_first, last = pf_last;
+          prefetch(next_unit);
+          if (g < 0 || static_cast<uint32_t>(g) >= num_groups) continue;  // padding block: skipped
+          t.group = static_cast<uint32_t>(g);
+          t.per_row = last != g;
+        }
+        return true;
+      }
     }
-    t.m_block = um * kPairM + (kPairM == 2 ? rank : 0);
-    t.n_block = un * kPairN + (kPairN == 2 ? rank : 0);
-    t.group = 0;
-    return true;
+    return false;
   }
 };
 

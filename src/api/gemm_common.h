@@ -1,0 +1,29 @@
+// Pieces of argument checking shared by the dense and the M-grouped GEMM entry points.
+#pragma once
+#include <cstdint>
+
+#include "api/matrix_view.h"
+#include "dg.h"
+#include "ops/gemm.h"
+#include "runtime/tensor.h"
+
+namespace dg::api {
+
+// Reads `options` (NULL: defaults) and checks its enum fields.
+dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out);
+
+// The kernel-config fields of the options as the heuristic's overrides.
+ops::GemmOverride override_of(const dg_gemm_options& o);
+
+// Picks the memory order of an operand view for TMA: K-major (stride 1 along K, rows 16-byte
+// multiples apart) preferred, else MN-major. `ld` receives the stride between TMA rows. With `fp8`
+// the messages say how FP8 reads MN-major operands.
+dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, const char* view_name, bool fp8,
+                        ops::Major* major, int64_t* ld);
+
+// Per-token scales [rows, sf_k] as a view: MN-major TMA-aligned (stride 1 along rows, a multiple of
+// 4 elements >= rows along K blocks). `ld` receives the stride between K blocks.
+dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* arg, int64_t rows, int64_t sf_k,
+                             int64_t* ld);
+
+}  // namespace dg::api
