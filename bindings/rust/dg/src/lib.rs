@@ -1,0 +1,71 @@
+//! Safe Rust binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, scaling-factor layout utilities
+//! and a batched NVFP4 GEMV, JIT-compiled with NVRTC, behind libdg's C ABI (`include/dg.h`).
+//!
+//! - [`Config`], [`Stream`] and [`Tensor`] own their libdg handles and destroy them on drop.
+//! - Every fallible call returns [`Result`]; an [`Error`] carries libdg's status and the message
+//!   `dg_last_error()` gave for it on the calling thread.
+//! - Device memory enters through `unsafe` constructors ([`Tensor::new`],
+//!   [`Stream::from_cu_stream`], [`GemmOptions::workspace`]) whose contracts say what must hold;
+//!   the kernel methods of [`Stream`] are then safe to call.
+//! - libdg never allocates device memory on a launch path: allocate with the CUDA runtime or
+//!   driver (or a framework) and describe it with [`Tensor::new`].
+//!
+//! ```no_run
+//! use dg::{DType, Stream, Tensor};
+//! # fn run(a_ptr: *mut std::ffi::c_void, b_ptr: *mut std::ffi::c_void, d_ptr: *mut std::ffi::c_void) -> dg::Result<()> {
+//! let (m, n, k) = (4096, 2112, 7168);
+//! let stream = Stream::new(0, None)?;
+//! // SAFETY: the pointers are device allocations of these shapes that outlive the GEMM.
+//! let (a, b, d) = unsafe {
+//!     (Tensor::new(a_ptr, DType::BFLOAT16, &[m, k], None)?,
+//!      Tensor::new(b_ptr, DType::BFLOAT16, &[n, k], None)?,
+//!      Tensor::new(d_ptr, DType::BFLOAT16, &[m, n], None)?)
+//! };
+//! stream.bf16_gemm_nt(&a, &b, &d, None, None)?; // D = A @ Bᵀ
+//! stream.synchronize()?;
+//! # Ok(()) }
+//! ```
+//!
+//! Linking: `dg-sys` finds libdg with `pkg-config dg` (or in `DG_LIB_DIR`); at run time the
+//! loader must find `libdg.so.0` (`LD_LIBRARY_PATH`, an rpath or a system prefix).
+#![deny(missing_docs)]
+
+mod config;
+mod cublaslt;
+mod error;
+mod gemm;
+mod gemv;
+mod layout;
+mod log;
+mod stream;
+mod tensor;
+
+pub use dg_sys as sys;
+
+pub use config::{num_sms, set_num_sms, set_tc_util, tc_util, Config, ConfigKey};
+pub use cublaslt::{cublaslt_available, cublaslt_workspace_size, CublasLtOptions};
+pub use error::{status_string, Error, ErrorKind, Result};
+pub use gemm::{
+    fp8_gemm_workspace_size, jit_stats, Fp8Promotion, Fp8Recipe, GemmKernel, GemmLayout, GemmOptions, JitStats,
+};
+pub use gemv::Nvfp4GemvOptions;
+pub use layout::{
+    mk_alignment_for_contiguous_layout, mn_major_tma_aligned_packed_ue8m0_tensor_layout,
+    mn_major_tma_aligned_tensor_layout, tma_aligned_size, transform_sf_layout, ScaleLayout, SfLayout, SfRecipe,
+};
+pub use log::{log_level, set_log_callback, set_log_level, LogLevel};
+pub use stream::{device_capability, device_count, Stream};
+pub use tensor::{DType, Tensor, TensorInfo};
+
+/// The run-time version of libdg, `"MAJOR.MINOR.PATCH"` (`dg_version`).
+pub fn version() -> &'static str {
+    // SAFETY: dg_version returns a static string.
+    unsafe { error::static_str(sys::dg_version()) }
+}
+
+/// The run-time version as `MAJOR * 10000 + MINOR * 100 + PATCH` (`dg_version_number`); its
+/// major part equals the `dg.h` this binding was generated from ([`sys::DG_VERSION_MAJOR`]).
+pub fn version_number() -> i32 {
+    // SAFETY: no arguments.
+    unsafe { sys::dg_version_number() }
+}
