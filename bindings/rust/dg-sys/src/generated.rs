@@ -106,6 +106,12 @@ pub const DG_GEMM_LAYOUT_NT: i32 = 0;
 pub const DG_GEMM_LAYOUT_NN: i32 = 1;
 pub const DG_GEMM_LAYOUT_TN: i32 = 2;
 pub const DG_GEMM_LAYOUT_TT: i32 = 3;
+/// INT32 [M]: each row's group in [0, G), -1 for a padding row
+pub const DG_M_GROUPED_LAYOUT_INDICES: i32 = 0;
+/// INT32 [G]: each group's end row (exclusive, a prefix sum)
+pub const DG_M_GROUPED_LAYOUT_PSUM: i32 = 1;
+/// (dg_m_grouped_gemm_prepare only) the masked calls
+pub const DG_M_GROUPED_LAYOUT_MASKED: i32 = 2;
 
 pub type dg_status = i32;
 pub type dg_dtype = i32;
@@ -538,6 +544,52 @@ extern "C" {
     /// unused). options.workspace is not read. Call it before capturing a CUDA graph.
     /// ```
     pub fn dg_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, k: i64, d_dtype: dg_dtype, with_c: i32, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Contiguous layout. a [M, K] (K-major), d [M, N]; grouped_layout INT32, contiguous, as `layout` says:
+    ///   DG_M_GROUPED_LAYOUT_INDICES: [M], M a multiple of dg_get_mk_alignment_for_contiguous_layout()
+    ///     (128); each group's rows start at a multiple of 128 and are padded to one with -1 rows. A
+    ///     128-row block takes the group of its first row: a block whose first entry is outside [0, G)
+    ///     is skipped (its D rows are not written); rows of a computed block whose entry differs from
+    ///     the block's group (the -1 padding) are written as zeros.
+    ///   DG_M_GROUPED_LAYOUT_PSUM: [G], entry g = the end row of group g; group g starts at entry g-1
+    ///     aligned up to 128 (group 0 at row 0). Rows between a group's end and the next start are
+    ///     written as zeros when they share a 128-row block with the group, rows past the last block
+    ///     are not written. Entries are read as a running maximum clamped to [0, M] (a decreasing or
+    ///     too large entry gives empty or clipped groups, never overlapping ones). G <= 1024.
+    /// expected_m: rows per group the heuristic plans for (a hint); 0 = M / G.
+    /// ```
+    pub fn dg_m_grouped_fp8_gemm_nt_contiguous(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, grouped_layout: *const dg_tensor, layout: i32, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// b [G, K, N]: SM90 FP8 WGMMA needs K-major B, so this runs only when b's [N, K] views are K-major
+    /// in memory (else DG_ERROR_UNSUPPORTED; store B as [G, N, K] and call the nt form).
+    /// ```
+    pub fn dg_m_grouped_fp8_gemm_nn_contiguous(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, grouped_layout: *const dg_tensor, layout: i32, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    pub fn dg_m_grouped_bf16_gemm_nt_contiguous(stream: *mut dg_stream, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, grouped_layout: *const dg_tensor, layout: i32, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    pub fn dg_m_grouped_bf16_gemm_nn_contiguous(stream: *mut dg_stream, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, grouped_layout: *const dg_tensor, layout: i32, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Masked layout. a [G, max_m, K], d [G, max_m, N], b [G, N, K]; FP8 sfa [G, max_m, ceil(K/128)]
+    /// with strides (align(max_m, 4) * ceil(K/128), 1, align(max_m, 4)) (dg_transform_sf_into_required_layout
+    /// with num_groups = G produces it). masked_m INT32 [G] in device memory: group g's first
+    /// clamp(masked_m[g], 0, max_m) rows are computed; D rows past them are written as zeros up to the
+    /// end of their tile, later rows are not written. max_m a multiple of 64; G <= 1024.
+    /// expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m.
+    /// ```
+    pub fn dg_m_grouped_fp8_gemm_nt_masked(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, masked_m: *const dg_tensor, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    pub fn dg_m_grouped_bf16_gemm_nt_masked(stream: *mut dg_stream, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, masked_m: *const dg_tensor, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Compiles and loads (no launch, no device memory touched) the kernel that the matching M-grouped
+    /// call would use: ab_dtype BFLOAT16 or FLOAT8_E4M3, gemm_layout DG_GEMM_LAYOUT_NT or _NN (contiguous
+    /// a and b), `grouping` a DG_M_GROUPED_LAYOUT_*, num_groups G, m the rows of A (contiguous) or
+    /// max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph.
+    /// ```
+    pub fn dg_m_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, gemm_layout: i32, grouping: i32, num_groups: i64, m: i64, n: i64, k: i64, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
 
     /// ```text
     /// Batched NVFP4 GEMV. Tensors (sizes as [rows, K-dimension, batch]; strides in elements, read

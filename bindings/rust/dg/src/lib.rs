@@ -35,6 +35,7 @@ mod cublaslt;
 mod error;
 mod gemm;
 mod gemv;
+mod grouped;
 mod layout;
 mod log;
 mod stream;
@@ -49,6 +50,7 @@ pub use gemm::{
     fp8_gemm_workspace_size, jit_stats, Fp8Promotion, Fp8Recipe, GemmKernel, GemmLayout, GemmOptions, JitStats,
 };
 pub use gemv::Nvfp4GemvOptions;
+pub use grouped::MGroupedLayout;
 pub use layout::{
     mk_alignment_for_contiguous_layout, mn_major_tma_aligned_packed_ue8m0_tensor_layout,
     mn_major_tma_aligned_tensor_layout, tma_aligned_size, transform_sf_layout, ScaleLayout, SfLayout, SfRecipe,

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dg::{
-    sys, Config, ConfigKey, DType, ErrorKind, GemmLayout, GemmOptions, LogLevel, SfRecipe, Stream, Tensor,
+    sys, Config, ConfigKey, DType, ErrorKind, GemmLayout, GemmOptions, LogLevel, MGroupedLayout, SfRecipe, Stream,
+    Tensor,
 };
 
 // Tests that change process-wide state (log level and callback, SM cap) take this lock.
@@ -252,4 +253,39 @@ fn process_wide_settings() {
     assert_eq!(dg::tc_util(), 1.0);
     assert_eq!(dg::mk_alignment_for_contiguous_layout(), 128);
     assert_eq!(dg::cublaslt_workspace_size(), 32 << 20);
+}
+
+#[test]
+fn offline_m_grouped_prepare_and_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let before = dg::jit_stats().unwrap();
+    stream
+        .m_grouped_gemm_prepare(DType::BFLOAT16, GemmLayout::NT, MGroupedLayout::MASKED, 4, 256, 512, 384, 64, None)
+        .unwrap();
+    let after = dg::jit_stats().unwrap();
+    assert!(
+        after.compiled + after.loaded_from_disk + after.memory_hits > before.compiled + before.loaded_from_disk + before.memory_hits,
+        "no kernel prepared: {:?} -> {:?}",
+        before,
+        after
+    );
+    let e = stream
+        .m_grouped_gemm_prepare(DType::FLOAT32, GemmLayout::NT, MGroupedLayout::MASKED, 4, 256, 512, 384, 64, None)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+
+    let (g, m, n, k) = (4, 512, 256, 384);
+    let (a, b, d, wrong_dtype_layout) = unsafe {
+        (
+            Tensor::new(fake_device_ptr(1), DType::BFLOAT16, &[m, k], None).unwrap(),
+            Tensor::new(fake_device_ptr(2), DType::BFLOAT16, &[g, n, k], None).unwrap(),
+            Tensor::new(fake_device_ptr(3), DType::BFLOAT16, &[m, n], None).unwrap(),
+            Tensor::new(fake_device_ptr(4), DType::FLOAT32, &[m], None).unwrap(),
+        )
+    };
+    let e = stream
+        .m_grouped_bf16_gemm_nt_contiguous(&a, &b, &d, &wrong_dtype_layout, MGroupedLayout::INDICES, 0, None)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().contains("grouped_layout"), "{}", e);
 }
