@@ -5,7 +5,7 @@ For every shape of every dg-bench JSON given (sweeps from bench/sweep_gemm.sh, A
 model's estimate of each libdg contender's config (parsed from the config line dg-bench records)
 comes from dg-gemm-estimate; the "regret" of a shape is the measured time of the config the model
 ranks first over the best measured time. Prints one line per shape and the geometric mean; shapes
-with regret above 2% are flagged. Refit a constant in src/ops/gemm.cpp, rebuild dg-gemm-estimate
+with regret above 2% are flagged. Refit a constant in src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate
 and rerun to see the effect on every measured shape at once.
 
     bench/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/bench/dg-gemm-estimate RESULTS.json [...]

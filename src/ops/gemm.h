@@ -1,5 +1,6 @@
-// SM90 dense GEMMs (spec: DeepGEMM §1.1, §1.2, §5): the problem, the config heuristic, the kernel
-// key/spec (templates/kernels/sm90_gemm.cu.j2) and the launch with its TMA descriptors.
+// SM90 dense GEMMs (spec: DeepGEMM §1.1, §1.2, §5): the problem, the config heuristic
+// (gemm_heuristic.cpp), the kernel key/spec (templates/kernels/sm90_gemm.cu.j2) and the launch with
+// its TMA descriptors (gemm.cpp). The per-problem config cache is gemm_config_cache.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/gemm_util.h"
 #include "runtime/launch.h"
 #include "runtime/status.h"
 
@@ -22,8 +23,6 @@ namespace {
 constexpr int64_t kSkinnyAutoMaxMBf16 = 16, kSkinnyAutoMaxMFp8 = 8;
 constexpr double kSkinnyAutoMaxBBytes = 64e6;
 
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int elem_bytes(GemmKind k) { return k == GemmKind::kBf16 ? 2 : 1; }
 int64_t units_of(const GemmShape& s) { return cdiv(s.k * elem_bytes(s.kind), 128); }
 
 // CTAs resident per SM: the kernel's launch bound (SkinnyGemmTraits::kMinBlocks).

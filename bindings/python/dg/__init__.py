@@ -32,6 +32,47 @@ _lib.get()
 
 from ._stream import Stream  # noqa: E402
 from ._tensor import TensorInfo  # noqa: E402
+from ._core import (  # noqa: E402
+    LOG_LEVELS,
+    Config,
+    available,
+    device_count,
+    get_device_capability,
+    get_log_level,
+    get_num_sms,
+    get_tc_util,
+    jit_stats,
+    library_path,
+    set_log_callback,
+    set_log_level,
+    set_num_sms,
+    set_tc_util,
+    status_string,
+    version,
+    version_number,
+)
+from ._layout import (  # noqa: E402
+    get_mk_alignment_for_contiguous_layout,
+    get_mn_major_tma_aligned_packed_ue8m0_tensor,
+    get_mn_major_tma_aligned_packed_ue8m0_tensor_layout,
+    get_mn_major_tma_aligned_tensor,
+    get_mn_major_tma_aligned_tensor_layout,
+    get_tma_aligned_size,
+    get_transform_sf_layout,
+    transform_sf_into_required_layout,
+)
+from ._gemm import (  # noqa: E402
+    bf16_gemm_nn,
+    bf16_gemm_nt,
+    bf16_gemm_tn,
+    bf16_gemm_tt,
+    fp8_gemm_nn,
+    fp8_gemm_nt,
+    fp8_gemm_tn,
+    fp8_gemm_tt,
+    fp8_gemm_workspace_size,
+    gemm_prepare,
+)
 from ._grouped import (  # noqa: E402
     bf16_m_grouped_gemm_nt_masked,
     fp8_m_grouped_gemm_nt_masked,
@@ -43,50 +84,15 @@ from ._grouped import (  # noqa: E402
     m_grouped_fp8_gemm_nt_masked,
     m_grouped_gemm_prepare,
 )
-from .api import (  # noqa: E402
-    LOG_LEVELS,
-    Config,
-    SfLayout,
-    available,
-    bf16_gemm_nn,
-    bf16_gemm_nt,
-    bf16_gemm_tn,
-    bf16_gemm_tt,
+from ._cublaslt import (  # noqa: E402
     cublaslt_available,
     cublaslt_gemm_nn,
     cublaslt_gemm_nt,
     cublaslt_gemm_tn,
     cublaslt_gemm_tt,
-    device_count,
-    fp8_gemm_nn,
-    fp8_gemm_nt,
-    fp8_gemm_tn,
-    fp8_gemm_tt,
-    fp8_gemm_workspace_size,
-    gemm_prepare,
-    get_device_capability,
-    get_log_level,
-    get_mk_alignment_for_contiguous_layout,
-    get_mn_major_tma_aligned_packed_ue8m0_tensor,
-    get_mn_major_tma_aligned_packed_ue8m0_tensor_layout,
-    get_mn_major_tma_aligned_tensor,
-    get_mn_major_tma_aligned_tensor_layout,
-    get_num_sms,
-    get_tc_util,
-    get_tma_aligned_size,
-    get_transform_sf_layout,
-    jit_stats,
-    library_path,
-    nvfp4_gemv,
-    set_log_callback,
-    set_log_level,
-    set_num_sms,
-    set_tc_util,
-    status_string,
-    transform_sf_into_required_layout,
-    version,
-    version_number,
 )
+from ._gemv import nvfp4_gemv  # noqa: E402
+from .api import SfLayout  # noqa: E402
 
 __all__ = [
     "__version__",

@@ -1,0 +1,174 @@
+"""Host utilities and scaling-factor layouts (DeepGEMM's ``get_tma_aligned_size``,
+``get_mn_major_tma_aligned_tensor``, ``transform_sf_into_required_layout``, ...)."""
+
+from __future__ import annotations
+
+from ctypes import byref, c_int64, c_size_t
+from typing import Callable, Optional, Sequence, Tuple
+
+from . import _lib
+from ._tensor import FLOAT32, ROLE_SF, UE8M0X4, Descriptors, TensorInfo, allocate_torch, describe
+from .errors import InvalidArgument
+from .api import SfLayout, StreamLike, Tensor, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
+
+
+def get_tma_aligned_size(x: int, element_size: int) -> int:
+    """``align(x, 16 / element_size)``: the size TMA needs for a dimension of ``x`` elements of
+    ``element_size`` bytes (which must divide 16)."""
+    out = c_int64()
+    if int(element_size) < 0:
+        raise InvalidArgument("element_size = %d must be positive" % int(element_size))
+    _lib.get().call("dg_get_tma_aligned_size", int(x), int(element_size), byref(out))
+    return out.value
+
+
+def get_mk_alignment_for_contiguous_layout() -> int:
+    """Row alignment of each group in M-grouped contiguous layouts (128 on SM90)."""
+    return int(_lib.get().fn("dg_get_mk_alignment_for_contiguous_layout")())
+
+
+def _layout_query(fn_name: str, sizes: Sequence[int]) -> Tuple[Tuple[int, ...], Tuple[int, ...], int]:
+    rank = len(sizes)
+    if not 1 <= rank <= 4:
+        raise InvalidArgument("sf: rank %d, expected 2 or 3" % rank)
+    in_sizes = (c_int64 * 4)(*sizes)
+    out_sizes = (c_int64 * 4)()
+    out_strides = (c_int64 * 4)()
+    nbytes = c_size_t()
+    _lib.get().call(fn_name, rank, in_sizes, out_sizes, out_strides, byref(nbytes))
+    return tuple(out_sizes[:rank]), tuple(out_strides[:rank]), nbytes.value
+
+
+def get_mn_major_tma_aligned_tensor_layout(sizes: Sequence[int]) -> SfLayout:
+    """Sizes, strides (elements) and bytes of :func:`get_mn_major_tma_aligned_tensor`'s output for
+    an FP32 input of shape ``sizes`` (``[MN, SF_K]`` or ``[G, MN, SF_K]``)."""
+    s, st, n = _layout_query("dg_get_mn_major_tma_aligned_tensor_layout", sizes)
+    return SfLayout(False, FLOAT32, s, st, n)
+
+
+def get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(sizes: Sequence[int]) -> SfLayout:
+    """Sizes, strides (elements) and bytes of the packed-UE8M0 output for an FP32 input of shape
+    ``sizes``."""
+    s, st, n = _layout_query("dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout", sizes)
+    return SfLayout(False, UE8M0X4, s, st, n)
+
+
+def _same_layout(info: TensorInfo, sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    if tuple(info.shape) != tuple(sizes):
+        return False
+    return all(sz <= 1 or a == b for sz, a, b in zip(sizes, info.strides, strides))
+
+
+def _layout_transform(fn_name: str, layout_fn: Callable, sf: Tensor, out: Optional[Tensor], stream: StreamLike) -> Tensor:
+    handle, dev, cu, infos = _prepare_call([(sf, "sf", None), (out, "out", ROLE_SF)], stream)
+    sf_info, out_info = infos
+    assert sf_info is not None
+    layout = layout_fn(sf_info.shape)
+    result = out
+    if out_info is None:
+        if layout.dtype == FLOAT32 and sf_info.dtype == FLOAT32 and _same_layout(sf_info, layout.sizes, layout.strides):
+            return sf  # already MN-major and TMA-aligned: DeepGEMM returns it as is
+        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes, cu)
+        out_info = describe(result, "out", ROLE_SF)
+    _writable(out_info, "out")
+    lib = _lib.get()
+    with Descriptors() as ds:
+        status = lib.fn(fn_name)(handle, ds.add(sf_info), ds.add(out_info))
+        lib.check(status, fn_name)
+    return result
+
+
+def get_mn_major_tma_aligned_tensor(sf: Tensor, out: Optional[Tensor] = None, stream: StreamLike = None) -> Tensor:
+    """Returns FP32 scales ``sf`` (``[MN, SF_K]`` or ``[G, MN, SF_K]``, any strides) in the
+    MN-major, TMA-aligned layout the SM90 kernels read: same shape, strides
+    ``(.., 1, align(MN, 4))``. An input already in that layout is returned as is. The output is
+    allocated with torch for torch inputs; other callers pass ``out`` (see
+    :func:`get_mn_major_tma_aligned_tensor_layout`)."""
+    return _layout_transform("dg_get_mn_major_tma_aligned_tensor", get_mn_major_tma_aligned_tensor_layout, sf, out, stream)
+
+
+def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Tensor, out: Optional[Tensor] = None, stream: StreamLike = None) -> Tensor:
+    """Packs FP32 power-of-two scales ``sf`` (``[.., MN, SF_K]``) into UE8M0, four per int32,
+    MN-major and TMA-aligned: int32 ``[.., MN, ceil(SF_K / 4)]`` with strides
+    ``(.., 1, align(MN, 4))`` (the SM100 scale format). Allocated with torch for torch inputs;
+    others pass ``out``."""
+    return _layout_transform(
+        "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor", get_mn_major_tma_aligned_packed_ue8m0_tensor_layout, sf, out, stream
+    )
+
+
+def _gran(recipe: Sequence[int], is_sfa: bool) -> Tuple[int, int]:
+    r = tuple(int(x) for x in recipe)
+    if len(r) == 3:
+        return (r[0] if is_sfa else r[1]), r[2]
+    if len(r) == 2:
+        return r[0], r[1]
+    raise InvalidArgument("recipe: expected (gran_m, gran_n, gran_k) or (gran_mn, gran_k), got %r" % (recipe,))
+
+
+def _num_groups(info: TensorInfo, num_groups: Optional[int]) -> int:
+    if num_groups is None:
+        return info.shape[0] if info.rank == 3 else 0
+    return int(num_groups)
+
+
+def get_transform_sf_layout(
+    sf: Tensor,
+    mn: int,
+    k: int,
+    recipe: Sequence[int],
+    num_groups: Optional[int] = None,
+    is_sfa: bool = False,
+    disable_ue8m0_cast: bool = False,
+    arch_major: int = 0,
+    stream: StreamLike = None,
+) -> SfLayout:
+    """What :func:`transform_sf_into_required_layout` would produce (``dg_transform_sf_layout``):
+    whether ``sf`` can be used as is, else the dtype, sizes, strides and bytes of the output.
+    ``arch_major`` 9 or 10 answers for that architecture without touching a device; 0 asks the
+    device of the tensors / stream."""
+    gran_mn, gran_k = _gran(recipe, is_sfa)
+    if arch_major:
+        info = describe(sf, "sf")
+        handle = None
+        dev = None
+    else:
+        handle, dev, _cu, (info,) = _prepare_call([(sf, "sf", ROLE_SF)], stream)
+    assert info is not None
+    rec = _sf_recipe(gran_mn, gran_k, _num_groups(info, num_groups), disable_ue8m0_cast, arch_major)
+    return _query_sf(handle, info, mn, k, rec, dev)
+
+
+def transform_sf_into_required_layout(
+    sf: Tensor,
+    mn: int,
+    k: int,
+    recipe: Sequence[int],
+    num_groups: Optional[int] = None,
+    is_sfa: bool = False,
+    disable_ue8m0_cast: bool = False,
+    out: Optional[Tensor] = None,
+    stream: StreamLike = None,
+) -> Tensor:
+    """Transforms scaling factors ``sf`` of an ``[MN, K]`` operand into the layout the GEMMs need,
+    as DeepGEMM does: SM90 FP32 per-token scales become MN-major TMA-aligned; SM90 per-block
+    scales are checked and returned as is; SM100 scales are packed to UE8M0 (unless
+    ``disable_ue8m0_cast``).
+
+    Args:
+        sf: FP32 ``[ceil(MN / gran_mn), ceil(K / gran_k)]`` (or ``[G, ..]``), or packed int32.
+        mn, k: the operand's MN and K.
+        recipe: ``(gran_m, gran_n, gran_k)`` (pick A's or B's granularity with ``is_sfa``) or
+            ``(gran_mn, gran_k)``.
+        num_groups: G for a 3-D input (default: its first dimension).
+        out: a caller-allocated output (required for non-torch inputs that need a copy).
+    Returns:
+        ``sf`` itself when no copy is needed, else the new tensor (``out`` when given).
+    """
+    gran_mn, gran_k = _gran(recipe, is_sfa)
+    handle, dev, cu, infos = _prepare_call([(sf, "sf", ROLE_SF)], stream)
+    info = infos[0]
+    assert info is not None
+    rec = _sf_recipe(gran_mn, gran_k, _num_groups(info, num_groups), disable_ue8m0_cast)
+    _, result = _transform_info(handle, info, mn, k, rec, out, "sf", dev, cu)
+    return sf if result is info.source else result
