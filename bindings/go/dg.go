@@ -1,0 +1,108 @@
+// Package dg is the Go binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, M-grouped GEMMs,
+// scaling-factor layout utilities and a batched NVFP4 GEMV, JIT-compiled with NVRTC, behind
+// libdg's C ABI (include/dg.h documents every function).
+//
+// Config, Stream and Tensor hold libdg handles: Close releases them (a finalizer does it for a
+// handle that becomes unreachable, but Close is what releases it at a known time). Every failure
+// is an *Error carrying libdg's status and the message dg_last_error() gave for it, read inside
+// the same C call as the failure (a goroutine can move to another OS thread between two cgo
+// calls, and libdg's message is per thread). Match kinds with errors.Is(err, dg.ErrNoDevice).
+//
+// libdg never allocates device memory on a launch path: device pointers, held as uintptr, come
+// from the caller's allocator (the CUDA runtime or driver, a framework) and are described with
+// NewTensor. libdg cannot check them: a pointer that does not address the memory its tensor
+// describes, or memory freed before the work using it completes, is undefined behaviour.
+//
+// The package is built with cgo against libdg found through pkg-config ("#cgo pkg-config: dg"):
+// after `cmake --install build --prefix PREFIX`, set PKG_CONFIG_PATH=PREFIX/lib/pkgconfig, and
+// LD_LIBRARY_PATH=PREFIX/lib at run time unless PREFIX is a system prefix.
+package dg
+
+// #cgo pkg-config: dg
+// #include "calls.h"
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Status is a libdg status (dg_status).
+type Status int32
+
+// The statuses of dg.h. Values are only ever appended.
+const (
+	StatusSuccess         Status = C.DG_SUCCESS
+	StatusInvalidArgument Status = C.DG_ERROR_INVALID_ARGUMENT // a NULL handle, a wrong dtype, sizes that disagree, ...
+	StatusUnsupported     Status = C.DG_ERROR_UNSUPPORTED      // valid input that this build or device cannot run
+	StatusNoDevice        Status = C.DG_ERROR_NO_DEVICE        // no driver, no such device, or a launch on an offline stream
+	StatusCUDA            Status = C.DG_ERROR_CUDA             // the CUDA driver returned an error
+	StatusCompile         Status = C.DG_ERROR_COMPILE          // NVRTC or nvcc failed; the message holds the log
+	StatusOutOfMemory     Status = C.DG_ERROR_OUT_OF_MEMORY    // a host allocation failed
+	StatusInternal        Status = C.DG_ERROR_INTERNAL         // a bug in libdg
+)
+
+// String is the status's static name (dg_status_string), e.g. "DG_ERROR_NO_DEVICE".
+func (s Status) String() string {
+	return C.GoString(C.dg_status_string(C.dg_status(s)))
+}
+
+// Error is a failed libdg call: its status and libdg's message naming the argument, its value
+// and what was expected.
+type Error struct {
+	Status  Status
+	Message string
+}
+
+func (e *Error) Error() string {
+	return e.Status.String() + ": " + e.Message
+}
+
+// Is reports whether target is an *Error with the same status and no message (the Err*
+// values below), so that errors.Is(err, dg.ErrNoDevice) matches any NoDevice failure.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Status == e.Status
+}
+
+// Values to match with errors.Is.
+var (
+	ErrInvalidArgument = &Error{Status: StatusInvalidArgument}
+	ErrUnsupported     = &Error{Status: StatusUnsupported}
+	ErrNoDevice        = &Error{Status: StatusNoDevice}
+	ErrCUDA            = &Error{Status: StatusCUDA}
+	ErrCompile         = &Error{Status: StatusCompile}
+	ErrOutOfMemory     = &Error{Status: StatusOutOfMemory}
+	ErrInternal        = &Error{Status: StatusInternal}
+)
+
+// check turns a wrapper's result into an error, freeing the message copy.
+func check(r C.dgw_result) error {
+	if r.status == C.DG_SUCCESS {
+		return nil
+	}
+	message := "(libdg's message could not be copied: out of memory)"
+	if r.message != nil {
+		message = C.GoString(r.message)
+		C.free(unsafe.Pointer(r.message))
+	}
+	return &Error{Status: Status(r.status), Message: message}
+}
+
+// invalid is an error of this binding's own, with libdg's status for that kind of failure.
+func invalid(format string, args ...interface{}) error {
+	return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}
+
+// Version is libdg's run-time version, "MAJOR.MINOR.PATCH" (dg_version).
+func Version() string {
+	return C.GoString(C.dg_version())
+}
+
+// VersionNumber is the run-time version as MAJOR*10000 + MINOR*100 + PATCH (dg_version_number).
+func VersionNumber() int {
+	return int(C.dg_version_number())
+}
+
+// HeaderVersionNumber is DG_VERSION_NUMBER of the dg.h this package was compiled against.
+const HeaderVersionNumber = C.DG_VERSION_NUMBER

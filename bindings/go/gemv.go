@@ -1,0 +1,42 @@
+package dg
+
+// #include "calls.h"
+import "C"
+
+// Nvfp4GemvOptions are tuning overrides of NVFP4Gemv (dg_nvfp4_gemv_options); every field left 0
+// is chosen by the heuristic, so the zero value is the default.
+type Nvfp4GemvOptions struct {
+	ThreadsPerRow   int // threads sharing one row of a: 1, 2, 4, 8, 16 or a multiple of 32 (<= 1024)
+	RowGroups       int // rows a block works on side by side (ThreadsPerRow * RowGroups <= 1024)
+	ChunksPerThread int // vector loads per thread per row (1..16)
+	RowsPerRound    int // rows each group loads at once (1..8)
+	VectorBytes     int // 16 or 8: bytes per load of a (8 needs only 8-byte aligned a and b)
+	GridBlocks      int // blocks; 0 = one full wave of the device
+	CacheHint       int // loads of a and sfa: 0 L1::no_allocate, 1 .nc, 2 .cs, 3 L1::no_allocate + L2 prefetch
+	Prefetch        int // 0 or 1: prefetch the next rows before computing; -1: off
+}
+
+// NVFP4Gemv is the batched NVFP4 GEMV (dg_nvfp4_gemv): for every batch l, c[m, 0, l] = sum_k
+// A[m, k, l] * b[0, k, l], values being E2M1 codes times the E4M3 scale of their 16 consecutive k.
+// a [M, K/2, L] and b [Np, K/2, L] Float4E2M1x2 (only row 0 of b is read), sfa [M, K/16, L] and
+// sfb [Np', K/16, L] Float8E4M3, c [M, 1, L] Float16; rank 2 means L = 1. K must be a multiple of
+// 32 and the K dimensions must have stride 1. opts may be nil.
+func (s *Stream) NVFP4Gemv(a, sfa, b, sfb, c *Tensor, opts *Nvfp4GemvOptions) error {
+	var o C.dg_nvfp4_gemv_options
+	var po *C.dg_nvfp4_gemv_options
+	if opts != nil {
+		o = C.dgw_nvfp4_gemv_options_init()
+		o.threads_per_row = C.int32_t(opts.ThreadsPerRow)
+		o.row_groups = C.int32_t(opts.RowGroups)
+		o.chunks_per_thread = C.int32_t(opts.ChunksPerThread)
+		o.rows_per_round = C.int32_t(opts.RowsPerRound)
+		o.vector_bytes = C.int32_t(opts.VectorBytes)
+		o.grid_blocks = C.int32_t(opts.GridBlocks)
+		o.cache_hint = C.int32_t(opts.CacheHint)
+		o.prefetch = C.int32_t(opts.Prefetch)
+		po = &o
+	}
+	err := check(C.dgw_nvfp4_gemv(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), c.raw(), po))
+	keep(s, a, sfa, b, sfb, c)
+	return err
+}

@@ -1,0 +1,3 @@
+module dg
+
+go 1.19
