@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the GPU-facing suites on the lent GPU machine from a staged folder of stripped binaries
 # (libdg.so.0, dg-demo, tests/dg_unit_tests, tests/dg_gpu_tests, bench/dg-bench: a build tree or
-# bench/stage_device.sh's copy). Logs go under $OUT.
+# bench/stage_device.sh's copy; bindings/gemm-rust and gemm-go from bindings/stage_examples.sh when
+# present). Logs go under $OUT.
 #   tests/run_device.sh STAGE_DIR [gpu-test-filter]
 set -u
 STAGE=${1:?usage: tests/run_device.sh STAGE_DIR [doctest -tc filter]}
@@ -23,4 +24,7 @@ run unit "$STAGE/tests/dg_unit_tests"
 run gpu "$STAGE/tests/dg_gpu_tests" ${2:+-tc="$2"}
 run gpu-warm "$STAGE/tests/dg_gpu_tests" ${2:+-tc="$2"}   # second run: every kernel from the disk cache
 DG_LIBRARY_PATH="$STAGE/libdg.so.0" PYTHONUNBUFFERED=1 run python python3 -m pytest -q -rs bindings/python/tests
+# The Rust and Go examples, where bindings/stage_examples.sh put them into the stage.
+[ -x "$STAGE/bindings/gemm-rust" ] && run rust-gemm "$STAGE/bindings/gemm-rust"
+[ -x "$STAGE/bindings/gemm-go" ] && run go-gemm "$STAGE/bindings/gemm-go"
 cat "$DEST/summary.txt"

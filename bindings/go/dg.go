@@ -54,6 +54,7 @@ type Error struct {
 	Message string
 }
 
+// Error is "<status name>: <message>".
 func (e *Error) Error() string {
 	return e.Status.String() + ": " + e.Message
 }
