@@ -30,12 +30,12 @@ dg_status check_grouped_options(const dg_gemm_options& o) {
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.recipe: {} (M-grouped FP8 GEMMs use the 1D2D recipe: expected DG_FP8_RECIPE_1D2D (0))",
                     o.recipe);
-  if (o.cluster > 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: {} (M-grouped GEMMs run one CTA per tile: expected 0 or 1)",
-                    o.cluster);
-  if (o.multicast_a != -1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.multicast_a: {} (M-grouped GEMMs do not multicast: expected -1)",
-                    o.multicast_a);
+  if (o.cluster < 0 || o.cluster > 2)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: {} (expected 0 = heuristic, 1, or 2: CTA pairs along M "
+                    "sharing B)", o.cluster);
+  if (o.multicast_a != -1 && o.multicast_a != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.multicast_a: {} (M-grouped CTA pairs share B, never A: expected -1 or 0)", o.multicast_a);
   if (o.split_k > 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} (M-grouped GEMMs do not split K: expected 0 or 1)",
                     o.split_k);
@@ -52,7 +52,7 @@ dg_status check_grouped_options(const dg_gemm_options& o) {
 
 dg::ops::GemmOverride grouped_override(const dg_gemm_options& o) {
   dg::ops::GemmOverride r = dg::api::override_of(o);
-  r.cluster = 0, r.multicast_a = -1, r.split_k = 0, r.kernel = 0;
+  r.split_k = 0, r.kernel = 0;
   return r;
 }
 

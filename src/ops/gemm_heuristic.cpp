@@ -67,7 +67,8 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   if (split_k > 1 && cluster != 1) return "split_k needs cluster 1 (its cluster is the split)";
   if (split_k > 1 && cdiv(s.k, 128 / elem_bytes(s.kind)) < split_k) return "split_k exceeds the number of K blocks";
   if (s.type != GemmType::kNormal) {
-    if (cluster != 1 || split_k != 1) return "M-grouped GEMMs run one CTA per tile (cluster 1, no split-K)";
+    if (split_k != 1) return "M-grouped GEMMs do not split K";
+    if (cluster == 2 && mc_a) return "M-grouped CTA pairs share B (pairs along M: multicast_a 0)";
     if (s.type != GemmType::kMGroupedMasked && bm != 128)
       return "contiguous M-grouped GEMMs use block_m 128 (the groups' row alignment)";
     if (s.type == GemmType::kMGroupedMasked && s.m % bm != 0) return "block_m must divide max_m (masked)";
@@ -357,7 +358,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
         if (!o.math_wg && wg != (bm == 64 ? 1 : 2)) continue;
         for (int cl : {1, 2}) {
           if (o.cluster && cl != o.cluster) continue;
-          if (cl == 2 && (num_sms < 2 || s.type != GemmType::kNormal)) continue;
+          if (cl == 2 && num_sms < 2) continue;
           // Multicast pairs never beat single CTAs on the H100 (estimate_us): only an override of
           // cluster or multicast_a asks for them.
           if (cl == 2 && !o.cluster && o.multicast_a < 0) continue;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 #include <vector>
@@ -297,10 +298,18 @@ void check_contiguous(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t group
   Tensor tidx(gidx.data(), DG_DTYPE_INT32, {M});
   Tensor tends(gends.data(), DG_DTYPE_INT32, {groups});
 
-  // Variants: indices, psum; then nn (BF16: [G, K, N] memory with both layouts; FP8: K-major views).
-  for (int variant = 0; variant < (w.fp8 ? 3 : 4); ++variant) {
-    const bool psum = variant % 2 == 1, nn = variant >= 2;
-    INFO((w.fp8 ? "fp8" : "bf16") << (nn ? " nn" : " nt") << (psum ? " psum" : " indices") << " G=" << groups
+  // Variants: indices, psum; then nn (BF16: [G, K, N] memory with both layouts; FP8: K-major views);
+  // then indices and psum again with CTA pairs along M sharing B (cluster 2).
+  dg_gemm_options pair = DG_GEMM_OPTIONS_INIT;
+  pair.cluster = 2;
+  pair.multicast_a = 0;
+  const int plain = w.fp8 ? 3 : 4;
+  for (int variant = 0; variant < plain + 2; ++variant) {
+    const bool paired = variant >= plain;
+    const bool psum = (paired ? variant - plain : variant) % 2 == 1, nn = !paired && variant >= 2;
+    const dg_gemm_options* opts = paired ? &pair : nullptr;
+    INFO((w.fp8 ? "fp8" : "bf16") << (nn ? " nn" : " nt") << (psum ? " psum" : " indices") << (paired ? " pairs" : "")
+                                  << " G=" << groups
                                   << " expected_m=" << expected << " M=" << M << " N=" << N << " K=" << K);
     gd.poison();
     const dg_tensor* layout = psum ? tends.t : tidx.t;
@@ -308,11 +317,11 @@ void check_contiguous(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t group
     const int64_t exp = psum ? expected : 0;
     dg_status st;
     if (w.fp8 && nn)
-      st = dg_m_grouped_fp8_gemm_nn_contiguous(g.stream, ta.t, tsa.t, tb_nn.t, tsb_nn.t, td.t, layout, code, exp, nullptr);
+      st = dg_m_grouped_fp8_gemm_nn_contiguous(g.stream, ta.t, tsa.t, tb_nn.t, tsb_nn.t, td.t, layout, code, exp, opts);
     else if (w.fp8)
-      st = dg_m_grouped_fp8_gemm_nt_contiguous(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, layout, code, exp, nullptr);
-    else if (nn) st = dg_m_grouped_bf16_gemm_nn_contiguous(g.stream, ta.t, tbt.t, td.t, layout, code, exp, nullptr);
-    else st = dg_m_grouped_bf16_gemm_nt_contiguous(g.stream, ta.t, tb.t, td.t, layout, code, exp, nullptr);
+      st = dg_m_grouped_fp8_gemm_nt_contiguous(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, layout, code, exp, opts);
+    else if (nn) st = dg_m_grouped_bf16_gemm_nn_contiguous(g.stream, ta.t, tbt.t, td.t, layout, code, exp, opts);
+    else st = dg_m_grouped_bf16_gemm_nt_contiguous(g.stream, ta.t, tb.t, td.t, layout, code, exp, opts);
     INFO(dg_last_error());
     REQUIRE(st == DG_SUCCESS);
     const std::vector<uint16_t> d = gd.download<uint16_t>();
@@ -393,9 +402,9 @@ struct MaskedCall {
     ga.upload(a.bytes);
     if (w.fp8) gsa.upload(a.sf);
   }
-  dg_status run(const Gpu& g, bool fp8, int64_t expected) {
-    if (fp8) return dg_m_grouped_fp8_gemm_nt_masked(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, tm.t, expected, nullptr);
-    return dg_m_grouped_bf16_gemm_nt_masked(g.stream, ta.t, tb.t, td.t, tm.t, expected, nullptr);
+  dg_status run(const Gpu& g, bool fp8, int64_t expected, const dg_gemm_options* o = nullptr) {
+    if (fp8) return dg_m_grouped_fp8_gemm_nt_masked(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, tm.t, expected, o);
+    return dg_m_grouped_bf16_gemm_nt_masked(g.stream, ta.t, tb.t, td.t, tm.t, expected, o);
   }
 };
 
@@ -415,20 +424,25 @@ void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, i
   const Rows a = masked_rows(w.fp8, groups, kMaxM, w.k, masked, seed);
   MaskedCall call(g, a, dw, w, groups, kMaxM);
   call.gm.upload(masked);
-  call.gd.poison();
-  INFO((w.fp8 ? "fp8" : "bf16") << " masked G=" << groups << " expected_m=" << expected << " N=" << w.n
-                                << " K=" << w.k);
-  const dg_status st = call.run(g, w.fp8, expected * 6 / 5);
-  INFO(dg_last_error());
-  REQUIRE(st == DG_SUCCESS);
-  const std::vector<uint16_t> d = call.gd.download<uint16_t>();
-  double diff = 0;
-  int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
-  check_masked_d(a, kMaxM, w, groups, masked, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
-  CHECK(nonfinite == 0);
-  CHECK(bad_zero == 0);
-  CHECK(bad_untouched == 0);
-  CHECK(diff < (w.fp8 ? 1e-3 : 1e-5));
+  dg_gemm_options pair = DG_GEMM_OPTIONS_INIT;
+  pair.cluster = 2;
+  pair.multicast_a = 0;
+  for (const dg_gemm_options* o : std::initializer_list<const dg_gemm_options*>{nullptr, &pair}) {
+    call.gd.poison();
+    INFO((w.fp8 ? "fp8" : "bf16") << " masked G=" << groups << " expected_m=" << expected << " N=" << w.n
+                                  << " K=" << w.k << (o ? " pairs" : ""));
+    const dg_status st = call.run(g, w.fp8, expected * 6 / 5, o);
+    INFO(dg_last_error());
+    REQUIRE(st == DG_SUCCESS);
+    const std::vector<uint16_t> d = call.gd.download<uint16_t>();
+    double diff = 0;
+    int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
+    check_masked_d(a, kMaxM, w, groups, masked, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
+    CHECK(nonfinite == 0);
+    CHECK(bad_zero == 0);
+    CHECK(bad_untouched == 0);
+    CHECK(diff < (w.fp8 ? 1e-3 : 1e-5));
+  }
 }
 
 // The DeepSeek MoE sets: (N, K) x contiguous (G, expected M per group) and masked (G, expected m).
@@ -480,30 +494,35 @@ TEST_CASE("m-grouped gemm: out-of-range group data is skipped or clamped on the 
       ga.upload(a.bytes);
       if (fp8) gsa.upload(a.sf);
       gi.upload(idx);
-      gd.poison();
       const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
       Tensor ta(ga.data(), ab, {M, K}), tsa(gsa.data(), DG_DTYPE_FLOAT32, {M, w.sf_k}, {1, M});
       Tensor tb(dw.b.data(), ab, {G, N, K}), tsb(dw.sfb.data(), DG_DTYPE_FLOAT32, {G, w.nb, w.sf_k});
       Tensor td(gd.data(), DG_DTYPE_BFLOAT16, {M, N}), ti(gi.data(), DG_DTYPE_INT32, {M});
-      const dg_status st =
-          fp8 ? dg_m_grouped_fp8_gemm_nt_contiguous(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, ti.t,
-                                                    DG_M_GROUPED_LAYOUT_INDICES, 0, nullptr)
-              : dg_m_grouped_bf16_gemm_nt_contiguous(g.stream, ta.t, tb.t, td.t, ti.t, DG_M_GROUPED_LAYOUT_INDICES, 0,
-                                                     nullptr);
-      INFO(dg_last_error());
-      REQUIRE(st == DG_SUCCESS);
-      const std::vector<uint16_t> d = gd.download<uint16_t>();
-      int64_t untouched_bad = 0, zero_bad = 0;
-      for (int64_t r = 128; r < 384; ++r)
-        for (int64_t j = 0; j < N; ++j) untouched_bad += d_at(d, r, N, j) != kPoison;
-      for (int64_t r = 424; r < 512; ++r)
-        for (int64_t j = 0; j < N; ++j) zero_bad += d_at(d, r, N, j) != 0;
-      CHECK(untouched_bad == 0);
-      CHECK(zero_bad == 0);
-      std::vector<double> ref, out;
-      sample_group(a, 0, 0, w, 0, d, 0, 128, N, 256, rng, ref, out);
-      sample_group(a, 384, 384, w, 2, d, 384, 40, N, 256, rng, ref, out);
-      CHECK(calc_diff(ref, out) < (fp8 ? 1e-3 : 1e-5));
+      // Alone, and as CTA pairs (blocks 0-1 and 2-3: each pair has one block without a group).
+      dg_gemm_options pair = DG_GEMM_OPTIONS_INIT;
+      pair.cluster = 2;
+      pair.multicast_a = 0;
+      for (const dg_gemm_options* o : std::initializer_list<const dg_gemm_options*>{nullptr, &pair}) {
+        gd.poison();
+        const dg_status st =
+            fp8 ? dg_m_grouped_fp8_gemm_nt_contiguous(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, ti.t,
+                                                      DG_M_GROUPED_LAYOUT_INDICES, 0, o)
+                : dg_m_grouped_bf16_gemm_nt_contiguous(g.stream, ta.t, tb.t, td.t, ti.t, DG_M_GROUPED_LAYOUT_INDICES, 0, o);
+        INFO(dg_last_error());
+        REQUIRE(st == DG_SUCCESS);
+        const std::vector<uint16_t> d = gd.download<uint16_t>();
+        int64_t untouched_bad = 0, zero_bad = 0;
+        for (int64_t r = 128; r < 384; ++r)
+          for (int64_t j = 0; j < N; ++j) untouched_bad += d_at(d, r, N, j) != kPoison;
+        for (int64_t r = 424; r < 512; ++r)
+          for (int64_t j = 0; j < N; ++j) zero_bad += d_at(d, r, N, j) != 0;
+        CHECK(untouched_bad == 0);
+        CHECK(zero_bad == 0);
+        std::vector<double> ref, out;
+        sample_group(a, 0, 0, w, 0, d, 0, 128, N, 256, rng, ref, out);
+        sample_group(a, 384, 384, w, 2, d, 384, 40, N, 256, rng, ref, out);
+        CHECK(calc_diff(ref, out) < (fp8 ? 1e-3 : 1e-5));
+      }
     }
     // Masked counts: above max_m (clamped), negative (empty), zero.
     {

@@ -330,8 +330,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   uint32_t* const table = reinterpret_cast<uint32_t*>(smem + T::kSmemBytes);
   if constexpr (sched::uses_group_table(T::kType)) {
     if (warp == 0)
-      sched::build_group_table<T::kType, kBlockM>(table, p.grouped_layout, p.num_groups, p.group_rows,
-                                                  ceil_div(p.n, kBlockN));
+      sched::build_group_table<T::kType, kBlockM, T::Sched::kPairM>(table, p.grouped_layout, p.num_groups,
+                                                                    p.group_rows, ceil_div(p.n, kBlockN));
     __syncthreads();
   }
 
@@ -373,8 +373,17 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
           if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(&p.tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
           else load_operand<T::kMajorA, T::kElem, false>(&p.tma_a, bar, a, 0, kBlockM, m0, k0, 0);
-          if constexpr (T::kMcB) load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
-          else load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
+          if constexpr (T::kMcB) {
+            // A grouped pair whose tiles read different B tiles loads both halves itself.
+            if (t.multicast) {
+              load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
+            } else {
+              load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN / 2, b_mn0, b_k0 + k0, 0);
+              load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, kBlockN / 2, kBlockN / 2, b_mn0, b_k0 + k0, 0);
+            }
+          } else {
+            load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
+          }
           if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, t.m_local0, sfa_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
             ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, kb);
@@ -658,6 +667,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         split_n0 = n0;
       } else {
         if constexpr (T::kGrouped) {
+          if (!t.store) continue;  // a pair's block with no group: computed, not written
           if (t.per_row || t.rows < kBlockM)
             zero_foreign_rows<T>(acc, t, p.grouped_layout, p.group_rows, wg_row0 + warp_in_wg * 16 + lane / 4);
         }

@@ -26,6 +26,10 @@
 // For the masked and psum types a table (rows and tile counts per group) is built in shared memory
 // at kernel start (build_group_table) and each tile's group is a binary search in it; groups with
 // no rows cost nothing, and the tiles of a group are walked in the same bands as a dense problem.
+// Grouped GEMMs may pair CTAs along M (a 2-CTA cluster sharing B through multicast): a pair's two
+// blocks belong to one group (table types), or, per-row layout, multicast only when both blocks'
+// groups agree. A block with no group of its own still runs the pair's pipeline (the two CTAs
+// release each other's stages) but is not stored (Tile::store).
 #pragma once
 #include <dg/types.cuh>
 
@@ -58,6 +62,8 @@ struct Tile {
   uint32_t group;     // problem index for grouped GEMMs, 0 otherwise
   uint32_t rows;      // leading rows of the tile that belong to its group (BLOCK_M when all do)
   bool per_row;       // contiguous layout: the last row left the group, check each row's entry
+  bool store;         // the tile is written (false: computed only to keep a CTA pair in step)
+  bool multicast;     // a CTA pair loads B once for both (both tiles read the same B tile)
 };
 
 // Maps unit u of a units_m x units_n grid to its coordinates, walking bands of `band` unit-rows
@@ -84,7 +90,7 @@ DG_DEVICE void raster(uint32_t u, uint32_t units_m, uint32_t units_n, uint32_t b
 // masked: first = g * max_m, rows = clamp(layout[g], 0, max_m).
 // psum: end'_g = min(max(0, layout[0..g]), M), first_g = min(align(end'_{g-1}, 128), M),
 //       rows_g = max(end'_g - first_g, 0).
-template <GemmType kType, uint32_t kBlockM>
+template <GemmType kType, uint32_t kBlockM, uint32_t kPairM = 1>
 DG_DEVICE void build_group_table(uint32_t* table, const int32_t* layout, uint32_t num_groups, uint32_t group_rows,
                                  uint32_t n_units) {
   static_assert(uses_group_table(kType), "the table serves the masked and psum types");
@@ -117,7 +123,7 @@ DG_DEVICE void build_group_table(uint32_t* table, const int32_t* layout, uint32_
       r = e > f ? e - f : 0u;
       end_carry = __shfl_sync(0xffffffffu, e, 31);
     }
-    uint32_t tiles = g < num_groups ? (r + kBlockM - 1) / kBlockM * n_units : 0u;
+    uint32_t tiles = g < num_groups ? ceil_div(ceil_div(r, kBlockM), kPairM) * n_units : 0u;
 #pragma unroll
     for (uint32_t d = 1; d < 32; d *= 2) {
       const uint32_t o = __shfl_up_sync(0xffffffffu, tiles, d);
@@ -138,8 +144,8 @@ struct Sm90Scheduler {
   static_assert(kType != GemmType::kKGrouped, "the K-grouped type has its own walk");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not pair tiles");
-  static_assert(kType == GemmType::kNormal || (kCluster == 1 && kSplitK == 1),
-                "grouped GEMMs run one CTA per tile (no multicast pair, no split-K)");
+  static_assert(kType == GemmType::kNormal || (kSplitK == 1 && (kCluster == 1 || !kPairAlongN)),
+                "grouped GEMMs pair CTAs along M only (sharing B), and do not split K");
   static_assert(kType == GemmType::kNormal || kType == GemmType::kMGroupedMasked || kBlockM == kMkAlignment,
                 "contiguous layouts use 128-row blocks, one group each");
   static constexpr bool kTable = uses_group_table(kType);
@@ -156,9 +162,10 @@ struct Sm90Scheduler {
   const uint32_t* table;  // masked / psum: the group table in shared memory
   uint32_t num_groups;
   uint32_t m_total;       // contiguous: rows of A and D
-  // Contiguous (per-row layout): the entries of the next unit's first and last rows, loaded one
-  // unit ahead so that their latency overlaps the current tile.
-  int32_t pf_first, pf_last;
+  // Contiguous (per-row layout): the entries of the first rows of the next unit's blocks and of
+  // the last row of this CTA's block, loaded one unit ahead so that their latency overlaps the
+  // current tile.
+  int32_t pf_first[kPairM], pf_last;
 
   // m, n: the problem (contiguous: m = rows of A; masked: max_m). group_rows: masked max_m,
   // contiguous rows of A.
@@ -196,9 +203,13 @@ struct Sm90Scheduler {
     if (u < num_units) {
       uint32_t um, un;
       raster(u, units_m, units_n, band, along_n, um, un);
-      const uint32_t m0 = um * kBlockM;
-      pf_first = layout[m0];
-      pf_last = layout[min_of(m0 + kBlockM, m_total) - 1];
+#pragma unroll
+      for (uint32_t i = 0; i < kPairM; ++i) {
+        const uint32_t m0 = (um * kPairM + i) * kBlockM;
+        pf_first[i] = m0 < m_total ? layout[m0] : -1;
+      }
+      const uint32_t own = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
+      pf_last = own < m_total ? layout[min_of(own + kBlockM, m_total) - 1] : -1;
     }
   }
 
@@ -217,13 +228,15 @@ struct Sm90Scheduler {
           else hi = mid;
         }
         const uint32_t g = lo, first = table[num_groups + 1 + g], rows = table[2 * num_groups + 1 + g];
-        raster(u - table[g], ceil_div(rows, kBlockM), units_n, band, along_n, um, un);
-        t.m_local0 = um * kBlockM;
+        raster(u - table[g], ceil_div(ceil_div(rows, kBlockM), kPairM), units_n, band, along_n, um, un);
+        t.m_local0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
         t.m0 = first + t.m_local0;
         t.n_block = un;
         t.group = g;
-        t.rows = min_of(kBlockM, rows - t.m_local0);
+        t.store = t.m_local0 < rows;
+        t.rows = t.store ? min_of(kBlockM, rows - t.m_local0) : 0u;
         t.per_row = false;
+        t.multicast = true;
         if constexpr (kType == GemmType::kMGroupedContiguousPsum) t.m_local0 = t.m0;
         return true;
       } else {
@@ -234,12 +247,28 @@ struct Sm90Scheduler {
         t.group = 0;
         t.rows = kBlockM;
         t.per_row = false;
+        t.store = true;
+        t.multicast = true;
         if constexpr (kType == GemmType::kMGroupedContiguous) {
-          const int32_t g = pf_first, last = pf_last;
+          // Each block's group (-1: none); a block without one borrows its partner's, so that the pair
+          // stays in step and may still share B.
+          int32_t g[kPairM];
+#pragma unroll
+          for (uint32_t i = 0; i < kPairM; ++i)
+            g[i] = pf_first[i] >= 0 && static_cast<uint32_t>(pf_first[i]) < num_groups ? pf_first[i] : -1;
+          const int32_t last = pf_last;
           prefetch(next_unit);
-          if (g < 0 || static_cast<uint32_t>(g) >= num_groups) continue;  // padding block: skipped
-          t.group = static_cast<uint32_t>(g);
-          t.per_row = last != g;
+          if constexpr (kPairM == 1) {
+            if (g[0] < 0) continue;  // padding block: skipped
+            t.group = static_cast<uint32_t>(g[0]);
+          } else {
+            if (g[0] < 0 && g[1] < 0) continue;  // both blocks padding: the pair skips the unit
+            const int32_t e0 = g[0] >= 0 ? g[0] : g[1], e1 = g[1] >= 0 ? g[1] : g[0];
+            t.store = (rank ? g[1] : g[0]) >= 0;
+            t.group = static_cast<uint32_t>(rank ? e1 : e0);
+            t.multicast = e0 == e1;
+          }
+          t.per_row = t.store && last != static_cast<int32_t>(t.group);
         }
         return true;
       }

@@ -1,0 +1,291 @@
+"""libdg beside DeepGEMM and cuBLAS in one process, on the same tensors, timed the same way.
+
+Suites: `contiguous` and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16).
+Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
+best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
+hit every contender alike. Contenders:
+  libdg     the Python binding (`dg`), found through DG_LIBRARY_PATH or the source tree;
+  deepgemm  `deep_gemm`, when importable (built from source: see bench/README.md);
+  cublas    one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
+            without block scales, for FP8): what a caller without a grouped kernel runs.
+A's per-token scales are passed already in the MN-major TMA-aligned layout, so no contender
+transforms them per call. Each result row also records calc_diff against an FP32 reference.
+
+Usage: python3 bench/peer_bench.py [contiguous] [masked] [--fp8-only|--bf16-only] [--out DIR]
+                                   [--alt NAME=field:value,...]
+--alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
+--alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice.
+Writes grouped.json (rows) and grouped.md (table + geometric means) into DIR (default: .).
+"""
+import argparse
+import json
+import math
+import os
+import random
+
+import torch
+import triton.testing
+
+import dg
+
+try:
+    import deep_gemm
+except ImportError:  # the peer is optional
+    deep_gemm = None
+
+ALIGN = 128
+NK = [(4096, 7168), (7168, 2048), (6144, 7168)]
+CONTIGUOUS = [(4, 8192), (8, 4096), (32, 256)]
+MASKED = [(1, 1024), (2, 512), (4, 256), (32, 192), (6, 1024), (32, 20)]
+MAX_M = 4096
+
+
+def t_median(fn):
+    return triton.testing.do_bench(fn, warmup=20, rep=100, return_mode="median") / 1e3
+
+
+def calc_diff(x, y):
+    x, y = x.double(), y.double()
+    denom = (x * x + y * y).sum()
+    return 0.0 if denom == 0 else float(1 - 2 * (x * y).sum() / denom)
+
+
+def per_token_fp8(x):
+    """[.., M, K] -> (e4m3 [.., M, K], FP32 scales [.., M, K/128]) with amax / 448 per 128 K."""
+    shape = x.shape
+    v = x.float().view(*shape[:-1], shape[-1] // 128, 128)
+    sf = v.abs().amax(dim=-1).clamp(min=1e-4) / 448.0
+    q = (v / sf.unsqueeze(-1)).to(torch.float8_e4m3fn).view(shape)
+    return q, sf
+
+
+def per_block_fp8(x):
+    """[G, N, K] -> (e4m3, FP32 scales [G, N/128, K/128]) with amax / 448 per 128x128 block."""
+    g, n, k = x.shape
+    v = x.float().view(g, n // 128, 128, k // 128, 128)
+    sf = v.abs().amax(dim=(2, 4)).clamp(min=1e-4) / 448.0
+    q = (v / sf[:, :, None, :, None]).to(torch.float8_e4m3fn).view(g, n, k)
+    return q, sf
+
+
+def dequant_a(q, sf):
+    shape = q.shape
+    return (q.float().view(*shape[:-1], shape[-1] // 128, 128) * sf.unsqueeze(-1)).view(shape)
+
+
+def dequant_b(q, sf):
+    g, n, k = q.shape
+    return (q.float().view(g, n // 128, 128, k // 128, 128) * sf[:, :, None, :, None]).view(g, n, k)
+
+
+rows = []
+ALT = {}  # name -> dg_gemm_options overrides (--alt)
+
+
+def race(row, contenders):
+    best = {name: math.inf for name in contenders}
+    for _ in range(2):
+        for name, fn in contenders.items():
+            try:
+                best[name] = min(best[name], t_median(fn))
+            except Exception as e:  # a contender that cannot run this problem
+                print("%s %s failed: %s" % (row["suite"], name, repr(e)[:200]), flush=True)
+    for name, t in best.items():
+        row["us_" + name] = round(t * 1e6, 2) if math.isfinite(t) else None
+    rows.append(row)
+    tf = {n: row["flops"] / t / 1e12 for n, t in best.items() if math.isfinite(t)}
+    print("%-10s %-4s G=%-3d m=%-5d n=%-5d k=%-5d " % (row["suite"], row["kind"], row["groups"], row["expected_m"],
+                                                          row["n"], row["k"])
+          + " ".join("%s=%.1fus(%.0fTF)" % (n, best[n] * 1e6, tf[n]) for n in tf)
+          + " diff(libdg)=%s diff(deepgemm)=%s" % (row.get("diff_libdg"), row.get("diff_deepgemm")), flush=True)
+
+
+def contiguous(kind, groups, expected, n, k):
+    ms = [int(expected * random.uniform(0.7, 1.3)) for _ in range(groups)]
+    ms[random.randrange(groups)] = 0 if groups > 1 else ms[0]
+    starts, m_total = [], 0
+    for m in ms:
+        starts.append(m_total)
+        m_total += (m + ALIGN - 1) // ALIGN * ALIGN
+    idx = torch.full((m_total,), -1, dtype=torch.int32, device="cuda")
+    for g, (s, m) in enumerate(zip(starts, ms)):
+        idx[s:s + m] = g
+    a = torch.randn((m_total, k), device="cuda", dtype=torch.bfloat16)
+    a[idx < 0] = 0
+    b = torch.randn((groups, n, k), device="cuda", dtype=torch.bfloat16)
+    d1 = torch.empty((m_total, n), device="cuda", dtype=torch.bfloat16)
+    d2 = torch.empty_like(d1)
+    row = dict(suite="contiguous", kind=kind, groups=groups, expected_m=expected, n=n, k=k, m_total=m_total,
+               flops=2.0 * sum(ms) * n * k)
+    contenders = {}
+    if kind == "fp8":
+        aq, asf = per_token_fp8(a)
+        bq, bsf = per_block_fp8(b)
+        asf = dg.get_mn_major_tma_aligned_tensor(asf)
+        ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
+        contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx,
+                                                                                          options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous(
+                (aq, asf), (bq, bsf), d2, idx, disable_ue8m0_cast=True)
+            views = [(aq[s:s + m], bq[g], d2[s:s + m]) for g, (s, m) in enumerate(zip(starts, ms)) if m > 0]
+            contenders["cublas"] = lambda: [deep_gemm.cublaslt_gemm_nt(x, y, z) for x, y, z in views]
+    else:
+        ref_a, ref_b = a.float(), b.float()
+        contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d2, idx)
+        views = [(a[s:s + m], b[g]) for g, (s, m) in enumerate(zip(starts, ms)) if m > 0]
+        contenders["cublas"] = lambda: [torch.matmul(x, y.t()) for x, y in views]
+    # Correctness of both libraries on the valid rows (one call each, before timing).
+    ref = torch.zeros((m_total, n), device="cuda")
+    for g, (s, m) in enumerate(zip(starts, ms)):
+        if m:
+            ref[s:s + m] = ref_a[s:s + m] @ ref_b[g].t()
+    valid = idx >= 0
+    for name in ALT:
+        d1.fill_(float("nan"))
+        contenders["libdg_" + name]()
+        row["diff_libdg_" + name] = "%.1e" % calc_diff(d1[valid], ref[valid])
+    contenders["libdg"]()
+    row["diff_libdg"] = "%.1e" % calc_diff(d1[valid], ref[valid])
+    if "deepgemm" in contenders:
+        contenders["deepgemm"]()
+        row["diff_deepgemm"] = "%.1e" % calc_diff(d2[valid], ref[valid])
+    torch.cuda.synchronize()
+    race(row, contenders)
+
+
+def masked(kind, groups, expected, n, k):
+    ms = [int(expected * random.uniform(0.7, 1.3)) for _ in range(groups)]
+    masked_m = torch.tensor(ms, dtype=torch.int32, device="cuda")
+    hint = int(expected * 1.2)
+    a = torch.randn((groups, MAX_M, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((groups, n, k), device="cuda", dtype=torch.bfloat16)
+    d1 = torch.empty((groups, MAX_M, n), device="cuda", dtype=torch.bfloat16)
+    d2 = torch.empty_like(d1)
+    row = dict(suite="masked", kind=kind, groups=groups, expected_m=expected, n=n, k=k, flops=2.0 * sum(ms) * n * k)
+    contenders = {}
+    if kind == "fp8":
+        aq, asf = per_token_fp8(a)
+        bq, bsf = per_block_fp8(b)
+        asf = dg.get_mn_major_tma_aligned_tensor(asf)
+        ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
+        contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m, hint)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m,
+                                                                                      hint, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_masked(
+                (aq, asf), (bq, bsf), d2, masked_m, hint, disable_ue8m0_cast=True)
+            views = [(aq[g, :m], bq[g], d2[g, :m]) for g, m in enumerate(ms) if m > 0]
+            contenders["cublas"] = lambda: [deep_gemm.cublaslt_gemm_nt(x, y, z) for x, y, z in views]
+    else:
+        ref_a, ref_b = a.float(), b.float()
+        contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_masked(a, b, d2, masked_m, hint)
+        views = [(a[g, :m], b[g]) for g, m in enumerate(ms) if m > 0]
+        contenders["cublas"] = lambda: [torch.matmul(x, y.t()) for x, y in views]
+    rr = [ref_a[g, :m] @ ref_b[g].t() for g, m in enumerate(ms)]
+    ref = torch.cat(rr)
+    for name in ALT:
+        d1.fill_(float("nan"))
+        contenders["libdg_" + name]()
+        row["diff_libdg_" + name] = "%.1e" % calc_diff(torch.cat([d1[g, :m] for g, m in enumerate(ms)]), ref)
+    contenders["libdg"]()
+    if "deepgemm" in contenders:
+        contenders["deepgemm"]()
+    torch.cuda.synchronize()
+    r1, r2 = [], []
+    for g, m in enumerate(ms):
+        r1.append(d1[g, :m])
+        r2.append(d2[g, :m])
+    row["diff_libdg"] = "%.1e" % calc_diff(torch.cat(r1), ref)
+    if "deepgemm" in contenders:
+        row["diff_deepgemm"] = "%.1e" % calc_diff(torch.cat(r2), ref)
+    race(row, contenders)
+
+
+def geomean(sel, peer):
+    vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
+    return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
+
+
+def report(out_dir):
+    lines = ["| suite | kind | G | expected m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
+             " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lib, peer, cub = r.get("us_libdg"), r.get("us_deepgemm"), r.get("us_cublas")
+        lines.append("| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["suite"], r["kind"], r["groups"], r["expected_m"], r["n"], r["k"], lib, peer, cub,
+            "%.0f" % (r["flops"] / lib / 1e6) if lib else "-",
+            "%.3f" % (peer / lib) if lib and peer else "-", "%.3f" % (cub / lib) if lib and cub else "-",
+            r.get("diff_libdg", "-")))
+    for name in ALT:
+        lines += ["", "libdg_%s (%s) against the heuristic's choice, t_libdg / t_libdg_%s: " % (name, ALT[name], name)
+                  + ", ".join("%.3f" % (r["us_libdg"] / r["us_libdg_" + name]) for r in rows
+                              if r.get("us_libdg") and r.get("us_libdg_" + name))]
+    lines += ["", "| suite | kind | vs DeepGEMM (geomean, n, min) | vs cuBLAS (geomean, n, min) |", "|---|---|---|---|"]
+    for suite in ("contiguous", "masked"):
+        for kind in ("fp8", "bf16"):
+            sel = [r for r in rows if r["suite"] == suite and r["kind"] == kind]
+            if not sel:
+                continue
+            cells = []
+            for peer in ("deepgemm", "cublas"):
+                gm = geomean(sel, peer)
+                cells.append("%.3f, %d, %.3f" % gm if gm else "-")
+            lines.append("| %s | %s | %s | %s |" % (suite, kind, cells[0], cells[1]))
+            for name in ALT:
+                vals = [r["us_deepgemm"] / r["us_libdg_" + name] for r in sel
+                        if r.get("us_deepgemm") and r.get("us_libdg_" + name)]
+                if vals:
+                    lines.append("| %s | %s with libdg_%s | %.3f, %d, %.3f | |" % (
+                        suite, kind, name, math.exp(sum(map(math.log, vals)) / len(vals)), len(vals), min(vals)))
+    text = "\n".join(lines)
+    print(text, flush=True)
+    with open(os.path.join(out_dir, "grouped.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(out_dir, "grouped.json"), "w") as f:
+        json.dump(dict(device=torch.cuda.get_device_name(), libdg=dg.version(),
+                       deepgemm=getattr(deep_gemm, "__version__", None) if deep_gemm else None,
+                       torch=torch.__version__, rows=rows), f, indent=1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("suites", nargs="*", default=["contiguous", "masked"])
+    ap.add_argument("--fp8-only", action="store_true")
+    ap.add_argument("--bf16-only", action="store_true")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--alt", action="append", default=[])
+    args = ap.parse_args()
+    for spec in args.alt:
+        name, _, fields = spec.partition("=")
+        ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
+    random.seed(0)
+    torch.manual_seed(0)
+    kinds = ["fp8"] if args.fp8_only else ["bf16"] if args.bf16_only else ["fp8", "bf16"]
+    print("device:", torch.cuda.get_device_name(), "libdg", dg.version(),
+          "deep_gemm", getattr(deep_gemm, "__version__", "absent") if deep_gemm else "absent", flush=True)
+    for kind in kinds:
+        for n, k in NK:
+            if "contiguous" in args.suites:
+                for g, e in CONTIGUOUS:
+                    contiguous(kind, g, e, n, k)
+            if "masked" in args.suites:
+                for g, e in MASKED:
+                    masked(kind, g, e, n, k)
+    report(args.out)
+
+
+if __name__ == "__main__":
+    main()
