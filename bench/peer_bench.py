@@ -13,9 +13,12 @@ transforms them per call. Each result row also records calc_diff against an FP32
 
 Usage: python3 bench/peer_bench.py [contiguous] [masked] [--fp8-only|--bf16-only] [--out DIR]
                                    [--alt NAME=field:value,...]
+       python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice.
-Writes grouped.json (rows) and grouped.md (table + geometric means) into DIR (default: .).
+Writes grouped.json (rows) and grouped.txt (table + geometric means) into DIR (default: .); with
+--merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
+them when matplotlib is installed.
 """
 import argparse
 import json
@@ -23,15 +26,21 @@ import math
 import os
 import random
 
-import torch
-import triton.testing
+torch = triton = dg = deep_gemm = None
 
-import dg
 
-try:
-    import deep_gemm
-except ImportError:  # the peer is optional
-    deep_gemm = None
+def import_gpu_stack():
+    global torch, triton, dg, deep_gemm
+    import torch as _torch
+    import triton.testing as _tt  # noqa: F401
+    import triton as _triton
+    import dg as _dg
+    torch, triton, dg = _torch, _triton, _dg
+    try:
+        import deep_gemm as _deep_gemm
+        deep_gemm = _deep_gemm
+    except ImportError:  # the peer is optional
+        deep_gemm = None
 
 ALIGN = 128
 NK = [(4096, 7168), (7168, 2048), (6144, 7168)]
@@ -218,7 +227,7 @@ def geomean(sel, peer):
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
 
 
-def report(out_dir):
+def report(out_dir, meta=None):
     lines = ["| suite | kind | G | expected m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -252,12 +261,40 @@ def report(out_dir):
                         suite, kind, name, math.exp(sum(map(math.log, vals)) / len(vals)), len(vals), min(vals)))
     text = "\n".join(lines)
     print(text, flush=True)
-    with open(os.path.join(out_dir, "grouped.md"), "w") as f:
+    with open(os.path.join(out_dir, "grouped.txt"), "w") as f:
         f.write(text + "\n")
+    if meta is None:
+        meta = dict(device=torch.cuda.get_device_name(), libdg=dg.version(),
+                    deepgemm=getattr(deep_gemm, "__version__", None) if deep_gemm else None, torch=torch.__version__,
+                    alt=ALT)
     with open(os.path.join(out_dir, "grouped.json"), "w") as f:
-        json.dump(dict(device=torch.cuda.get_device_name(), libdg=dg.version(),
-                       deepgemm=getattr(deep_gemm, "__version__", None) if deep_gemm else None,
-                       torch=torch.__version__, rows=rows), f, indent=1)
+        json.dump(dict(meta, rows=rows), f, indent=1)
+
+
+def plot(out_dir, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", flush=True)
+        return
+    fig, axes = plt.subplots(2, 1, figsize=(15, 9), sharey=True)
+    for ax, suite in zip(axes, ("contiguous", "masked")):
+        sel = [r for r in rows if r["suite"] == suite and r.get("us_libdg")]
+        labels = ["%s G%d m%d\n%dx%d" % (r["kind"], r["groups"], r["expected_m"], r["n"], r["k"]) for r in sel]
+        x = range(len(sel))
+        for off, peer, color in ((-0.2, "deepgemm", "tab:blue"), (0.2, "cublas", "tab:gray")):
+            ax.bar([i + off for i in x], [r["us_" + peer] / r["us_libdg"] if r.get("us_" + peer) else 0 for r in sel],
+                   width=0.4, color=color, label="t_%s / t_libdg" % peer)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(labels, fontsize=6, rotation=90)
+        ax.set_title("M-grouped %s (> 1: libdg faster)" % suite)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "grouped.png"), dpi=110)
 
 
 def main():
@@ -267,10 +304,28 @@ def main():
     ap.add_argument("--bf16-only", action="store_true")
     ap.add_argument("--out", default=".")
     ap.add_argument("--alt", action="append", default=[])
+    ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
+    if args.merge:
+        meta = {}
+        for path in args.merge:
+            with open(path) as f:
+                run = json.load(f)
+            rows.extend(run.pop("rows"))
+            for key, value in run.items():
+                meta.setdefault(key, value)
+            ALT.update(run.get("alt", {}))
+        meta["alt"] = ALT
+        for r in rows:
+            for key in [k for k in r if k.startswith("us_libdg_")]:
+                ALT.setdefault(key[len("us_libdg_"):], "see the run's --alt")
+        report(args.out, meta)
+        plot(args.out, "libdg %s beside DeepGEMM and per-group cuBLAS, %s" % (meta.get("libdg"), meta.get("device")))
+        return
+    import_gpu_stack()
     random.seed(0)
     torch.manual_seed(0)
     kinds = ["fp8"] if args.fp8_only else ["bf16"] if args.bf16_only else ["fp8", "bf16"]

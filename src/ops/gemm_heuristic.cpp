@@ -82,6 +82,8 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
 
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
 // that each read their own B, the large-M model's regime).
+bool fp8_grouped_cap(const GemmShape& s) { return s.type != GemmType::kNormal && is_fp8(s.kind); }
+
 bool small_m(const GemmShape& s) { return s.type == GemmType::kNormal && s.m <= 128; }
 
 int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
@@ -294,9 +296,13 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   std::vector<int> bns;
+  // FP8 M-grouped: at most 192 columns. With few rows per group the tile count, not the per-tile
+  // rate, sets the time: 128x256 tiles ran masked G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's
+  // 128x192 on an H100 (bench/peer_bench.py), where the cost model had preferred them.
+  const int bn_max = fp8_grouped_cap(s) ? 192 : 256;
   if (o.block_n) bns = {o.block_n};
   else
-    for (int bn = 16; bn <= 256; bn += 16)
+    for (int bn = 16; bn <= bn_max; bn += 16)
       bns.push_back(bn);
 
   GemmConfig best;
