@@ -34,11 +34,15 @@ package main
 //   *(void**)&memset8 = dlsym(lib, "cuMemsetD8_v2");
 //   return ctx_retain && ctx_set && mem_alloc && mem_free && htod && dtoh && memset8;
 // }
-// /* Makes device 0's primary context (the one libdg uses) current on this thread. */
+// /* Makes device 0's primary context (the one libdg uses) current on this thread; it is retained
+//  * once, on first use. */
+// static void* device0_ctx;
 // static int driver_use_device0(void) {
-//   void* ctx = NULL;
-//   int r = ctx_retain(&ctx, 0);
-//   return r ? r : ctx_set(ctx);
+//   if (!device0_ctx) {
+//     int r = ctx_retain(&device0_ctx, 0);
+//     if (r) return r;
+//   }
+//   return ctx_set(device0_ctx);
 // }
 // static int driver_alloc(uint64_t* p, size_t n) { return driver_use_device0() || mem_alloc(p, n); }
 // static int driver_free(uint64_t p) { return driver_use_device0() || mem_free(p); }
