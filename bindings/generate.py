@@ -251,9 +251,10 @@ def parse_header(text: str) -> Header:
         if skip_depth:
             continue
         if tok.kind == "comment":
-            if depth == 0 and not statement:
+            if statement:
+                statement.append(tok)  # field comments of a struct
+            else:
                 last_comment = tok
-            statement.append(tok) if statement else None
             continue
         if not statement:
             statement_doc = doc_for(tok)
@@ -363,7 +364,7 @@ def rust_type(t: CType, known: Dict[str, str], where: str) -> str:
     return s
 
 
-def rust_expr(c: str, fields: Optional[Dict[str, CType]] = None) -> str:
+def rust_expr(c: str) -> str:
     c = c.strip()
     m = re.fullmatch(r"sizeof\((\w+)\)", c)
     if m:
