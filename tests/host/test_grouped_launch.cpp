@@ -1,0 +1,164 @@
+// The M-grouped GEMM entry points against the fake driver: the launch that reaches the driver is
+// the config the heuristic chose for the grouped problem (kernel, persistent grid, cluster, shared
+// memory with the group table of the masked and psum layouts), and the kernel argument carries the
+// grouped contract (templates/include/dg/gemm/sm90_gemm.cuh): one 2-D TMA map over every group's
+// rows of A and D and over the G matrices of B, the masked SFA over G x ceil(K/128) K blocks, the
+// group tensor's address, the group count and rows, the SFB group stride. No GPU: nothing runs.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "fake_driver.h"
+#include "ops/gemm.h"
+
+namespace {
+
+using dg::ops::GemmConfig;
+using dg::ops::GemmKind;
+using dg::ops::GemmShape;
+using dg::ops::GemmType;
+using dg::ops::Major;
+using dg::ops::Sm90GemmParams;
+using dg::test::FakeDriver;
+using dg::test::Launch;
+
+constexpr int kSms = 132;  // the fake device's
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+void* fake_address(int i) { return reinterpret_cast<void*>(0x7e0000000000ull + (uint64_t(i) << 36)); }
+
+struct Tensor {
+  dg_tensor* t = nullptr;
+  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
+    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
+                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
+  }
+  ~Tensor() { dg_tensor_destroy(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+};
+
+fake_tensor_map map_of(const dg::tma::Descriptor& d) {
+  fake_tensor_map m;
+  std::memcpy(&m, &d, sizeof(m));
+  REQUIRE(m.magic == FAKE_TENSOR_MAP_MAGIC);
+  return m;
+}
+
+void check_dims(const dg::tma::Descriptor& d, const char* what, const void* address, uint64_t inner, uint64_t outer) {
+  INFO("TMA map of ", what);
+  const fake_tensor_map m = map_of(d);
+  CHECK(m.address == reinterpret_cast<uintptr_t>(address));
+  CHECK(m.dims[0] == inner);
+  CHECK(m.dims[1] == outer);
+}
+
+// One call of type `type`: G groups of [N, K] weights; contiguous problems have M rows of A, masked
+// ones max_m rows per group.
+void run_and_check(FakeDriver& fake, bool fp8, GemmType type, int64_t g, int64_t m, int64_t n, int64_t k,
+                   int64_t expected_m, int cluster) {
+  CAPTURE(fp8);
+  CAPTURE(static_cast<int>(type));
+  CAPTURE(cluster);
+  const bool masked = type == GemmType::kMGroupedMasked;
+  const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  const int64_t rows = masked ? g * m : m, sf_k = cdiv(k, 128), m4 = cdiv(m, 4) * 4;
+  void *pa = fake_address(1), *psfa = fake_address(2), *pb = fake_address(3), *psfb = fake_address(4);
+  void *pd = fake_address(5), *pl = fake_address(6);
+  Tensor a(pa, ab, masked ? std::vector<int64_t>{g, m, k} : std::vector<int64_t>{m, k});
+  Tensor sfa(psfa, DG_DTYPE_FLOAT32, masked ? std::vector<int64_t>{g, m, sf_k} : std::vector<int64_t>{m, sf_k},
+             masked ? std::vector<int64_t>{m4 * sf_k, 1, m4} : std::vector<int64_t>{1, m4});
+  Tensor b(pb, ab, {g, n, k});
+  Tensor sfb(psfb, DG_DTYPE_FLOAT32, {g, cdiv(n, 128), sf_k});
+  Tensor d(pd, DG_DTYPE_BFLOAT16, masked ? std::vector<int64_t>{g, m, n} : std::vector<int64_t>{m, n});
+  const int64_t layout_len = type == GemmType::kMGroupedContiguous ? m : g;
+  Tensor groups(pl, DG_DTYPE_INT32, {layout_len});
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.cluster = cluster;
+  if (cluster == 2) o.multicast_a = 0;
+
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  dg_status st;
+  if (masked) {
+    st = fp8 ? dg_m_grouped_fp8_gemm_nt_masked(stream, a.t, sfa.t, b.t, sfb.t, d.t, groups.t, expected_m, &o)
+             : dg_m_grouped_bf16_gemm_nt_masked(stream, a.t, b.t, d.t, groups.t, expected_m, &o);
+  } else {
+    const int32_t code = type == GemmType::kMGroupedContiguousPsum ? DG_M_GROUPED_LAYOUT_PSUM : DG_M_GROUPED_LAYOUT_INDICES;
+    st = fp8 ? dg_m_grouped_fp8_gemm_nt_contiguous(stream, a.t, sfa.t, b.t, sfb.t, d.t, groups.t, code, expected_m, &o)
+             : dg_m_grouped_bf16_gemm_nt_contiguous(stream, a.t, b.t, d.t, groups.t, code, expected_m, &o);
+  }
+  dg_stream_destroy(stream);
+  REQUIRE_MESSAGE(st == DG_SUCCESS, std::string(dg_last_error()));
+  std::vector<Launch> launches = fake.take();
+  REQUIRE(launches.size() == 1);
+  const Launch& l = launches[0];
+
+  GemmShape s;
+  s.kind = fp8 ? GemmKind::kFp8_1D2D : GemmKind::kBf16;
+  s.type = type, s.num_groups = g, s.m = m, s.n = n, s.k = k;
+  s.expected_m = expected_m > 0 ? (masked ? std::min(expected_m, m) : expected_m) : std::max<int64_t>(1, m / g);
+  dg::ops::GemmOverride ov;
+  ov.cluster = cluster;
+  ov.multicast_a = cluster == 2 ? 0 : -1;
+  GemmConfig cfg;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, ov, &cfg) == DG_SUCCESS);
+  CAPTURE(dg::ops::describe(s, cfg));
+  CHECK(l.kernel == dg::ops::gemm_kernel_spec(s, cfg).kernel_name);
+  CHECK(l.config.grid[0] == unsigned(cfg.grid));
+  CHECK(cfg.grid % cfg.cluster == 0);
+  // Masked and psum tile counts live on the device: the grid keeps every SM (pair).
+  if (dg::ops::uses_group_table(type)) CHECK(cfg.grid == kSms / cfg.cluster * cfg.cluster);
+  CHECK(l.config.cluster[0] == (cfg.cluster > 1 ? unsigned(cfg.cluster) : 0u));
+  CHECK(cfg.cluster == (cluster == 2 ? 2 : 1));
+  CHECK(l.config.smem_bytes == cfg.smem_bytes + dg::ops::group_table_bytes(type, g));
+  CHECK(l.config.smem_bytes <= 232448u);
+
+  REQUIRE(l.params.size() == sizeof(Sm90GemmParams));
+  Sm90GemmParams q;
+  std::memcpy(&q, l.params.data(), sizeof(q));
+  check_dims(q.tma_a, "a", pa, k, rows);
+  check_dims(q.tma_b, "b", pb, k, g * n);
+  check_dims(q.tma_d, "d", pd, n, rows);
+  if (fp8) {
+    check_dims(q.tma_sfa, "sfa", psfa, m4, masked ? g * sf_k : sf_k);
+    CHECK(q.sfb == psfb);
+    CHECK(q.sfb_stride_g == cdiv(n, 128) * sf_k);
+    CHECK((q.sfb_stride_n == sf_k && q.sfb_stride_k == 1));
+  }
+  CHECK(q.grouped_layout == pl);
+  CHECK(q.num_groups == uint32_t(g));
+  CHECK(q.group_rows == uint32_t(m));
+  CHECK((q.m == m && q.n == n && q.k == k));
+}
+
+}  // namespace
+
+TEST_CASE("M-grouped GEMMs launch the chosen config with the grouped contract, every layout, alone and paired") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  for (bool fp8 : {true, false})
+    for (int cluster : {1, 2}) {
+      run_and_check(fake, fp8, GemmType::kMGroupedContiguous, 8, 8 * 4096, 4096, 7168, 0, cluster);
+      run_and_check(fake, fp8, GemmType::kMGroupedContiguousPsum, 8, 8 * 4096 - 200, 4096, 7168, 4096, cluster);
+      run_and_check(fake, fp8, GemmType::kMGroupedMasked, 32, 4096, 6144, 7168, 230, cluster);
+      run_and_check(fake, fp8, GemmType::kMGroupedMasked, 6, 192, 256, 512, 64, cluster);
+    }
+}
+
+TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare launches nothing") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  void* p = fake_address(9);
+  Tensor a(p, DG_DTYPE_BFLOAT16, {0, 256}), b(p, DG_DTYPE_BFLOAT16, {4, 128, 256}), d(p, DG_DTYPE_BFLOAT16, {0, 128});
+  Tensor idx(p, DG_DTYPE_INT32, {0});
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  CHECK(dg_m_grouped_bf16_gemm_nt_contiguous(stream, a.t, b.t, d.t, idx.t, DG_M_GROUPED_LAYOUT_INDICES, 0, nullptr) ==
+        DG_SUCCESS);
+  CHECK(dg_m_grouped_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, DG_M_GROUPED_LAYOUT_MASKED, 4, 512,
+                                  1024, 1024, 200, nullptr) == DG_SUCCESS);
+  dg_stream_destroy(stream);
+  CHECK(fake.take().empty());
+}
