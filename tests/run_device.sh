@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the GPU-facing suites on the lent GPU machine from a staged folder of stripped binaries
-# (libdg.so.0, dg-demo, tests/dg_unit_tests, tests/dg_gpu_tests, bench/dg-bench: a build tree or
-# bench/stage_device.sh's copy; bindings/gemm-rust and gemm-go from bindings/stage_examples.sh when
-# present). Logs go under $OUT.
+# Runs the GPU-facing suites on the GPU machine: the demo, the unit and GPU test executables (twice:
+# the second run loads every kernel from the disk cache), the Python binding's tests, and the Rust
+# and Go examples when bindings/stage_examples.sh staged them (bindings/gemm-rust, gemm-go).
+# STAGE_DIR: a build tree or a bench/scripts/stage_device.sh copy of one (libdg.so.0, dg-demo,
+# tests/dg_unit_tests, tests/dg_gpu_tests). Logs go under $OUT (else ./device-out).
 #   tests/run_device.sh STAGE_DIR [gpu-test-filter]
 set -u
 STAGE=${1:?usage: tests/run_device.sh STAGE_DIR [doctest -tc filter]}

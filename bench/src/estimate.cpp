@@ -1,5 +1,5 @@
-// dg-gemm-estimate: the SM90 GEMM heuristic's cost model, queried offline (bench/fit_gemm_model.py).
-// Reads lines from stdin and answers each on one line of stdout (132 SMs, the lent H100's count):
+// dg-gemm-estimate: the SM90 GEMM heuristic's cost model, queried offline (bench/models/fit_gemm_model.py).
+// Reads lines from stdin and answers each on one line of stdout (132 SMs, an H100 SXM's count):
 //   KIND M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK  -> the model's microseconds for that
 //       config (0 / -1 fields: heuristic's choice), or "ERR <message>" where it cannot run;
 //   H KIND M N K -> "<us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK", the heuristic's own choice.

@@ -1,4 +1,4 @@
-// dg-bench: times libdg's kernels beside cuBLASLt in one process (issue 3). See bench/README.md.
+// dg-bench: times libdg's kernels beside cuBLASLt in one process. See bench/README.md.
 #include <cstdio>
 #include <ctime>
 #include <fstream>

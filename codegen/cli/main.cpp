@@ -14,7 +14,7 @@
 
 #include "dg/codegen/json.h"
 #include "dg/codegen/template.h"
-#include "jit/embedded.h"
+#include "dg_embedded.h"
 
 namespace fs = std::filesystem;
 using dg::codegen::Value;

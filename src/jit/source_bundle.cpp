@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "jit/embedded.h"
+#include "dg_embedded.h"
 #include "runtime/log.h"
 
 namespace dg::jit {

@@ -156,8 +156,8 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // overlap with slices re-reads A from shared memory.
   double promo = 1.0;
   if (fp8) {
-    // Overlapped 192-wide tiles in two 96-column slices: refitted on the session-6 sweeps (1.12);
-    // narrower slices re-read A per slice for less work and stay at the older fit.
+    // Overlapped 192-wide tiles in two 96-column slices cost 1.12 (promotion sweeps of
+    // bench/models/h100); other sliced tiles re-read A per slice for less work and cost more.
     if (overlap) promo = split == 1 ? 1.05 : split == 2 ? (bn == 192 ? 1.12 : 1.6) : 1.25;
     else promo = split == 1 ? 1.3 : split == 2 ? 1.18 : 1.3;
     // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
@@ -165,25 +165,25 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
     const uint32_t bounds = s.kind == GemmKind::kFp8_1D2D && 128 % bn != 0 ? sfb_boundaries(s.n, bn) : 0;
     if (!overlap && split == 1 && bounds != 0 && __builtin_popcount(bounds) <= 2) promo = 1.15;
-    // Tiles narrower than 128 columns ran ~12% slower than these bounds predict (2026-11-23 sweep).
+    // Tiles narrower than 128 columns ran ~12% slower than these bounds predict (H100, 2026-11-23).
     if (bn < 128) promo *= 1.12;
   } else {
     // Wider BF16 tiles issue fewer instructions and move fewer bytes per FLOP; at the same number of
-    // rounds 128x256 beat 128x160-224 by 3-8% on the H100 (2026-11-23 sweep).
+    // rounds 128x256 beat 128x160-224 by 3-8% on an H100 (2026-11-23).
     promo = (1.0 + 24.0 / bn) / (1.0 + 24.0 / 128);
   }
   const double flops = 2.0 * bm * bn * bk;
   // Operand bytes each SM receives per K block (a multicast half still lands in both CTAs' shared
   // memory). The L2 itself was not the limit: 128x144 tiles without multicast ran 4096x576x7168
   // at ~85 GB/s per SM (BF16), as fast as cuBLASLt, where an L2 bound that credited multicast had
-  // predicted them 40% slower (2026-11-23 sweep).
+  // predicted them 40% slower (H100, 2026-11-23).
   const double sm_bytes = double(bm + bn) * bk * eb;
   // WGMMA operand reads from shared memory (A is re-read for every column slice), ~128 B/clk.
   const double smem_reads = double(math_wg) * (double(split) * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
   double t_kb = std::max({flops / peak * promo, sm_bytes / (fp8 ? 68e9 : 80e9), smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
   // The epilogue's TMA stores move strips of strip_elems columns; strips under 64 bytes (BF16
-  // 128x240: 16 columns) cost about twice per byte (+~1 us per tile, 2026-11-23 sweep).
+  // 128x240: 16 columns) cost about twice per byte (+~1 us per tile on an H100).
   const int strip_bytes = strip_elems(out_bytes(s), bn) * out_bytes(s);
   double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9 * (strip_bytes < 64 ? 2.0 : 1.0);
   if (split_k > 1) t_epi += kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
@@ -271,7 +271,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   // Split-K is chosen by a measured rule, not by the cost model (which mispredicted it both ways):
   // over the tiles of one column of 64-row blocks (64x128 for M <= 64, 64x64 up to M = 128), the
   // most CTAs per tile (2, 4, 8) that keeps the grid at <= 112 CTAs and >= 896 of K (7 FP8 K
-  // blocks) per CTA. On the H100 (2026-11-23 sweep of the DeepSeek shapes, 10 configs each): at
+  // blocks) per CTA. On an H100 (the DeepSeek shapes, 10 configs each, bench/models/h100/split-k-*): at
   // M = 1 the best config on 5 of 6 shapes (FP8 N = 576: 14.9 -> 10.7 us; BF16 N = 4096: 36.4 ->
   // 27.0 us), 3-9% behind the best on 7168x2048; at M = 128 it splits only N = 576 (FP8 13.6 ->
   // 12.0 us, BF16 20.0 -> 13.2 us), where splitting won; split tiles lost on the other M = 128 shapes.
@@ -382,7 +382,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               if (o.promotion_slices && split != o.promotion_slices) continue;
               // Measured on an H100: two slices pay for the 256-wide tile without overlap (two warp-
               // groups interleave their promotions) and for the 1D2D 192-wide tile with overlap (3%
-              // faster than after-promotion on all seven M = 4096 shapes, 2026-11-23 session 6);
+              // faster than after-promotion on all seven M = 4096 shapes);
               // other sliced variants lose to the whole-tile ones, so only an override reaches them.
               const bool sliced_ok = split == 2 && (ov ? s.kind == GemmKind::kFp8_1D2D && bn == 192 : bn == 256);
               if (fp8 && !o.promotion_slices && split != 1 && !sliced_ok) continue;
@@ -410,8 +410,8 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   const int64_t units = units_m * units_n;
   // Split-K grids are not persistent: a cluster of split_k CTAs per tile. A persistent grid whose last
   // wave would be at least half full launches the fewest clusters that keep the wave count, so that
-  // every CTA computes the same number of units (as DeepGEMM does). Measured on the lent H100 (session 8,
-  // interleaved A/B): +0.7-1.5% on 4096x{4096,7168,2112}xK; a nearly empty last wave is better kept:
+  // every CTA computes the same number of units (as DeepGEMM does). On an H100 (interleaved A/B runs):
+  // +0.7-1.5% on 4096x{4096,7168,2112}xK; a nearly empty last wave is better kept:
   // 4096x24576x1536 FP8 (31 full waves + 4 tiles) lost 1.6% on 128 SMs instead of 132.
   const int64_t slots = best.num_sms / best.cluster;
   const int64_t waves = cdiv(units, slots), last_wave = units - (waves - 1) * slots;

@@ -12,14 +12,15 @@
 namespace dg::ops {
 namespace {
 
-// Where the heuristic takes the skinny kernel, from an H100 sweep (2026-11-23; M = 1, 2, 4, 8, 12, 16
-// over the 7 DeepSeek shapes, both kernels forced, bench/results/2026-11-23-h100-s10): it beat the
+// Where the heuristic takes the skinny kernel, from an H100 sweep (M = 1, 2, 4, 8, 12, 16 over the 7
+// DeepSeek shapes, both kernels forced; bench/models/h100/skinny-vs-tiled.json.gz): it beat the
 // tiled kernel on every shape with B up to 59 MB, BF16 up to M = 16 (1.02-1.18x) and FP8 up to
 // M = 8 (1.01-1.18x); FP8 at M = 12-16 (two token tiles) lost on 4 of 7 shapes (0.81-0.98x), and
 // above ~64 MB of B (BF16 24576 x 1536 and 7168 x 16384, FP8 7168 x 16384) the tiled kernel's TMA
-// pipeline streams 2-8% faster. Session 11 (same GPU) forced every split at FP8 M = 12 / 16: the best
-// split still loses to the tiled kernel on 3 of 6 shapes (the two-tile FP8 loop looks bound by its E4M3
-// conversions, see skinny_gemm.cuh), so FP8 stays at M <= 8.
+// pipeline streams 2-8% faster. With every split forced at FP8 M = 12 / 16 (same GPU,
+// skinny-fp8-split-m12-16.json.gz) the best split still loses to the tiled kernel on 3 of 6 shapes
+// (the two-tile FP8 loop looks bound by its E4M3 conversions, see skinny_gemm.cuh), so FP8 stays at
+// M <= 8.
 constexpr int64_t kSkinnyAutoMaxMBf16 = 16, kSkinnyAutoMaxMFp8 = 8;
 constexpr double kSkinnyAutoMaxBBytes = 64e6;
 
@@ -87,7 +88,7 @@ dg_status choose_skinny_config(const GemmShape& s, int num_sms, const GemmOverri
   SkinnyConfig c;
   c.token_tiles = static_cast<int>(cdiv(s.m, 8));
   c.warps = 4;
-  // One unit per warp at a time: on the H100 (2026-11-23, M = 1, the 7 DeepSeek shapes) 1 beat 2, 3
+  // One unit per warp at a time: on an H100 (M = 1, the 7 DeepSeek shapes) 1 beat 2, 3
   // and 4 on 12 of 14 BF16/FP8 shapes, by up to 20% (BF16 1 x 2112 x 7168: 17.0 us vs 20.8 at 4):
   // many warps streaming short rounds beat few warps holding deep ones.
   c.unroll = o.stages ? o.stages : 1;

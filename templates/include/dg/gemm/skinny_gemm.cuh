@@ -17,8 +17,9 @@
 // accumulators with sfa[token, kb] * sfb[row or row block, kb] in FP32. SM90 has no FP8 mma.sync in
 // hardware: ptxas turns each m16n8k32 E4M3 MMA into F2FP conversions (two values each) and two FP16
 // HMMAs, 49 + 8 instructions per unit at one token tile, 65 + 16 at two: the likely limit of the FP8
-// kernel past 8 tokens, where BF16 keeps its rate and FP8 does not (converting with integer operations
-// instead, or prefetching the next unit's loads, measured slower: bench/results/2026-11-23-h100-s11).
+// kernel past 8 tokens, where BF16 keeps its rate and FP8 does not. On an H100, converting with
+// integer operations instead was 2-11% slower, and issuing the next unit's loads before this unit's
+// MMAs 3-9% slower (geometric means over the DeepSeek shapes).
 //
 // Reduction: the warps' partial tiles through shared memory, then (kSplit > 1) the cluster's through
 // distributed shared memory, each rank writing a share of the 16 x M outputs. Deterministic.
