@@ -5,13 +5,12 @@ function names and arguments follow DeepGEMM (``dg.fp8_gemm_nt((a, sfa), (b, sfb
 ``dg.bf16_gemm_nn(a, b, d)``, ``dg.set_num_sms(n)``, ...). Every libdg failure raises a subclass of
 :class:`dg.Error` carrying libdg's message.
 
-The library is found through ``DG_LIBRARY_PATH`` (a file or directory), this package's folder, the
-source tree's ``build/`` directory, then the system loader and pkg-config.
+The library is found through ``DG_LIBRARY_PATH`` (a file or directory), pkg-config, this package's
+folder (where ``pip install`` puts the libdg it builds), the source tree's ``build/`` directory,
+then the system loader.
 """
 
 from __future__ import annotations
-
-__version__ = "0.5.0"
 
 from . import _lib
 from .errors import (
@@ -29,6 +28,10 @@ from .errors import (
 
 # Load libdg now so that a missing or incompatible library is reported at import.
 _lib.get()
+
+# The package's version is the library's (include/dg.h); a package folder copied without its
+# distribution metadata reports the loaded library's.
+__version__ = _lib.package_version() or _lib.get().version()
 
 from ._stream import Stream  # noqa: E402
 from ._tensor import TensorInfo  # noqa: E402

@@ -4,10 +4,11 @@ Discovery order (the first candidate that loads and is a compatible libdg wins):
 
 1. ``DG_LIBRARY_PATH``: a library file or a directory holding ``libdg.so*`` (several entries may be
    separated by ``os.pathsep``);
-2. the package's own folder (a wheel that bundles the library);
-3. the build tree, ``<repo>/build/libdg.so*``, when the package is imported from the source tree;
-4. the system loader: ``ctypes.util.find_library("dg")``, the soname ``libdg.so.<major>``, then
-   ``pkg-config --variable=libdir dg``.
+2. an installed libdg that pkg-config knows (``pkg-config --variable=libdir dg``): a user who
+   installed one chose it over the copy a wheel carries;
+3. the package's own folder (the wheel that ``pip install`` builds bundles ``libdg.so`` there);
+4. the build tree, ``<repo>/build/libdg.so*``, when the package is imported from the source tree;
+5. the system loader: ``ctypes.util.find_library("dg")``, then the soname ``libdg.so.<major>``.
 
 When nothing loads, :class:`dg.LibraryNotFoundError` lists every path tried and why it failed.
 """
@@ -18,6 +19,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+import re
 import subprocess
 import threading
 import warnings
@@ -66,6 +68,25 @@ def _source_tree_root() -> Optional[str]:
     return None
 
 
+def package_version() -> Optional[str]:
+    """This package's version, which has one source, ``include/dg.h``: read from it when imported
+    from the source tree, else the installed distribution's (the wheel build took it from there);
+    None when neither is available."""
+    root = _source_tree_root()
+    if root is not None:
+        with open(os.path.join(root, "include", "dg.h")) as f:
+            text = f.read()
+        parts = [re.search(r"#define DG_VERSION_%s (\d+)" % k, text) for k in ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            return ".".join(m.group(1) for m in parts)  # type: ignore[union-attr]
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dg")
+    except PackageNotFoundError:
+        return None
+
+
 def _pkg_config_libdir() -> Tuple[Optional[str], str]:
     try:
         out = subprocess.run(
@@ -109,6 +130,16 @@ def _candidates(
                 yield "DG_LIBRARY_PATH", entry
             else:
                 tried.append((entry, "DG_LIBRARY_PATH: no such file or directory"))
+    if system:
+        libdir, why = _pkg_config_libdir()
+        if libdir:
+            files = _library_files(libdir)
+            if not files:
+                tried.append((os.path.join(libdir, LIBRARY_NAME + "*"), "pkg-config libdir: not present"))
+            for f in files:
+                yield "pkg-config", f
+        else:
+            tried.append(("pkg-config dg", why))
     if package_dir:
         files = _library_files(package_dir)
         if not files:
@@ -129,15 +160,6 @@ def _candidates(
         else:
             tried.append(("find_library('dg')", "system loader: not found"))
         yield "soname", "%s.%d" % (LIBRARY_NAME, ABI_MAJOR)
-        libdir, why = _pkg_config_libdir()
-        if libdir:
-            files = _library_files(libdir)
-            if not files:
-                tried.append((os.path.join(libdir, LIBRARY_NAME + "*"), "pkg-config libdir: not present"))
-            for f in files:
-                yield "pkg-config", f
-        else:
-            tried.append(("pkg-config dg", why))
 
 
 def _try_load(path: str) -> Tuple[Optional[ctypes.CDLL], str]:

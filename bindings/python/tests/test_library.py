@@ -27,6 +27,11 @@ def test_version_strings_agree():
     assert re.fullmatch(r"\d+\.\d+\.\d+", dg.__version__)
 
 
+def test_package_version_is_the_library_version():
+    # One source (include/dg.h): the package (source tree or wheel) and the libdg it loads agree.
+    assert dg.__version__ == dg.version() == _lib.package_version()
+
+
 def test_discovery_error_lists_every_path_tried(tmp_path):
     missing = str(tmp_path / "nowhere" / "libdg.so")
     empty_dir = tmp_path / "empty"
@@ -51,6 +56,27 @@ def test_discovery_error_lists_every_path_tried(tmp_path):
         assert p in text and why in text
     assert "no such file or directory" in text
     assert "DG_LIBRARY_PATH" in text
+
+
+def test_discovery_order_env_pkg_config_package(tmp_path, monkeypatch):
+    # DG_LIBRARY_PATH, then an installed libdg pkg-config knows, then the copy inside the package.
+    real = dg.library_path()
+    if not os.path.isfile(real):
+        pytest.skip("libdg was loaded by soname, not from a file")
+    installed, pkg, pointed, tools = (tmp_path / d for d in ("prefix", "pkg", "pointed", "bin"))
+    for d in (installed, pkg, pointed, tools):
+        d.mkdir()
+        if d is not tools:
+            os.symlink(real, str(d / "libdg.so"))
+    pkg_config = tools / "pkg-config"
+    pkg_config.write_text("#!/bin/sh\necho %s\n" % installed)
+    pkg_config.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools) + os.pathsep + os.environ.get("PATH", ""))
+    load = lambda env: _lib.load_library(env_value=env, package_dir=str(pkg), repo_root=None, system=True)[1]
+    assert load(str(pointed)) == str(pointed / "libdg.so")
+    assert load(None) == str(installed / "libdg.so")
+    pkg_config.write_text("#!/bin/sh\necho 'Package dg was not found' >&2\nexit 1\n")
+    assert load(None) == str(pkg / "libdg.so")
 
 
 def test_discovery_reports_why_a_file_failed_to_load(tmp_path):
