@@ -5,7 +5,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const DG_VERSION_MAJOR: i32 = 0;
-pub const DG_VERSION_MINOR: i32 = 5;
+pub const DG_VERSION_MINOR: i32 = 6;
 pub const DG_VERSION_PATCH: i32 = 0;
 /// MAJOR * 10000 + MINOR * 100 + PATCH
 pub const DG_VERSION_NUMBER: i32 = DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH;
