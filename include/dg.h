@@ -66,7 +66,7 @@ DG_API int32_t dg_version_number(void);
 /* ============================================================================================
  * Logging. libdg prints nothing by itself except through this logger. Default: messages at or
  * above the level go to stderr prefixed "[libdg] ". The initial level comes from DG_LOG_LEVEL
- * (trace, debug, info, warn, error, off; default warn).
+ * (trace, debug, info, warn, error, off or 0..5, any case; default warn).
  * ========================================================================================== */
 
 #define DG_LOG_TRACE 0
@@ -77,10 +77,14 @@ DG_API int32_t dg_version_number(void);
 #define DG_LOG_OFF 5
 
 /* Receives each message at or above the level; `message` has no trailing newline and is valid
- * only during the call. May be called from any thread, concurrently. */
+ * only during the call. May be called from any thread, concurrently. The callback may call libdg
+ * functions (dg_set_log_callback and dg_set_log_level included); messages libdg would log on that
+ * thread while the callback runs are dropped rather than delivered to it recursively. */
 typedef void (*dg_log_callback)(int32_t level, const char* message, void* user_data);
 
-/* Installs `callback` (NULL restores the stderr default). */
+/* Installs `callback` (NULL restores the stderr default). Called from outside a callback, it
+ * returns once no thread is still running the callback it replaced, so that callback's user_data
+ * may be freed then; called from inside a callback, it does not wait. */
 DG_API dg_status dg_set_log_callback(dg_log_callback callback, void* user_data);
 DG_API dg_status dg_set_log_level(int32_t level);
 DG_API int32_t dg_get_log_level(void);
@@ -112,6 +116,8 @@ DG_API const char* dg_dtype_name(dg_dtype dtype);
  * config takes its defaults from the environment:
  *   DG_NUM_SMS (num_sms), DG_TC_UTIL (tc_util), DG_PDL (pdl), DG_JIT_CACHE_DIR (cache dir),
  *   DG_JIT_USE_NVRTC=0 (compiler = nvcc), DG_PRINT_CONFIGS (print configs), DG_LOG_LEVEL.
+ * Boolean variables accept 1/0, true/false, on/off and yes/no in any case. A value that is not
+ * understood is ignored (the default applies) with one warning naming the variable.
  * ========================================================================================== */
 
 typedef struct dg_config_s dg_config;
@@ -126,7 +132,9 @@ typedef int32_t dg_config_key;
 /* int: 1 = launch with Programmatic Dependent Launch, 0 = off (default). */
 #define DG_CONFIG_PDL 3
 /* string: JIT cache root; entries live under <root>/libdg/. Default $DG_JIT_CACHE_DIR, else
- * $HOME/.deep_gemm. The empty string disables the disk cache (memory only). */
+ * $HOME/.deep_gemm. The empty string disables the disk cache (memory only). A directory that can
+ * be read but not written (e.g. warmed into a read-only container image) serves its kernels; new
+ * ones are kept in memory, with one warning. */
 #define DG_CONFIG_CACHE_DIR 4
 /* int: DG_COMPILER_NVRTC (default) or DG_COMPILER_NVCC. */
 #define DG_CONFIG_COMPILER 5

@@ -86,6 +86,12 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   if (vb.cols != k)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b: K is {} but a has K = {} (a {}, b {})", vb.cols, k,
                     dg::describe(*a), dg::describe(*b));
+  // Before any size arithmetic: the kernels index with 32-bit M, N and K.
+  if (m > INT32_MAX || k > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "a: M = {}, K = {}: each must be below 2^31; shape {}", m, k,
+                    dg::describe(*a));
+  if (n > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "b: N = {} must be below 2^31; shape {}", n, dg::describe(*b));
   DG_TRY(check_row_major_output(*d, "d", m, n, true));
   if (c != nullptr) {
     if (c->dtype != d->dtype)
@@ -166,6 +172,8 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "layout: {} (expected DG_GEMM_LAYOUT_NT..TT)", layout);
   if (m < 0 || n < 0 || k < 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "m, n, k: {}, {}, {} (expected >= 0)", m, n, k);
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "m, n, k: {}, {}, {}: each must be below 2^31", m, n, k);
   if (stream->device->cc_major != 9)
     return dg::fail(DG_ERROR_UNSUPPORTED, "stream: the dense GEMMs run on SM90 only");
   const bool fp8 = ab_dtype == DG_DTYPE_FLOAT8_E4M3;

@@ -20,6 +20,25 @@ dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
   if (out->kernel < DG_GEMM_KERNEL_AUTO || out->kernel > DG_GEMM_KERNEL_SKINNY)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.kernel: {} (expected DG_GEMM_KERNEL_AUTO (0), _TILED (1) or _SKINNY (2))", out->kernel);
+  // The config heuristic checks each override's legal values; here only the range every one of
+  // them shares, so that nothing downstream (cache keys, loop bounds) sees a negative or huge value.
+  const struct {
+    const char* name;
+    int32_t value, lo, hi;
+  } fields[] = {{"options.block_m", out->block_m, 0, 256},
+                {"options.block_n", out->block_n, 0, 256},
+                {"options.num_stages", out->num_stages, 0, 64},
+                {"options.cluster", out->cluster, 0, 2},
+                {"options.multicast_a", out->multicast_a, -1, 1},
+                {"options.num_math_warpgroups", out->num_math_warpgroups, 0, 2},
+                {"options.num_sms", out->num_sms, 0, 1024},
+                {"options.fp8_promotion", out->fp8_promotion, 0, DG_FP8_PROMOTION_OVERLAP},
+                {"options.fp8_promotion_slices", out->fp8_promotion_slices, 0, 4},
+                {"options.split_k", out->split_k, 0, 8}};
+  for (const auto& f : fields)
+    if (f.value < f.lo || f.value > f.hi)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: {} is out of range (expected {}..{}{})", f.name, f.value, f.lo,
+                      f.hi, f.lo == 0 ? ", 0 = heuristic" : ", -1 = heuristic");
   return DG_SUCCESS;
 }
 
@@ -88,6 +107,7 @@ dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* 
                              int64_t* ld) {
   DG_TRY(dg::check_rank(t, arg, {2}));
   DG_TRY(dg::check_dtype(t, arg, {DG_DTYPE_FLOAT32}));
+  if (t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", arg);
   const View v = view_of(t, transposed);
   if (v.rows != rows || v.cols != sf_k)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: view is [{}, {}] (expected [{}, ceil(K / 128) = {}]); shape {}", arg,

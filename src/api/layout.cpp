@@ -1,6 +1,7 @@
 // Host utilities and the scaling-factor layout entry points.
 #include "jit/kernel_cache.h"
 #include "ops/layout.h"
+#include "runtime/checked.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
 
@@ -20,7 +21,8 @@ dg_status check_shape_args(int32_t rank, const int64_t* sizes) {
 dg_status query_layout(LayoutOp op, int32_t rank, const int64_t* sizes, int64_t* out_sizes, int64_t* out_strides,
                        size_t* out_bytes) {
   DG_TRY(check_shape_args(rank, sizes));
-  const dg::ops::SfLayout l = dg::ops::mn_major_tma_aligned_layout(op, rank, sizes);
+  dg::ops::SfLayout l;
+  DG_TRY(dg::ops::mn_major_tma_aligned_layout(op, rank, sizes, "sizes", &l));
   for (int i = 0; i < rank; ++i) {
     if (out_sizes) out_sizes[i] = l.sizes[i];
     if (out_strides) out_strides[i] = l.strides[i];
@@ -75,9 +77,7 @@ DG_API dg_status dg_get_tma_aligned_size(int64_t x, size_t element_size, int64_t
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "element_size: {} does not divide 16 (expected 1, 2, 4, 8 or 16)",
                     element_size);
   if (x < 0) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "x: {} is negative", x);
-  const int64_t step = static_cast<int64_t>(16 / element_size);
-  *aligned = (x + step - 1) / step * step;
-  return DG_SUCCESS;
+  return dg::checked_align(x, static_cast<int64_t>(16 / element_size), aligned, "x");
 }
 
 DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void) { return 128; }

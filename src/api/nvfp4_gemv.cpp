@@ -78,15 +78,14 @@ dg_status nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
                           "options", "DG_NVFP4_GEMV_OPTIONS_INIT", &opts));
 
   const int rank = a->rank;
+  // Sizes are >= 0 (dg_tensor_create); bound them before K = 2 * sizes[1] can wrap.
+  if (a->sizes[0] > INT32_MAX || a->sizes[1] > INT32_MAX / 2 || size_at(*a, 2) > INT32_MAX)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: M, K or L above 2^31 - 1; got {}", dg::describe(*a));
   const int64_t M = a->sizes[0], K = 2 * a->sizes[1], L = size_at(*a, 2);
-  if (M < 0 || K < 0 || L < 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: negative size; got {}", dg::describe(*a));
   if (K % 32 != 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "a: K = 2 * sizes[1] = {} is not a multiple of 32 (two 16-element scale blocks per 16-byte load)",
                     K);
-  if (M > INT32_MAX || K > INT32_MAX || L > INT32_MAX)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: M, K or L above 2^31 - 1; got {}", dg::describe(*a));
   const char* rows = rank == 3 ? "[M, K/2, L]" : "[M, K/2]";
   DG_TRY(check_shape(*a, "a", rank, {M, K / 2, L}, rows));
   DG_TRY(check_shape(*sfa, "sfa", rank, {M, K / 16, L}, rank == 3 ? "[M, K/16, L]" : "[M, K/16]"));
@@ -105,6 +104,14 @@ dg_status nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
   DG_TRY(check_k_contiguous(*sfb, "sfb"));
   DG_TRY(dg::check_alignment(*c, "c", 2));
   if (M == 0 || L == 0) return DG_SUCCESS;
+  // c is written for every (m, l); a, sfa and the vector are read only when K > 0.
+  const struct {
+    const dg_tensor_s* t;
+    const char* name;
+    bool read;
+  } operands[] = {{a, "a", K > 0}, {sfa, "sfa", K > 0}, {b, "b", K > 0}, {sfb, "sfb", K > 0}, {c, "c", true}};
+  for (const auto& op : operands)
+    if (op.read && op.t->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", op.name);
 
   // Vector width: 16-byte loads need a and b (and their walked strides) 16-byte aligned and sfa,
   // sfb 2-byte aligned (two scales per load); 8-byte loads need 8-byte a and b only.

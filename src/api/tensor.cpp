@@ -1,5 +1,5 @@
 // dg_tensor descriptors.
-#include <new>
+#include <memory>
 
 #include "runtime/status.h"
 #include "runtime/tensor.h"
@@ -16,25 +16,48 @@ DG_API dg_status dg_tensor_create(dg_tensor** tensor, void* data, dg_dtype dtype
     if (rank < 1 || rank > DG_MAX_RANK)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "rank: {} is out of range (expected 1..{})", rank, DG_MAX_RANK);
     if (sizes == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sizes: is NULL (expected {} sizes)", rank);
-    auto t = new dg_tensor_s;
+    // Every product and sum over sizes and strides that later checks form (element counts, the
+    // byte extent, stride * element size) is checked here once, so a descriptor that exists never
+    // makes them wrap.
+    const int64_t elem = static_cast<int64_t>(dg::dtype_size(dtype));
+    auto t = std::make_unique<dg_tensor_s>();
     t->data = data;
     t->dtype = dtype;
     t->rank = rank;
     int64_t running = 1;
+    int64_t numel = 1;
     for (int i = rank - 1; i >= 0; --i) {
-      if (sizes[i] < 0) {
-        delete t;
-        return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sizes[{}]: {} is negative", i, sizes[i]);
-      }
-      if (strides != nullptr && strides[i] < 0) {
-        delete t;
+      if (sizes[i] < 0) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sizes[{}]: {} is negative", i, sizes[i]);
+      if (strides != nullptr && strides[i] < 0)
         return dg::fail(DG_ERROR_INVALID_ARGUMENT, "strides[{}]: {} is negative (expected >= 0)", i, strides[i]);
-      }
       t->sizes[i] = sizes[i];
       t->strides[i] = strides != nullptr ? strides[i] : running;
-      running *= sizes[i] > 0 ? sizes[i] : 1;
+      int64_t stride_bytes = 0;
+      if (__builtin_mul_overflow(t->strides[i], elem, &stride_bytes))
+        return dg::fail(DG_ERROR_INVALID_ARGUMENT, "strides[{}]: {} elements of {} bytes overflow 64-bit arithmetic", i,
+                        t->strides[i], elem);
+      if (__builtin_mul_overflow(numel, sizes[i], &numel) ||
+          (strides == nullptr && __builtin_mul_overflow(running, sizes[i] > 0 ? sizes[i] : 1, &running)))
+        return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                        "sizes: the element count overflows 64-bit arithmetic at sizes[{}] = {}", i, sizes[i]);
     }
-    *tensor = t;
+    if (numel > 0) {
+      // Bytes from the first element to one past the last: (sum (size - 1) * stride + 1) * elem.
+      int64_t last = 0;
+      for (int i = 0; i < rank; ++i) {
+        int64_t step = 0;
+        if (__builtin_mul_overflow(t->sizes[i] - 1, t->strides[i], &step) || __builtin_add_overflow(last, step, &last))
+          return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                          "strides: the extent of sizes[{}] = {} with stride {} overflows 64-bit arithmetic", i,
+                          t->sizes[i], t->strides[i]);
+      }
+      int64_t bytes = 0;
+      if (__builtin_add_overflow(last, 1, &last) || __builtin_mul_overflow(last, elem, &bytes))
+        return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                        "sizes: the tensor spans {} elements of {} bytes, which overflows 64-bit arithmetic", last,
+                        elem);
+    }
+    *tensor = t.release();
     return DG_SUCCESS;
   })
 }

@@ -1,8 +1,13 @@
 #include "jit/compiler.h"
 
+#include <fcntl.h>
 #include <nvrtc.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <cstdio>
@@ -77,6 +82,52 @@ dg_status compile_nvrtc(const KernelSpec& spec, const std::string& arch, const C
   return DG_SUCCESS;
 }
 
+// Runs `args[0]` with `args` as its argument vector (no shell: a path or option is never parsed as
+// a command), stdin from /dev/null, stdout and stderr collected into *output. Returns the exit
+// status, or -1 when the program could not be started or was killed (*output then says why).
+int run_process(const std::vector<std::string>& args, std::string* output) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int fds[2];
+  // Close-on-exec, so that processes other threads spawn meanwhile do not hold the write end open.
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    *output = fmt::format("cannot create a pipe: {}", std::strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  pid_t pid = 0;
+  const int spawn_error = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (spawn_error != 0) {
+    ::close(fds[0]);
+    *output = fmt::format("cannot run {}: {}", args[0], std::strerror(spawn_error));
+    return -1;
+  }
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n > 0) output->append(buf, static_cast<size_t>(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      *output += fmt::format("\nwaitpid failed: {}", std::strerror(errno));
+      return -1;
+    }
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  *output += fmt::format("\n{} was killed by signal {}", args[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return -1;
+}
+
 // nvcc in a scratch directory: headers and source written out, cubin read back.
 dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Config& config, CompileResult* out) {
   namespace fs = std::filesystem;
@@ -100,19 +151,13 @@ dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Co
     std::ofstream(p, std::ios::binary) << contents;
   }
   std::ofstream(dir / "kernel.cu", std::ios::binary) << out->source;
-  std::string cmd = "'" + config.nvcc_path + "' -cubin -o '" + (dir / "kernel.cubin").string() + "' '" +
-                    (dir / "kernel.cu").string() + "' -I'" + (dir / "include").string() + "'";
-  for (const std::string& o : compiler_options(arch, config)) cmd += " '" + o + "'";
-  cmd += " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return fail(DG_ERROR_COMPILE, "cannot run nvcc: {}", std::strerror(errno));
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out->log.append(buf, n);
-  const int status = ::pclose(pipe);
+  std::vector<std::string> args = {config.nvcc_path,           "-cubin", "-o", (dir / "kernel.cubin").string(),
+                                   (dir / "kernel.cu").string(), "-I" + (dir / "include").string()};
+  for (const std::string& o : compiler_options(arch, config)) args.push_back(o);
+  const int status = run_process(args, &out->log);
   if (status != 0)
-    return fail(DG_ERROR_COMPILE, "nvcc failed to compile {} for {} (exit {}):\n{}", spec.kernel_name, arch,
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1, out->log);
+    return fail(DG_ERROR_COMPILE, "nvcc failed to compile {} for {} (exit {}):\n{}", spec.kernel_name, arch, status,
+                out->log);
   std::ifstream in(dir / "kernel.cubin", std::ios::binary);
   out->cubin.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (out->cubin.empty()) return fail(DG_ERROR_COMPILE, "nvcc produced no cubin for {}", spec.kernel_name);
@@ -157,12 +202,7 @@ static std::string nvcc_version(const std::string& path) {
   auto it = versions.find(path);
   if (it != versions.end()) return it->second;
   std::string out;
-  if (FILE* pipe = ::popen(("'" + path + "' --version 2>/dev/null").c_str(), "r")) {
-    char buf[512];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-    ::pclose(pipe);
-  }
+  if (run_process({path, "--version"}, &out) != 0) out.clear();
   const size_t at = out.find("release ");
   std::string version = at == std::string::npos ? "unknown" : out.substr(at, out.find('\n', at) - at);
   return versions.emplace(path, version).first->second;

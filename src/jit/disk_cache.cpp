@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "runtime/log.h"
@@ -104,28 +103,66 @@ Digest digest(const std::string& text) {
 DiskCache::DiskCache(std::string root) {
   if (root.empty()) return;
   std::string dir = root + "/libdg";
-  if (!make_dirs(dir) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
-    log::warn("JIT cache directory {} is not usable ({}); compiled kernels are kept in memory only", dir,
-              std::strerror(errno));
+  // A directory that exists but cannot be written (a cache warmed into a read-only image, used by
+  // another user) still serves its entries; only new kernels stay in memory.
+  const bool exists = make_dirs(dir);
+  const int why = errno;
+  if (exists && ::access(dir.c_str(), R_OK | X_OK) == 0) {
+    read_only_ = ::access(dir.c_str(), W_OK) != 0;
+    dir_ = std::move(dir);
     return;
   }
-  dir_ = std::move(dir);
+  log::warn("JIT cache directory {} is not usable ({}); compiled kernels are kept in memory only", dir,
+            std::strerror(exists ? errno : why));
 }
 
 std::string DiskCache::path_for(const std::string& family, const Digest& key) const {
   return dir_ + "/" + family + "-" + key.hex() + ".cubin";
 }
 
+namespace {
+
+// Reads exactly `size` bytes unless the file ends first; false on an error or a short read.
+bool read_all(int fd, void* data, size_t size) {
+  char* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::read(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Largest entry read back: cubins are a few MB; anything far larger is not an entry libdg wrote.
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
+
+}  // namespace
+
 bool DiskCache::load(const std::string& family, const Digest& key, std::vector<char>* cubin) const {
   if (!enabled()) return false;
   const std::string path = path_for(family, key);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return false;
-  const auto file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+  // O_NONBLOCK: a FIFO or device planted under an entry's name must not block open() or read();
+  // O_NOFOLLOW: libdg writes regular files, never links. Whatever is there is then checked to be
+  // a regular file before a byte is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) log::warn("JIT cache entry {} cannot be opened ({}); recompiling it", path, std::strerror(errno));
+    return false;
+  }
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  struct stat st{};
   FileHeader h{};
   const char* problem = nullptr;
-  if (file_size < sizeof(FileHeader) || !in.read(reinterpret_cast<char*>(&h), sizeof(h))) {
+  if (::fstat(fd, &st) != 0) {
+    problem = "cannot stat it";
+  } else if (!S_ISREG(st.st_mode)) {
+    problem = "not a regular file";
+  } else if (static_cast<uint64_t>(st.st_size) < sizeof(FileHeader) || !read_all(fd, &h, sizeof(h))) {
     problem = "truncated header";
   } else if (std::memcmp(h.magic, kMagic, 4) != 0) {
     problem = "bad magic";
@@ -133,12 +170,16 @@ bool DiskCache::load(const std::string& family, const Digest& key, std::vector<c
     problem = "unknown format version";
   } else if (h.key[0] != key.words[0] || h.key[1] != key.words[1]) {
     problem = "key mismatch";
-  } else if (h.payload_size != file_size - sizeof(FileHeader)) {
+  } else if (h.payload_size != static_cast<uint64_t>(st.st_size) - sizeof(FileHeader)) {
     problem = "truncated payload";
+  } else if (h.payload_size > kMaxEntryBytes) {
+    problem = "larger than any kernel";
   } else {
     cubin->resize(h.payload_size);
-    if (!in.read(cubin->data(), static_cast<std::streamsize>(h.payload_size))) {
-      problem = "read error";
+    // A file truncated or replaced in place after fstat gives a short read here (writers rename
+    // whole files into place, so only something else would do that).
+    if (!read_all(fd, cubin->data(), cubin->size())) {
+      problem = "read error or short read";
     } else if (fnv1a(cubin->data(), cubin->size(), 0xcbf29ce484222325ull) != h.payload_checksum) {
       problem = "checksum mismatch";
     }
@@ -151,8 +192,15 @@ bool DiskCache::load(const std::string& family, const Digest& key, std::vector<c
   return true;
 }
 
+bool DiskCache::writable() const {
+  if (!read_only_) return true;
+  if (!warned_read_only_.exchange(true))
+    log::warn("JIT cache directory {} is read-only: its kernels are used, new ones are kept in memory only", dir_);
+  return false;
+}
+
 void DiskCache::store(const std::string& family, const Digest& key, const std::vector<char>& cubin) const {
-  if (!enabled()) return;
+  if (!enabled() || !writable()) return;
   FileHeader h{};
   std::memcpy(h.magic, kMagic, 4);
   h.format_version = kFormatVersion;
@@ -162,13 +210,19 @@ void DiskCache::store(const std::string& family, const Digest& key, const std::v
   h.payload_checksum = fnv1a(cubin.data(), cubin.size(), 0xcbf29ce484222325ull);
   std::string why;
   const std::string path = path_for(family, key);
-  if (!atomic_write(path, {{&h, sizeof(h)}, {cubin.data(), cubin.size()}}, &why))
-    log::warn("cannot write JIT cache entry {}: {}", path, why);
+  if (!atomic_write(path, {{&h, sizeof(h)}, {cubin.data(), cubin.size()}}, &why)) {
+    // Once per directory: a full disk or a directory made read-only later fails every write.
+    if (!warned_write_.exchange(true))
+      log::warn("cannot write JIT cache entry {}: {} (further write failures in {} are logged at debug level)", path,
+                why, dir_);
+    else
+      log::debug("cannot write JIT cache entry {}: {}", path, why);
+  }
 }
 
 void DiskCache::store_side_file(const std::string& family, const Digest& key, const std::string& ext,
                                 const std::string& contents) const {
-  if (!enabled()) return;
+  if (!enabled() || !writable()) return;
   std::string path = path_for(family, key);
   path.replace(path.size() - 5, 5, ext);  // ".cubin" -> ".<ext>"
   std::string why;

@@ -4,6 +4,7 @@
 // file or none; concurrent writers of the same key both write valid files and the last rename wins.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ Digest digest(const std::string& text);
 class DiskCache {
  public:
   // `root` is the cache root ("" disables the disk cache). An unusable directory degrades to
-  // memory-only with one warning.
+  // memory-only with one warning; one that can be read but not written serves its entries and
+  // skips writes, with one warning at the first skipped write.
   explicit DiskCache(std::string root);
 
   bool enabled() const { return !dir_.empty(); }
@@ -35,7 +37,10 @@ class DiskCache {
   // truncated file is a miss with a warning (the caller recompiles and store() replaces it).
   bool load(const std::string& family, const Digest& key, std::vector<char>* cubin) const;
 
-  // Atomically writes the entry; failures are logged as warnings (the kernel still works).
+  bool read_only() const { return read_only_; }
+
+  // Atomically writes the entry; the first failure is logged as a warning, later ones at debug
+  // level (the kernel still works).
   void store(const std::string& family, const Digest& key, const std::vector<char>& cubin) const;
 
   // Also keep a side file (source, PTX) next to the entry: <entry path minus .cubin>.<ext>.
@@ -43,7 +48,13 @@ class DiskCache {
                        const std::string& contents) const;
 
  private:
+  // False (after one warning) when the directory is read-only.
+  bool writable() const;
+
   std::string dir_;
+  bool read_only_ = false;
+  mutable std::atomic<bool> warned_read_only_{false};
+  mutable std::atomic<bool> warned_write_{false};
 };
 
 }  // namespace dg::jit

@@ -1,6 +1,7 @@
 #include "ops/layout.h"
 
 #include "jit/kernel_cache.h"
+#include "runtime/checked.h"
 #include "runtime/launch.h"
 #include "runtime/status.h"
 
@@ -13,23 +14,28 @@ const char* op_name(LayoutOp op) { return op == LayoutOp::kPackUe8m0 ? "pack_ue8
 
 }  // namespace
 
-SfLayout mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes) {
+dg_status mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes, const char* arg, SfLayout* out) {
   SfLayout l;
   l.rank = rank;
   const int64_t groups = rank == 3 ? sizes[0] : 1;
   const int64_t mn = sizes[rank - 2];
-  const int64_t cols = op == LayoutOp::kPackUe8m0 ? (sizes[rank - 1] + 3) / 4 : sizes[rank - 1];
-  const int64_t aligned_mn = (mn + 3) / 4 * 4;  // 16 bytes of 4-byte elements
+  const int64_t cols = op == LayoutOp::kPackUe8m0 ? ceil_div(sizes[rank - 1], 4) : sizes[rank - 1];
+  int64_t aligned_mn = 0, group_elems = 0, elems = 0, bytes = 0;
+  DG_TRY(checked_align(mn, 4, &aligned_mn, arg));  // 16 bytes of 4-byte elements
+  DG_TRY(checked_mul(aligned_mn, cols, &group_elems, arg));
+  DG_TRY(checked_mul(groups, group_elems, &elems, arg));
+  DG_TRY(checked_mul(elems, 4, &bytes, arg));
   l.sizes[rank - 2] = mn;
   l.sizes[rank - 1] = cols;
   l.strides[rank - 2] = 1;
   l.strides[rank - 1] = aligned_mn;
   if (rank == 3) {
     l.sizes[0] = groups;
-    l.strides[0] = aligned_mn * cols;
+    l.strides[0] = group_elems;
   }
-  l.bytes = static_cast<size_t>(groups * aligned_mn * cols * 4);
-  return l;
+  l.bytes = static_cast<size_t>(bytes);
+  *out = l;
+  return DG_SUCCESS;
 }
 
 bool has_layout(const dg_tensor_s& t, const SfLayout& layout) {
@@ -57,7 +63,8 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
   const int64_t groups = r == 3 ? in.sizes[0] : 1;
   const int64_t sf_k = in.sizes[r - 1];
   const int64_t out_sizes[3] = {groups, out_mn, sf_k};
-  const SfLayout want = mn_major_tma_aligned_layout(op, r, r == 3 ? out_sizes : out_sizes + 1);
+  SfLayout want;
+  DG_TRY(mn_major_tma_aligned_layout(op, r, r == 3 ? out_sizes : out_sizes + 1, "sf", &want));
   if (!has_layout(out, want)) {
     dg_tensor_s expected = out;
     for (int i = 0; i < r; ++i) {
@@ -68,6 +75,8 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
                 describe(out), describe(expected));
   }
   if (groups == 0 || out_mn == 0 || want.sizes[r - 1] == 0) return DG_SUCCESS;
+  if (in.data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "sf: data is NULL");
+  if (out.data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "out: data is NULL");
   if (out_mn > INT32_MAX || sf_k > INT32_MAX || groups > 65535)
     return fail(DG_ERROR_UNSUPPORTED, "sf: shape {} is too large for the layout kernel", describe(in));
 
@@ -114,15 +123,15 @@ dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gr
   if (!packed && sf.dtype != DG_DTYPE_FLOAT32)
     return fail(DG_ERROR_INVALID_ARGUMENT, "sf: dtype is {} (expected float32, or int32 packed UE8M0 on SM100)",
                 dtype_name(sf.dtype));
-  const int64_t sf_rows = (mn + gran_mn - 1) / gran_mn;
-  const int64_t sf_k = (k + gran_k - 1) / gran_k;
+  const int64_t sf_rows = ceil_div(mn, gran_mn);
+  const int64_t sf_k = ceil_div(k, gran_k);
   DG_TRY(check_size(sf, "sf", want_rank - 2, sf_rows, "ceil(mn / gran_mn)"));
-  DG_TRY(check_size(sf, "sf", want_rank - 1, packed ? (sf_k + 3) / 4 : sf_k,
+  DG_TRY(check_size(sf, "sf", want_rank - 1, packed ? ceil_div(sf_k, 4) : sf_k,
                     packed ? "ceil(k / (4 * gran_k))" : "ceil(k / gran_k)"));
   *plan = SfTransformPlan{};
   const int64_t* sizes = sf.sizes;
   if (!packed && (arch_major == 9 || disable_ue8m0_cast) && gran_mn == 1) {
-    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kTranspose, sf.rank, sizes);
+    DG_TRY(mn_major_tma_aligned_layout(LayoutOp::kTranspose, sf.rank, sizes, "sf", &plan->layout));
     plan->is_input = has_layout(sf, plan->layout);
     plan->out_mn = mn;
     return DG_SUCCESS;
@@ -151,7 +160,8 @@ dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gr
     int64_t out_sizes[3] = {num_groups, mn, sf_k};
     plan->op = LayoutOp::kPackUe8m0;
     plan->dtype = DG_DTYPE_INT32;
-    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1);
+    DG_TRY(mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1,
+                                       "mn, k", &plan->layout));
     plan->out_mn = mn;
     plan->row_div = gran_mn;
     return DG_SUCCESS;
@@ -159,7 +169,8 @@ dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gr
   if (packed && arch_major == 10 && gran_mn == 1) {
     plan->dtype = DG_DTYPE_INT32;
     int64_t out_sizes[3] = {num_groups, mn, sf_k};
-    plan->layout = mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1);
+    DG_TRY(mn_major_tma_aligned_layout(LayoutOp::kPackUe8m0, sf.rank, num_groups > 0 ? out_sizes : out_sizes + 1,
+                                       "mn, k", &plan->layout));
     if (!has_layout(sf, plan->layout))
       return fail(DG_ERROR_INVALID_ARGUMENT, "sf: packed UE8M0 scales must already be MN-major TMA-aligned; got {}",
                   describe(sf));

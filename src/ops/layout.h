@@ -13,13 +13,14 @@ enum class LayoutOp : int { kTranspose = 0, kPackUe8m0 = 1 };
 
 // Sizes, strides and bytes of the MN-major TMA-aligned output for scales of logical shape
 // [groups?, mn, sf_k] (rank 2 or 3). For kPackUe8m0 the last size becomes ceil(sf_k / 4).
+// DG_ERROR_INVALID_ARGUMENT naming `arg` when the layout's size overflows 64-bit arithmetic.
 struct SfLayout {
   int rank = 0;
   int64_t sizes[3] = {};
   int64_t strides[3] = {};
   size_t bytes = 0;
 };
-SfLayout mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes);
+dg_status mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes, const char* arg, SfLayout* out);
 
 // True when `t` already has exactly that layout (padding rows excluded from the check).
 bool has_layout(const dg_tensor_s& t, const SfLayout& layout);

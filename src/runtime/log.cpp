@@ -1,52 +1,29 @@
 #include "runtime/log.h"
 
-#include <spdlog/sinks/base_sink.h>
-
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
+#include <spdlog/sinks/sink.h>
 #include <strings.h>
 
-#include <cstring>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <mutex>
+
+#include "runtime/env.h"
 
 namespace dg::log {
 namespace {
 
-// One sink for both destinations: the user's callback when set, else stderr. Guarded by the
-// base_sink mutex, so a callback swap never races a message.
-class Sink final : public spdlog::sinks::base_sink<std::mutex> {
- public:
-  void set_callback(dg_log_callback cb, void* user) {
-    std::lock_guard<std::mutex> lock(this->mutex_);
-    callback_ = cb;
-    user_ = user;
+int to_dg(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::trace: return DG_LOG_TRACE;
+    case spdlog::level::debug: return DG_LOG_DEBUG;
+    case spdlog::level::info: return DG_LOG_INFO;
+    case spdlog::level::warn: return DG_LOG_WARN;
+    default: return DG_LOG_ERROR;
   }
-
- protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
-    std::string text(msg.payload.data(), msg.payload.size());
-    if (callback_ != nullptr) {
-      callback_(to_dg(msg.level), text.c_str(), user_);
-    } else {
-      std::fprintf(stderr, "[libdg] %s: %s\n", spdlog::level::to_string_view(msg.level).data(), text.c_str());
-    }
-  }
-  void flush_() override { std::fflush(stderr); }
-
- private:
-  static int to_dg(spdlog::level::level_enum l) {
-    switch (l) {
-      case spdlog::level::trace: return DG_LOG_TRACE;
-      case spdlog::level::debug: return DG_LOG_DEBUG;
-      case spdlog::level::info: return DG_LOG_INFO;
-      case spdlog::level::warn: return DG_LOG_WARN;
-      default: return DG_LOG_ERROR;
-    }
-  }
-  dg_log_callback callback_ = nullptr;
-  void* user_ = nullptr;
-};
+}
 
 spdlog::level::level_enum to_spdlog(int level) {
   switch (level) {
@@ -59,18 +36,91 @@ spdlog::level::level_enum to_spdlog(int level) {
   }
 }
 
+// Whether this thread is inside the user's callback (a message logged then is dropped).
+thread_local bool t_in_callback = false;
+
+// One sink for both destinations: the user's callback when set, else stderr. No lock is held while
+// the callback runs, so it may call back into libdg, dg_set_log_callback and dg_set_log_level
+// included. Messages libdg logs on a thread that is inside the callback are dropped: delivering
+// them would re-enter the callback from within itself. dg_set_log_callback (from outside a
+// callback) returns only once no thread is still running a callback it replaced, so the caller
+// may free the old user_data.
+class Sink final : public spdlog::sinks::sink {
+ public:
+  void log(const spdlog::details::log_msg& msg) override {
+    if (t_in_callback) return;
+    dg_log_callback callback = nullptr;
+    void* user = nullptr;
+    uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      callback = callback_;
+      user = user_;
+      generation = generation_;
+      if (callback != nullptr) ++running_[generation];
+    }
+    const std::string text(msg.payload.data(), msg.payload.size());
+    if (callback == nullptr) {
+      std::fprintf(stderr, "[libdg] %s: %s\n", spdlog::level::to_string_view(msg.level).data(), text.c_str());
+      return;
+    }
+    t_in_callback = true;
+    callback(to_dg(msg.level), text.c_str(), user);
+    t_in_callback = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--running_[generation] == 0) running_.erase(generation);
+    }
+    done_.notify_all();
+  }
+  void flush() override { std::fflush(stderr); }
+  void set_pattern(const std::string&) override {}
+  void set_formatter(std::unique_ptr<spdlog::formatter>) override {}
+
+  void set_callback(dg_log_callback cb, void* user) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    callback_ = cb;
+    user_ = user;
+    const uint64_t replaced = generation_++;
+    // Wait for other threads' calls of the callbacks replaced. From inside a callback it does not
+    // wait: two callbacks each swapping the callback would otherwise wait for each other.
+    if (t_in_callback) return;
+    done_.wait(lock, [&] { return running_.empty() || running_.begin()->first > replaced; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  dg_log_callback callback_ = nullptr;
+  void* user_ = nullptr;
+  uint64_t generation_ = 0;
+  std::map<uint64_t, int> running_;  // generation -> threads inside that generation's callback
+};
+
 struct State {
   std::shared_ptr<Sink> sink = std::make_shared<Sink>();
   spdlog::logger logger{"libdg", sink};  // never registered: invisible to the host's spdlog
   std::atomic<int> level{DG_LOG_WARN};
+  int environment_level = DG_LOG_WARN;
   State() {
+    // Warnings about the variables go to `logger` directly: log::warn would re-enter state().
     // DG_JIT_DEBUG asks for the JIT's debug messages, unless DG_LOG_LEVEL says otherwise.
-    const char* jit_debug = std::getenv("DG_JIT_DEBUG");
-    if (jit_debug != nullptr && std::strcmp(jit_debug, "0") != 0 && jit_debug[0] != '\0') level = DG_LOG_DEBUG;
-    if (const char* env = std::getenv("DG_LOG_LEVEL")) {
-      int parsed = parse_level(env);
-      if (parsed >= 0) level = parsed;
+    if (const char* jit_debug = env::get("DG_JIT_DEBUG")) {
+      if (const std::optional<bool> on = env::parse_bool(jit_debug)) {
+        if (*on) environment_level = DG_LOG_DEBUG;
+      } else if (env::first_warning("DG_JIT_DEBUG")) {
+        logger.warn("ignoring DG_JIT_DEBUG={}: expected 1/0, true/false, on/off or yes/no; using 0", jit_debug);
+      }
     }
+    if (const char* text = env::get("DG_LOG_LEVEL")) {
+      const int parsed = parse_level(text);
+      if (parsed >= 0) {
+        environment_level = parsed;
+      } else if (env::first_warning("DG_LOG_LEVEL")) {
+        logger.warn("ignoring DG_LOG_LEVEL={}: expected trace, debug, info, warn, error, off or 0..5", text);
+      }
+    }
+    level = environment_level;
     logger.set_level(to_spdlog(level));
     logger.flush_on(spdlog::level::warn);
   }
@@ -93,6 +143,8 @@ void set_level(int level) {
 }
 
 int level() { return state().level; }
+
+int environment_level() { return state().environment_level; }
 
 int parse_level(const char* text) {
   static const char* const names[] = {"trace", "debug", "info", "warn", "error", "off"};

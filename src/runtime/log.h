@@ -1,5 +1,6 @@
 // The library's private logger: an unregistered spdlog logger (header-only, so libdg.so needs no
-// spdlog or fmt at run time) whose sink is either stderr or the user's dg_log_callback.
+// spdlog or fmt at run time) whose sink is either stderr or the user's dg_log_callback. The
+// callback may call into libdg; what libdg logs on that thread meanwhile is dropped.
 //   dg::log::warn("cache dir {} is not writable: {}", dir, reason);
 #pragma once
 #include <spdlog/spdlog.h>
@@ -9,9 +10,13 @@
 namespace dg::log {
 
 spdlog::logger& get();
+// Safe to call from inside a callback. From elsewhere it returns once no thread runs a replaced
+// callback.
 void set_callback(dg_log_callback callback, void* user_data);
 void set_level(int level);  // a DG_LOG_* value
 int level();
+// The level DG_LOG_LEVEL (or DG_JIT_DEBUG) asked for when the logger started; DG_LOG_WARN if none.
+int environment_level();
 // Parses DG_LOG_LEVEL style names ("warn", "3", ...); returns -1 when not recognised.
 int parse_level(const char* text);
 

@@ -22,6 +22,8 @@ const char* dtype_name(dg_dtype dtype);
 
 // "[4096, 7168] strides [7168, 1] bfloat16"
 std::string describe(const dg_tensor_s& t);
+// dg_tensor_create rejects descriptors for which these overflow, so on a created tensor they, and
+// stride * element size, never wrap.
 int64_t numel(const dg_tensor_s& t);
 // Bytes from the first to one past the last element addressed (0 for an empty tensor).
 int64_t extent_bytes(const dg_tensor_s& t);
