@@ -169,9 +169,9 @@ int run(int argc, char** argv) {
     } else if (arg == "--context") {
       const std::string path = operand();
       try {
-        context = dg::codegen::parse_json(read_file(path));
+        context = dg::codegen::parse_json(read_file(path), path);
       } catch (const std::invalid_argument& e) {
-        throw Failure{path + ": " + e.what()};
+        throw Failure{e.what()};
       }
       if (!context.is_map()) throw Failure{path + ": the context must be a JSON object"};
     } else if (arg == "--set" || arg == "--set-str") {

@@ -68,6 +68,7 @@ struct Apply {
 struct Expr {
   Location loc;
   std::variant<Literal, ListExpr, Name, GetAttr, GetItem, Unary, Binary, Compare, Conditional, Apply> node;
+  int height = 1;  // levels of the tree rooted here (bounded by kMaxExpressionHeight)
 };
 
 struct Stmt;
@@ -75,6 +76,7 @@ using Body = std::vector<Stmt>;
 
 struct Text {
   std::string text;
+  Location loc;
 };
 struct Output {  // {{ expr }}
   ExprPtr expr;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "limits.h"
 #include "ops.h"
 
 namespace dg::codegen::detail {
@@ -135,15 +136,19 @@ Operand filter_join(const Operand& in, const Args& a) {
   bool first = true;
   for (const Value& item : iterate(in.value)) {
     if (!first) out += sep;
-    out += item.to_string();
+    const std::optional<std::string> text = to_string_within(item, kMaxStringBytes - out.size());
+    if (!text) throw EvalError{"join() would exceed the template engine's limit of " + std::to_string(kMaxStringBytes) + " bytes"};
+    out += *text;
     first = false;
+    if (out.size() > kMaxStringBytes)
+      throw EvalError{"join() would exceed the template engine's limit of " + std::to_string(kMaxStringBytes) + " bytes"};
   }
   return of(std::move(out));
 }
 
 Operand filter_length(const Operand& in, const Args&) {
   const Value& v = in.value;
-  if (v.is_string()) return of(characters(v.as_string()).size());
+  if (v.is_string()) return of(character_count(v.as_string()));
   if (v.is_list() || v.is_map()) return of(v.size());
   throw EvalError{"object of type " + python_type(v) + " has no len()"};
 }
@@ -206,13 +211,21 @@ Operand function_range(const Operand&, const Args& a) {
     stop = to_int(a[1].value);
   }
   if (step == 0) throw EvalError{"range() arg 3 must not be zero"};
-  constexpr std::int64_t kMaxItems = std::int64_t{1} << 24;  // a template bug, not a kernel
+  // The count first, in unsigned arithmetic: stepping an int64 past stop could overflow.
+  std::uint64_t count = 0;
+  if (step > 0 && start < stop)
+    count = (static_cast<std::uint64_t>(stop) - static_cast<std::uint64_t>(start) - 1) / static_cast<std::uint64_t>(step) + 1;
+  else if (step < 0 && start > stop)
+    count = (static_cast<std::uint64_t>(start) - static_cast<std::uint64_t>(stop) - 1) /
+                (std::uint64_t{0} - static_cast<std::uint64_t>(step)) + 1;
+  if (count > kMaxListItems)
+    throw EvalError{"range() is limited to " + std::to_string(kMaxListItems) + " items (this one has " +
+                    std::to_string(count) + ")"};
   Value::List out;
-  for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    if (static_cast<std::int64_t>(out.size()) == kMaxItems)
-      throw EvalError{"range() is limited to 16777216 items"};
-    out.emplace_back(i);
-  }
+  out.reserve(count);
+  // start + i * step lies between start and stop: computed modulo 2^64, it is exact.
+  for (std::uint64_t i = 0; i < count; ++i)
+    out.emplace_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(start) + i * static_cast<std::uint64_t>(step)));
   return of(std::move(out));
 }
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "limits.h"
 #include "utf8.h"
 
 namespace dg::codegen {
@@ -13,7 +14,7 @@ namespace {
 
 class JsonReader {
  public:
-  explicit JsonReader(std::string_view s) : s_(s) {}
+  JsonReader(std::string_view s, std::string_view name) : s_(s), name_(name) {}
 
   Value document() {
     Value v = value();
@@ -36,7 +37,24 @@ class JsonReader {
     return number();
   }
 
+  // Containers nest at most kMaxValueDepth deep: the reader, and everything that later walks the
+  // value, recurse once per level.
+  class Nest {
+   public:
+    explicit Nest(JsonReader& r) : r_(r) {
+      if (++r_.depth_ > detail::kMaxValueDepth)
+        r_.fail("arrays and objects nested more than " + std::to_string(detail::kMaxValueDepth) + " levels deep");
+    }
+    ~Nest() { --r_.depth_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    JsonReader& r_;
+  };
+
   Value object() {
+    const Nest nest(*this);
     ++pos_;
     Value::Map m;
     if (peek_after_space('}')) return m;
@@ -54,6 +72,7 @@ class JsonReader {
   }
 
   Value array() {
+    const Nest nest(*this);
     ++pos_;
     Value::List l;
     if (peek_after_space(']')) return l;
@@ -87,9 +106,14 @@ class JsonReader {
         case 't': out += '\t'; break;
         case 'u': {
           std::uint32_t cp = hex4();
-          if (cp >= 0xd800 && cp < 0xdc00 && s_.substr(pos_, 2) == "\\u") {  // surrogate pair
+          if (cp >= 0xd800 && cp < 0xdc00) {  // a high surrogate must start a pair
+            if (s_.substr(pos_, 2) != "\\u") fail("unpaired surrogate");
             pos_ += 2;
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (hex4() - 0xdc00);
+            const std::uint32_t low = hex4();
+            if (low < 0xdc00 || low >= 0xe000) fail("unpaired surrogate");
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
+          } else if (cp >= 0xdc00 && cp < 0xe000) {
+            fail("unpaired surrogate");
           }
           detail::append_utf8(out, cp);
           break;
@@ -153,16 +177,30 @@ class JsonReader {
   void expect(char c) {
     if (!accept(c)) fail(std::string("expected '") + c + "'");
   }
+  // "name:line:col: JSON: what", line and column 1-based, the column in UTF-8 characters.
   [[noreturn]] void fail(const std::string& what) {
-    throw std::invalid_argument("JSON: " + what + " at offset " + std::to_string(pos_));
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < pos_ && i < s_.size(); ++i) {
+      const auto c = static_cast<unsigned char>(s_[i]);
+      if (c == '\n') {
+        ++line;
+        column = 1;
+      } else if ((c & 0xc0) != 0x80) {
+        ++column;
+      }
+    }
+    throw std::invalid_argument(std::string(name_) + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                                ": JSON: " + what);
   }
 
   std::string_view s_;
+  std::string_view name_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
 
-Value parse_json(std::string_view text) { return JsonReader(text).document(); }
+Value parse_json(std::string_view text, std::string_view name) { return JsonReader(text, name).document(); }
 
 }  // namespace dg::codegen

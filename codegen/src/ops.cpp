@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "limits.h"
+
 namespace dg::codegen::detail {
 
 namespace {
@@ -69,14 +71,41 @@ std::int64_t mul(std::int64_t a, std::int64_t b) {
   return r;
 }
 
+[[noreturn]] void too_long(const char* what, std::size_t limit) {
+  throw EvalError{std::string(what) + " would exceed the template engine's limit of " + std::to_string(limit) +
+                  (what[0] == 's' ? " bytes" : " items")};
+}
+
+std::string joined(const std::string& a, const std::string& b) {
+  if (a.size() + b.size() > kMaxStringBytes) too_long("string", kMaxStringBytes);
+  return a + b;
+}
+
+Value::List concatenated(const Value::List& a, const Value::List& b) {
+  if (a.size() + b.size() > kMaxListItems) too_long("list", kMaxListItems);
+  if (list_bytes(a) + list_bytes(b) > kMaxListBytes) too_long("list of strings", kMaxListBytes);
+  Value::List out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
 Value repeat(const Value& seq, std::int64_t n) {
+  if (n <= 0) return seq.is_string() ? Value("") : Value(Value::List());
+  const auto times = static_cast<std::uint64_t>(n);
   if (seq.is_string()) {
+    const std::string& s = seq.as_string();
+    if (!s.empty() && times > kMaxStringBytes / s.size()) too_long("string", kMaxStringBytes);
     std::string out;
-    for (std::int64_t i = 0; i < n; ++i) out += seq.as_string();
+    out.reserve(s.size() * times);
+    for (std::uint64_t i = 0; i < times; ++i) out += s;
     return out;
   }
+  const Value::List& items = seq.as_list();
+  if (!items.empty() && (times > kMaxListItems / items.size() || times > kMaxListBytes / list_bytes(items)))
+    too_long("list", kMaxListItems);
   Value::List out;
-  for (std::int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.as_list().begin(), seq.as_list().end());
+  out.reserve(items.size() * times);
+  for (std::uint64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
   return out;
 }
 
@@ -257,12 +286,8 @@ bool compare(CompareOp op, const Value& a, const Value& b) {
 Value arithmetic(BinaryOp op, const Value& a, const Value& b) {
   if (is_integral(a) && is_integral(b)) return int_arithmetic(op, to_int(a), to_int(b));
   if (is_numeric(a) && is_numeric(b)) return float_arithmetic(op, to_double(a), to_double(b));
-  if (op == BinaryOp::Add && a.is_string() && b.is_string()) return a.as_string() + b.as_string();
-  if (op == BinaryOp::Add && a.is_list() && b.is_list()) {
-    Value::List out = a.as_list();
-    out.insert(out.end(), b.as_list().begin(), b.as_list().end());
-    return out;
-  }
+  if (op == BinaryOp::Add && a.is_string() && b.is_string()) return joined(a.as_string(), b.as_string());
+  if (op == BinaryOp::Add && a.is_list() && b.is_list()) return concatenated(a.as_list(), b.as_list());
   if (op == BinaryOp::Mul) {
     if ((a.is_string() || a.is_list()) && is_integral(b)) return repeat(a, to_int(b));
     if (is_integral(a) && (b.is_string() || b.is_list())) return repeat(b, to_int(a));
@@ -288,7 +313,16 @@ Value unary(UnaryOp op, const Value& v) {
   return v;
 }
 
+std::size_t character_count(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  return n;
+}
+
 std::vector<Value> characters(const std::string& s) {
+  if (character_count(s) > kMaxListItems)
+    throw EvalError{"a string of more than " + std::to_string(kMaxListItems) +
+                    " characters cannot be split into characters (the template engine's list limit)"};
   std::vector<Value> out;
   for (std::size_t i = 0; i < s.size();) {
     std::size_t n = 1;

@@ -21,7 +21,9 @@ Value arithmetic(BinaryOp op, const Value& a, const Value& b);  // + - * / // % 
 Value unary(UnaryOp op, const Value& v);
 // What `for x in v` visits: list items, map keys, or the characters of a string.
 std::vector<Value> iterate(const Value& v);
-// Characters of a UTF-8 string, each as a string.
+// Characters of a UTF-8 string (bytes that do not continue a UTF-8 sequence).
+std::size_t character_count(const std::string& s);
+// Characters of a UTF-8 string, each as a string; an EvalError beyond kMaxListItems.
 std::vector<Value> characters(const std::string& s);
 // Python's name for a value's type in error messages, e.g. "'str'".
 std::string python_type(const Value& v);

@@ -1,10 +1,12 @@
 #include "parser.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <string_view>
 
 #include "builtins.h"
+#include "limits.h"
 
 namespace dg::codegen::detail {
 
@@ -20,6 +22,22 @@ class Parser {
   Body parse_template() { return parse_body({}); }
 
  private:
+  // One level of parser recursion, for as long as it lives; too many is an error at `at`.
+  class Nest {
+   public:
+    Nest(Parser& p, const Token& at) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting)
+        fail(at, "nested more than " + std::to_string(kMaxNesting) +
+                     " levels deep (blocks, parentheses, lists, unary operators and inline ifs together)");
+    }
+    ~Nest() { --p_.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+
+   private:
+    Parser& p_;
+  };
+
   // ---- statements ----
 
   // Statements up to one of the block tags in `terminators` (left unconsumed: the caller reads
@@ -33,7 +51,7 @@ class Parser {
           if (terminators.size() != 0) throw LocatedError{open_block_, unclosed_message_};
           return body;
         case TokenKind::Text:
-          body.push_back(Stmt{Text{t.text}});
+          body.push_back(Stmt{Text{t.text, t.loc}});
           next();
           break;
         case TokenKind::VarBegin: {
@@ -77,6 +95,7 @@ class Parser {
   // Parses a nested body, remembering which block to blame if the template ends inside it.
   template <typename... Ends>
   Body parse_block_body(const Token& opener, const char* end_tag, Ends... terminators) {
+    const Nest nest(*this, opener);
     const Location saved_loc = open_block_;
     const std::string saved_message = unclosed_message_;
     open_block_ = opener.loc;
@@ -149,6 +168,7 @@ class Parser {
   // ---- expressions ----
 
   ExprPtr parse_expression(bool with_conditional = true) {
+    const Nest nest(*this, peek());
     return with_conditional ? parse_conditional() : parse_or();
   }
 
@@ -159,6 +179,7 @@ class Parser {
       ExprPtr cond = parse_or();
       // Jinja2 makes a missing else Undefined; we ask for it rather than print an empty string.
       expect_keyword("else");
+      const Nest nest(*this, peek());
       ExprPtr otherwise = parse_conditional();
       then = make(loc, Conditional{std::move(cond), std::move(then), std::move(otherwise)});
     }
@@ -185,6 +206,7 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_keyword(peek(), "not")) {
+      const Nest nest(*this, peek());
       const Location loc = next().loc;
       return make(loc, Unary{UnaryOp::Not, parse_not()});
     }
@@ -251,6 +273,7 @@ class Parser {
     const Token& t = peek();
     ExprPtr e;
     if (is_operator(t, "-") || is_operator(t, "+")) {
+      const Nest nest(*this, t);
       next();
       e = make(t.loc, Unary{t.text == "-" ? UnaryOp::Neg : UnaryOp::Pos, parse_unary(false)});
     } else {
@@ -415,9 +438,40 @@ class Parser {
 
   // ---- tokens ----
 
+  // Heights of a node's children; the renderer and the destructor recurse once per level.
+  static int height(const ExprPtr& e) { return e ? e->height : 0; }
+  static int children_height(const Literal&) { return 0; }
+  static int children_height(const Name&) { return 0; }
+  static int children_height(const ListExpr& n) {
+    int h = 0;
+    for (const ExprPtr& item : n.items) h = std::max(h, height(item));
+    return h;
+  }
+  static int children_height(const GetAttr& n) { return height(n.object); }
+  static int children_height(const GetItem& n) { return std::max(height(n.object), height(n.index)); }
+  static int children_height(const Unary& n) { return height(n.operand); }
+  static int children_height(const Binary& n) { return std::max(height(n.lhs), height(n.rhs)); }
+  static int children_height(const Compare& n) {
+    int h = height(n.first);
+    for (const Compare::Step& step : n.steps) h = std::max(h, height(step.rhs));
+    return h;
+  }
+  static int children_height(const Conditional& n) {
+    return std::max({height(n.cond), height(n.then), height(n.otherwise)});
+  }
+  static int children_height(const Apply& n) {
+    int h = height(n.input);
+    for (const ExprPtr& arg : n.args) h = std::max(h, height(arg));
+    return h;
+  }
+
   template <typename Node>
   static ExprPtr make(Location loc, Node node) {
-    return std::make_unique<const Expr>(Expr{loc, std::move(node)});
+    const int h = children_height(node) + 1;
+    if (h > kMaxExpressionHeight)
+      throw LocatedError{loc, "expression nested more than " + std::to_string(kMaxExpressionHeight) +
+                                  " levels deep (split a long operator chain with {% set %})"};
+    return std::make_unique<const Expr>(Expr{loc, std::move(node), h});
   }
 
   const Token& peek(std::size_t ahead = 0) const {
@@ -471,6 +525,7 @@ class Parser {
 
   const std::vector<Token>& tokens_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;
   // The innermost open block, blamed when the template ends before its end tag.
   Location open_block_;
   std::string unclosed_message_;

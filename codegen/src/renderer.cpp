@@ -1,9 +1,11 @@
 #include "renderer.h"
 
+#include <optional>
 #include <string_view>
 #include <utility>
 
 #include "builtins.h"
+#include "limits.h"
 #include "ops.h"
 #include "python.h"
 
@@ -53,9 +55,24 @@ class Renderer {
 
   // ---- statements ----
 
-  void exec(const Text& t) { out_ += t.text; }
+  void exec(const Text& t) { emit(t.text, t.loc); }
 
-  void exec(const Output& o) { out_ += eval(*o.expr).get().to_string(); }
+  void exec(const Output& o) {
+    const Operand result = eval(*o.expr);
+    const std::optional<std::string> text = to_string_within(result.get(), kMaxStringBytes - out_.size());
+    if (!text) output_too_long(o.expr->loc);
+    emit(*text, o.expr->loc);
+  }
+
+  void emit(const std::string& text, Location loc) {
+    if (text.size() > kMaxStringBytes - out_.size()) output_too_long(loc);
+    out_ += text;
+  }
+
+  [[noreturn]] static void output_too_long(Location loc) {
+    throw LocatedError{loc, "the rendered output would exceed the template engine's limit of " +
+                                std::to_string(kMaxStringBytes) + " bytes"};
+  }
 
   void exec(const If& s) {
     for (const If::Branch& b : s.branches) {
@@ -72,6 +89,11 @@ class Renderer {
   void exec(const For& s) {
     const Value iterable = eval(*s.iterable).get();
     std::vector<Value> items = at(s.iterable->loc, [&] { return iterate(iterable); });
+    // Counted before the filter, which runs once per item too.
+    iterations_ += static_cast<std::int64_t>(items.size());
+    if (iterations_ > kMaxIterations)
+      throw LocatedError{s.iterable->loc, "loops would run more than " + std::to_string(kMaxIterations) +
+                                              " iterations in one render (the template engine's limit)"};
     if (s.filter) {
       std::vector<Value> kept;
       for (Value& item : items) {
@@ -126,9 +148,15 @@ class Renderer {
 
   Operand eval(const Expr&, const Literal& n) { return defined(n.value); }
 
-  Operand eval(const Expr&, const ListExpr& n) {
+  // The only way a template nests values: bounded, so that printing, comparing and destroying
+  // them cannot overflow the stack.
+  Operand eval(const Expr& e, const ListExpr& n) {
     Value::List items;
-    for (const ExprPtr& item : n.items) items.push_back(eval(*item).get());
+    for (const ExprPtr& item : n.items) {
+      items.push_back(eval(*item).get());
+      if (deeper_than(items.back(), kMaxValueDepth - 1))
+        throw LocatedError{e.loc, "lists nested more than " + std::to_string(kMaxValueDepth) + " levels deep"};
+    }
     return defined(std::move(items));
   }
 
@@ -154,12 +182,14 @@ class Renderer {
     if (object.is_map() && index.is_string()) {
       if (const Value* v = object.find(index.as_string())) return defined(*v);
     } else if ((object.is_list() || object.is_string()) && (index.is_int() || index.is_bool())) {
-      const std::vector<Value> chars = object.is_string() ? characters(object.as_string()) : std::vector<Value>();
-      const std::vector<Value>& items = object.is_list() ? object.as_list() : chars;
-      const std::int64_t size = static_cast<std::int64_t>(items.size());
+      const std::int64_t size = static_cast<std::int64_t>(object.is_list() ? object.as_list().size()
+                                                                             : character_count(object.as_string()));
       std::int64_t i = index.is_bool() ? index.as_bool() : index.as_int();
       if (i < 0) i += size;  // Python's negative indices count from the end
-      if (i >= 0 && i < size) return defined(items[static_cast<std::size_t>(i)]);
+      if (i >= 0 && i < size) {
+        if (object.is_list()) return defined(object.as_list()[static_cast<std::size_t>(i)]);
+        return defined(character_at(object.as_string(), static_cast<std::size_t>(i)));
+      }
     }
     if (index.is_string())
       return undefined(object_repr(object) + " has no attribute '" + index.as_string() + "'", e.loc);
@@ -168,7 +198,7 @@ class Renderer {
 
   Operand eval(const Expr&, const Unary& n) { return defined(unary(n.op, eval(*n.operand).get())); }
 
-  Operand eval(const Expr&, const Binary& n) {
+  Operand eval(const Expr& e, const Binary& n) {
     switch (n.op) {
       case BinaryOp::And: {  // Python returns the deciding operand, not a bool
         Operand lhs = eval(*n.lhs);
@@ -179,8 +209,13 @@ class Renderer {
         return truthy(lhs.get()) ? lhs : eval(*n.rhs);
       }
       case BinaryOp::Concat: {
-        std::string s = eval(*n.lhs).get().to_string();
-        return defined(s + eval(*n.rhs).get().to_string());
+        std::optional<std::string> s = to_string_within(eval(*n.lhs).get(), kMaxStringBytes);
+        if (s) {
+          const std::optional<std::string> rhs = to_string_within(eval(*n.rhs).get(), kMaxStringBytes - s->size());
+          if (rhs) return defined(*s + *rhs);
+        }
+        throw LocatedError{e.loc, "'~' would make a string longer than the template engine's limit of " +
+                                      std::to_string(kMaxStringBytes) + " bytes"};
       }
       default: {
         const Value lhs = eval(*n.lhs).get();
@@ -220,9 +255,20 @@ class Renderer {
     return result;
   }
 
+  // The character of UTF-8 `s` at character index `i` (< character_count(s)).
+  static std::string character_at(const std::string& s, std::size_t i) {
+    std::size_t begin = 0;
+    for (std::size_t seen = 0;; ++begin)
+      if ((static_cast<unsigned char>(s[begin]) & 0xc0) != 0x80 && seen++ == i) break;
+    std::size_t end = begin + 1;
+    while (end < s.size() && (static_cast<unsigned char>(s[end]) & 0xc0) == 0x80) ++end;
+    return s.substr(begin, end - begin);
+  }
+
   const Value& context_;
   std::vector<Frame> frames_;  // innermost last; the first holds top-level {% set %}s
   std::string out_;
+  std::int64_t iterations_ = 0;
 };
 
 }  // namespace

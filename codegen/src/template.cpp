@@ -2,6 +2,7 @@
 
 #include "ast.h"
 #include "lexer.h"
+#include "limits.h"
 #include "parser.h"
 #include "renderer.h"
 
@@ -68,6 +69,11 @@ TemplateError::TemplateError(std::string template_name, int line, int column, st
 Template Template::parse(std::string source, std::string name) {
   auto program = std::make_shared<detail::Program>();
   program->name = std::move(name);
+  if (source.size() > detail::kMaxSourceBytes)
+    throw TemplateError(program->name, 1, 1,
+                        "the template is " + std::to_string(source.size()) + " bytes (the engine's limit is " +
+                            std::to_string(detail::kMaxSourceBytes) + ")",
+                        {});
   program->source = normalize_newlines(std::move(source));
   try {
     program->body = detail::parse(detail::tokenize(program->source));

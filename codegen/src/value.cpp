@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "limits.h"
 #include "python.h"
 
 namespace dg::codegen {
@@ -115,9 +116,12 @@ bool operator==(const Value& a, const Value& b) {
 
 namespace {
 
-void append_repr(std::string& out, const Value& v);
+struct TooLong {};
 
-void append_str(std::string& out, const Value& v) {
+void append_repr(std::string& out, const Value& v, std::size_t limit);
+
+// Appends str(v); throws TooLong as soon as `out` exceeds `limit` bytes.
+void append_str(std::string& out, const Value& v, std::size_t limit) {
   switch (v.type()) {
     case Value::Type::Null: out += "None"; break;
     case Value::Type::Bool: out += v.as_bool() ? "True" : "False"; break;
@@ -129,7 +133,7 @@ void append_str(std::string& out, const Value& v) {
       const char* sep = "";
       for (const Value& item : v.as_list()) {
         out += sep;
-        append_repr(out, item);
+        append_repr(out, item, limit);
         sep = ", ";
       }
       out += ']';
@@ -142,21 +146,23 @@ void append_str(std::string& out, const Value& v) {
         out += sep;
         out += python::string_repr(key);
         out += ": ";
-        append_repr(out, item);
+        append_repr(out, item, limit);
         sep = ", ";
       }
       out += '}';
       break;
     }
   }
+  if (out.size() > limit) throw TooLong{};
 }
 
 // Inside containers Python prints repr() of each item, which only differs from str() for strings.
-void append_repr(std::string& out, const Value& v) {
+void append_repr(std::string& out, const Value& v, std::size_t limit) {
   if (v.is_string())
     out += python::string_repr(v.as_string());
   else
-    append_str(out, v);
+    append_str(out, v, limit);
+  if (out.size() > limit) throw TooLong{};
 }
 
 void append_canonical(std::string& out, const Value& v) {
@@ -193,7 +199,7 @@ void append_canonical(std::string& out, const Value& v) {
 std::string Value::to_string() const {
   if (is_string()) return as_string();
   std::string out;
-  append_str(out, *this);
+  append_str(out, *this, std::string::npos);
   return out;
 }
 
@@ -202,6 +208,41 @@ std::string Value::canonical() const {
   append_canonical(out, *this);
   return out;
 }
+
+namespace detail {
+
+std::size_t list_bytes(const Value::List& items) {
+  std::size_t bytes = items.size() * sizeof(Value);
+  for (const Value& item : items)
+    if (item.is_string()) bytes += item.as_string().size();
+  return bytes;
+}
+
+bool deeper_than(const Value& v, int depth) {
+  if (!v.is_list() && !v.is_map()) return false;
+  if (depth <= 0) return true;
+  if (v.is_list()) {
+    for (const Value& item : v.as_list())
+      if (deeper_than(item, depth - 1)) return true;
+  } else {
+    for (const auto& item : v.as_map())
+      if (deeper_than(item.second, depth - 1)) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> to_string_within(const Value& v, std::size_t limit) {
+  if (v.is_string()) return v.as_string().size() <= limit ? std::optional<std::string>(v.as_string()) : std::nullopt;
+  std::string out;
+  try {
+    append_str(out, v, limit);
+  } catch (const TooLong&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace detail
 
 namespace python {
 

@@ -167,6 +167,7 @@ dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Co
 }  // namespace
 
 dg_status render(const KernelSpec& spec, std::string* source) {
+  DG_TRY(check_source_bundle());
   const std::string* text = source_bundle().find_template(spec.template_name);
   if (text == nullptr)
     return fail(DG_ERROR_INTERNAL, "no template {} in the {} bundle", spec.template_name, source_bundle().origin);

@@ -62,6 +62,7 @@ dg_status KernelCache::build(const SpecBuilder& builder, const Config& config, K
   if (device_.arch.empty())
     return fail(DG_ERROR_UNSUPPORTED, "device {} ({}) has compute capability {}.{}; libdg kernels need sm_90 or sm_100",
                 device_.ordinal, device_.name, device_.cc_major, device_.cc_minor);
+  DG_TRY(check_source_bundle());
   KernelSpec spec;
   DG_TRY(builder(&spec));
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,5 +1,6 @@
 #include "jit/source_bundle.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -7,6 +8,7 @@
 
 #include "dg_embedded.h"
 #include "runtime/log.h"
+#include "runtime/status.h"
 
 namespace dg::jit {
 namespace {
@@ -32,43 +34,89 @@ uint64_t hash_of(const SourceBundle& b) {
   return h;
 }
 
-SourceBundle load() {
-  SourceBundle b;
-  const char* dir = std::getenv("DG_TEMPLATE_DIR");
-  if (dir != nullptr && dir[0] != '\0') {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    std::vector<std::string> paths;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      const std::string ext = it->path().extension().string();
-      if (it->is_regular_file() && (ext == ".j2" || ext == ".cuh"))
-        paths.push_back(fs::relative(it->path(), dir).generic_string());
-    }
-    if (ec || paths.empty()) {
-      log::warn("DG_TEMPLATE_DIR={} holds no templates ({}); using the embedded ones", dir,
-                ec ? ec.message() : "no .j2 or .cuh files");
-    } else {
-      std::sort(paths.begin(), paths.end());
-      for (const std::string& p : paths) {
-        std::ifstream in(std::string(dir) + "/" + p, std::ios::binary);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        add(&b, p, ss.str());
-      }
-      b.origin = dir;
-      b.hash = hash_of(b);
-      log::info("JIT: templates and headers from DG_TEMPLATE_DIR={}", dir);
-      return b;
-    }
+// A development tree is small: these bound the walk of a directory given by mistake ("/").
+constexpr int kMaxDepth = 16;
+constexpr size_t kMaxFiles = 4096;
+constexpr uintmax_t kMaxFileBytes = uintmax_t(16) << 20;
+
+// Adds the .j2 and .cuh files under dir/sub (not following directory links, so a link loop is
+// walked once); false with *error set when the tree cannot be read or is not a template tree.
+bool add_tree(const std::filesystem::path& dir, const std::string& sub, std::vector<std::string>* paths,
+              std::string* error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path root = dir / sub;
+  if (!fs::is_directory(root, ec)) {
+    *error = fmt::format("{} is not a directory{}", root.string(), ec ? " (" + ec.message() + ")" : "");
+    return false;
   }
-  for (const embedded::File& f : embedded::files()) add(&b, std::string(f.path), std::string(f.data));
-  b.origin = "embedded";
-  b.hash = hash_of(b);
-  return b;
+  fs::recursive_directory_iterator it(root, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it.depth() > kMaxDepth) {
+      *error = fmt::format("{} is nested more than {} directories deep", root.string(), kMaxDepth);
+      return false;
+    }
+    const std::string ext = it->path().extension().string();
+    if (ext != ".j2" && ext != ".cuh") continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;  // FIFOs, sockets, dangling links
+    if (paths->size() == kMaxFiles) {
+      *error = fmt::format("{} holds more than {} templates and headers", dir.string(), kMaxFiles);
+      return false;
+    }
+    paths->push_back(fs::relative(it->path(), dir, type_ec).generic_string());
+    if (type_ec) break;
+  }
+  if (ec) {
+    *error = fmt::format("cannot read {}: {}", root.string(), ec.message());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
+
+SourceBundle load_source_bundle(const char* dir) {
+  SourceBundle b;
+  if (dir == nullptr || dir[0] == '\0') {
+    for (const embedded::File& f : embedded::files()) add(&b, std::string(f.path), std::string(f.data));
+    b.origin = "embedded";
+    b.hash = hash_of(b);
+    return b;
+  }
+  namespace fs = std::filesystem;
+  b.origin = dir;
+  std::vector<std::string> paths;
+  std::string why;
+  if (!add_tree(dir, "kernels", &paths, &why) || !add_tree(dir, "include", &paths, &why)) {
+    b.error = fmt::format("DG_TEMPLATE_DIR={} is not a usable template tree: {} (expected the templates/ directory of "
+                          "a libdg source tree, holding kernels/*.cu.j2 and include/dg/*.cuh)",
+                          dir, why);
+    return b;
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const std::string& p : paths) {
+    const std::string path = std::string(dir) + "/" + p;
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(path, ec);
+    if (ec || size > kMaxFileBytes) {
+      b.error = fmt::format("DG_TEMPLATE_DIR={}: {} {}", dir, path,
+                            ec ? "cannot be read: " + ec.message() : fmt::format("is larger than {} bytes", kMaxFileBytes));
+      return b;
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in) {
+      b.error = fmt::format("DG_TEMPLATE_DIR={}: cannot read {}", dir, path);
+      return b;
+    }
+    add(&b, p, ss.str());
+  }
+  b.hash = hash_of(b);
+  log::info("JIT: templates and headers from DG_TEMPLATE_DIR={}", dir);
+  return b;
+}
 
 const std::string* SourceBundle::find_template(const std::string& name) const {
   for (const auto& [p, c] : templates)
@@ -77,8 +125,14 @@ const std::string* SourceBundle::find_template(const std::string& name) const {
 }
 
 const SourceBundle& source_bundle() {
-  static const SourceBundle b = load();
+  static const SourceBundle b = load_source_bundle(std::getenv("DG_TEMPLATE_DIR"));
   return b;
+}
+
+dg_status check_source_bundle() {
+  const SourceBundle& b = source_bundle();
+  if (b.error.empty()) return DG_SUCCESS;
+  return fail(DG_ERROR_INVALID_ARGUMENT, "{}", b.error);
 }
 
 }  // namespace dg::jit

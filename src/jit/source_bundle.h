@@ -17,10 +17,22 @@ struct SourceBundle {
   // Templates by path relative to the template root ("kernels/layout.cu.j2").
   std::vector<std::pair<std::string, std::string>> templates;
   uint64_t hash = 0;  // over every path and content
+  // Why $DG_TEMPLATE_DIR cannot be used (then nothing else is set); empty when the bundle is usable.
+  std::string error;
 
   const std::string* find_template(const std::string& name) const;
 };
 
+// The process's bundle: $DG_TEMPLATE_DIR's, read once, or the embedded one.
 const SourceBundle& source_bundle();
+
+// DG_ERROR_INVALID_ARGUMENT with the reason when source_bundle() has an error (DG_TEMPLATE_DIR is
+// not a template tree: missing kernels/ or include/, unreadable, too large); checked before any
+// kernel is looked up, so a misconfigured process never falls back to other templates silently.
+dg_status check_source_bundle();
+
+// Reads the bundle from `dir` (a template tree: kernels/ and include/), or the embedded one when
+// `dir` is NULL or empty. Directory links are not followed; errors go to SourceBundle::error.
+SourceBundle load_source_bundle(const char* dir);
 
 }  // namespace dg::jit
