@@ -1,0 +1,407 @@
+// What the environment, the file system and a re-entrant logger can do to libdg: strict parsing of
+// DG_* variables, log callbacks that call back into the library, cache entries that are not
+// regular files, read-only cache directories, compiler paths that a shell would misread, and
+// DG_TEMPLATE_DIR trees that cannot be used. Steps that would hang on a regression run in a child
+// process under alarm().
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dg.h"
+#include "jit/compiler.h"
+#include "jit/disk_cache.h"
+#include "jit/embedded.h"
+#include "jit/source_bundle.h"
+#include "ops/gemm.h"
+#include "runtime/config.h"
+#include "runtime/env.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/dg-reliability-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path, fs::perms::owner_all, ec);
+    fs::remove_all(path, ec);
+  }
+};
+
+// Runs `body` in a forked child that SIGALRM kills after `seconds`; returns its exit status, or
+// 128 + the signal that ended it (so a hang shows as 128 + SIGALRM).
+int in_child(const std::function<int()>& body, unsigned seconds = 20) {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    alarm(seconds);
+    _exit(body());
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Every message at or above `min_level` while alive.
+struct LogCapture {
+  static inline std::mutex m;
+  static inline std::vector<std::string> lines;
+  explicit LogCapture(int32_t min_level = DG_LOG_WARN) {
+    std::lock_guard<std::mutex> lock(m);
+    lines.clear();
+    level = min_level;
+    dg_set_log_callback(
+        [](int32_t lvl, const char* msg, void*) {
+          if (lvl < level) return;
+          std::lock_guard<std::mutex> lock(m);
+          lines.emplace_back(msg);
+        },
+        nullptr);
+  }
+  ~LogCapture() { dg_set_log_callback(nullptr, nullptr); }
+  int count(const std::string& needle) {
+    std::lock_guard<std::mutex> lock(m);
+    int n = 0;
+    for (const auto& l : lines) n += l.find(needle) != std::string::npos;
+    return n;
+  }
+  static inline int32_t level = DG_LOG_WARN;
+};
+
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+void write_file(const fs::path& p, const std::string& contents) {
+  std::ofstream out(p, std::ios::binary);
+  out << contents;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("boolean variables take the usual spellings and warn once about anything else") {
+  using dg::env::parse_bool;
+  for (const char* yes : {"1", "true", "TRUE", "On", "yes", "YES"}) CHECK(parse_bool(yes) == std::optional<bool>(true));
+  for (const char* no : {"0", "false", "False", "OFF", "no", "No"}) CHECK(parse_bool(no) == std::optional<bool>(false));
+  for (const char* bad : {"2", "y", "enable", " 1", "truee", "-1"}) CHECK_FALSE(parse_bool(bad).has_value());
+
+  LogCapture log;
+  {
+    ScopedEnv pdl("DG_PDL", "no");
+    CHECK_FALSE(dg::Config::from_environment().pdl);  // was read as "on" before
+  }
+  {
+    ScopedEnv pdl("DG_PDL", "Yes");
+    CHECK(dg::Config::from_environment().pdl);
+  }
+  {
+    ScopedEnv pdl("DG_PDL", "maybe");
+    CHECK_FALSE(dg::Config::from_environment().pdl);  // the default
+    CHECK_FALSE(dg::Config::from_environment().pdl);
+    CHECK(log.count("DG_PDL=maybe") == 1);  // once per variable, naming it
+  }
+  {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "off");
+    CHECK(dg::Config::from_environment().compiler == DG_COMPILER_NVCC);
+  }
+  {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "sometimes");
+    CHECK(dg::Config::from_environment().compiler == DG_COMPILER_NVRTC);
+    CHECK(log.count("DG_JIT_USE_NVRTC=sometimes") == 1);
+  }
+}
+
+TEST_CASE("DG_JIT_CPP_STANDARD and integer variables reject values they cannot honour") {
+  LogCapture log;
+  {
+    ScopedEnv standard("DG_JIT_CPP_STANDARD", "20");
+    CHECK(dg::Config::from_environment().cpp_standard == 20);
+  }
+  {
+    ScopedEnv standard("DG_JIT_CPP_STANDARD", "18");  // was silently 17
+    CHECK(dg::Config::from_environment().cpp_standard == 17);
+    CHECK(log.count("DG_JIT_CPP_STANDARD=18") == 1);
+  }
+  {
+    ScopedEnv sms("DG_NUM_SMS", "99999999999999999999");
+    CHECK(dg::Config::from_environment().num_sms == 0);
+    CHECK(log.count("DG_NUM_SMS=99999999999999999999") == 1);
+  }
+  {
+    ScopedEnv util("DG_TC_UTIL", "50%");
+    CHECK(dg::Config::from_environment().tc_util == 100);
+    CHECK(log.count("DG_TC_UTIL=50%") == 1);
+  }
+}
+
+// The logger reads DG_LOG_LEVEL once per process: a fresh process is needed to see its warning.
+TEST_CASE("DG_LOG_LEVEL that is not a level is reported, naming the variable") {
+  const int rc = in_child([] {
+    setenv("DG_LOG_LEVEL", "garbage", 1);
+    execl("/proc/self/exe", "dg_unit_tests", "--test-case=(child) report the log level", static_cast<char*>(nullptr));
+    return 99;
+  });
+  CHECK(rc == 0);
+}
+
+TEST_CASE("(child) report the log level") {
+  const char* v = std::getenv("DG_LOG_LEVEL");
+  if (v == nullptr || std::string(v) != "garbage") return;  // only as the child of the case above
+  // The warning was printed when the logger started; installing a callback starts it too, so start
+  // it here, with stderr redirected into a pipe.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const int saved = dup(2);
+  dup2(fds[1], 2);
+  CHECK(dg_get_log_level() == DG_LOG_WARN);  // the default, not garbage
+  fflush(stderr);
+  dup2(saved, 2);
+  close(fds[1]);
+  char buf[4096] = {};
+  const ssize_t n = read(fds[0], buf, sizeof(buf) - 1);
+  close(fds[0]);
+  const std::string text(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  CHECK_MESSAGE(text.find("DG_LOG_LEVEL=garbage") != std::string::npos, "stderr: ", text);
+}
+
+TEST_CASE("a log callback may call back into libdg without deadlocking") {
+  const int rc = in_child([] {
+    static std::atomic<int> calls{0};
+    static std::atomic<int> nested_ok{0};
+    auto cb = [](int32_t, const char*, void* user) {
+      ++calls;
+      // Fails (logged at debug level, which is on): re-enters the logger on this thread.
+      if (dg_set_log_level(99) == DG_ERROR_INVALID_ARGUMENT) ++nested_ok;
+      if (dg_set_log_level(DG_LOG_DEBUG) == DG_SUCCESS) ++nested_ok;
+      // Swapping the callback from inside a callback: it must not wait for itself.
+      if (dg_set_log_callback(reinterpret_cast<dg_log_callback>(user), user) == DG_SUCCESS) ++nested_ok;
+      int64_t x = 0;
+      dg_get_tma_aligned_size(1, 3, &x);  // another logged failure
+    };
+    dg_log_callback self = cb;
+    if (dg_set_log_callback(self, reinterpret_cast<void*>(self)) != DG_SUCCESS) return 1;
+    dg_set_log_level(DG_LOG_DEBUG);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([] {
+        for (int i = 0; i < 200; ++i) {
+          int64_t x = 0;
+          dg_get_tma_aligned_size(-1, 1, &x);  // logged at debug level: calls the callback
+        }
+      });
+    for (auto& t : threads) t.join();
+    dg_set_log_callback(nullptr, nullptr);
+    if (calls.load() < 800) return 2;
+    if (nested_ok.load() != 3 * calls.load()) return 3;
+    return 0;
+  });
+  CHECK_MESSAGE(rc == 0, "child exit ", rc, rc == 128 + SIGALRM ? " (deadlock: killed by the alarm)" : "");
+}
+
+TEST_CASE("dg_set_log_callback returns only once the replaced callback has finished on other threads") {
+  struct State {
+    std::atomic<bool> entered{false}, finished{false};
+  };
+  static State state;
+  auto slow = [](int32_t, const char*, void*) {
+    state.entered = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    state.finished = true;
+  };
+  REQUIRE(dg_set_log_callback(slow, nullptr) == DG_SUCCESS);
+  const int32_t before = dg_get_log_level();
+  dg_set_log_level(DG_LOG_DEBUG);
+  std::thread logger([] {
+    int64_t x = 0;
+    dg_get_tma_aligned_size(-1, 1, &x);
+  });
+  while (!state.entered) std::this_thread::yield();
+  REQUIRE(dg_set_log_callback(nullptr, nullptr) == DG_SUCCESS);
+  CHECK(state.finished.load());  // user_data of the old callback may be freed now
+  logger.join();
+  dg_set_log_level(before);
+}
+
+TEST_CASE("cache entries that are not regular files are misses, never a hang, and get replaced") {
+  const int rc = in_child([] {
+    TempDir tmp;
+    dg::jit::DiskCache cache(tmp.path.string());
+    if (!cache.enabled()) return 1;
+    const std::vector<char> cubin = {'c', 'u', 'b', 'i', 'n'};
+    std::vector<char> out;
+    const auto key = dg::jit::digest("fifo");
+    const std::string path = cache.path_for("gemm", key);
+    if (mkfifo(path.c_str(), 0644) != 0) return 2;
+    if (cache.load("gemm", key, &out)) return 3;  // returns at once: O_NONBLOCK, then not regular
+    cache.store("gemm", key, cubin);              // the rename replaces the FIFO
+    if (!cache.load("gemm", key, &out) || out != cubin) return 4;
+
+    const auto link_key = dg::jit::digest("link");
+    const std::string link = cache.path_for("gemm", link_key);
+    if (symlink(path.c_str(), link.c_str()) != 0) return 5;
+    if (cache.load("gemm", link_key, &out)) return 6;  // O_NOFOLLOW: libdg never writes links
+    cache.store("gemm", link_key, cubin);
+    if (!cache.load("gemm", link_key, &out) || out != cubin) return 7;
+
+    const auto dir_key = dg::jit::digest("dir");
+    if (mkdir(cache.path_for("gemm", dir_key).c_str(), 0755) != 0) return 8;
+    if (cache.load("gemm", dir_key, &out)) return 9;
+    return 0;
+  });
+  CHECK_MESSAGE(rc == 0, "child exit ", rc, rc == 128 + SIGALRM ? " (blocked: killed by the alarm)" : "");
+}
+
+TEST_CASE("an entry whose header claims more bytes than the file holds is a miss") {
+  TempDir tmp;
+  dg::jit::DiskCache cache(tmp.path.string());
+  const auto key = dg::jit::digest("claims");
+  const std::vector<char> cubin(64, 'x');
+  cache.store("gemm", key, cubin);
+  const std::string path = cache.path_for("gemm", key);
+  std::string bytes = read_file(path);
+  const uint64_t huge = uint64_t(1) << 40;
+  std::memcpy(&bytes[24], &huge, sizeof(huge));  // payload_size
+  write_file(path, bytes);
+  LogCapture log;
+  std::vector<char> out;
+  CHECK_FALSE(cache.load("gemm", key, &out));
+  CHECK(log.count("truncated payload") == 1);
+}
+
+TEST_CASE("a read-only cache directory is read; writes are skipped with one warning") {
+  TempDir tmp;
+  const auto key = dg::jit::digest("warm");
+  const std::vector<char> cubin = {'w', 'a', 'r', 'm'};
+  {
+    dg::jit::DiskCache warm(tmp.path.string());
+    warm.store("gemm", key, cubin);
+  }
+  fs::permissions(tmp.path / "libdg", fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(tmp.path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+  // As root, permission bits do not bind: run the reader as "nobody" then.
+  const int rc = in_child([&] {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 1;
+    LogCapture log;
+    dg::jit::DiskCache cache(tmp.path.string());
+    if (!cache.enabled()) return 2;
+    if (!cache.read_only()) return 3;
+    std::vector<char> out;
+    if (!cache.load("gemm", key, &out) || out != cubin) return 4;
+    cache.store("gemm", dg::jit::digest("new1"), cubin);
+    cache.store("gemm", dg::jit::digest("new2"), cubin);
+    cache.store_side_file("gemm", dg::jit::digest("new3"), "cu", "source");
+    if (log.count("read-only") != 1) return 5;
+    return 0;
+  });
+  fs::permissions(tmp.path / "libdg", fs::perms::owner_all);
+  CHECK(rc == 0);
+}
+
+TEST_CASE("nvcc runs from an argument vector: a path with quotes and $() is a path, not a command") {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "dir with 'quote\" and $(touch injected)";
+  fs::create_directories(dir);
+  const fs::path nvcc = dir / "nvcc";
+  // A stand-in for nvcc: records its arguments, answers --version, writes the -o file.
+  write_file(nvcc,
+             "#!/bin/sh\n"
+             "for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> \"$(dirname \"$0\")/args\"\n"
+             "if [ \"$1\" = --version ]; then echo 'Cuda compilation tools, release 99.9, V99.9.1'; exit 0; fi\n"
+             "if [ -n \"$DG_FAKE_NVCC_FAIL\" ]; then echo 'kernel.cu(1): error: broken'; exit 3; fi\n"
+             "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then printf 'fake-cubin' > \"$2\"; fi; shift; done\n");
+  fs::permissions(nvcc, fs::perms::owner_all);
+
+  dg::Config config;
+  config.compiler = DG_COMPILER_NVCC;
+  config.nvcc_path = nvcc.string();
+  CHECK(dg::jit::compiler_signature(config).find("release 99.9") != std::string::npos);
+  dg::jit::CompileResult result;
+  REQUIRE(dg::jit::compile(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true), "sm_90a", config, &result) ==
+          DG_SUCCESS);
+  CHECK(std::string(result.cubin.begin(), result.cubin.end()) == "fake-cubin");
+  CHECK_FALSE(fs::exists(tmp.path / "injected"));
+  CHECK_FALSE(fs::exists("injected"));
+  const std::string args = read_file(dir / "args");
+  CHECK(args.find("--version\n") != std::string::npos);
+  CHECK(args.find("-cubin\n-o\n") != std::string::npos);
+  CHECK(args.find("--gpu-architecture=sm_90a\n") != std::string::npos);
+
+  ScopedEnv fail("DG_FAKE_NVCC_FAIL", "1");
+  dg::jit::CompileResult failed;
+  CHECK(dg::jit::compile(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true), "sm_90a", config, &failed) ==
+        DG_ERROR_COMPILE);
+  CHECK(std::string(dg_last_error()).find("exit 3") != std::string::npos);
+  CHECK(std::string(dg_last_error()).find("error: broken") != std::string::npos);
+
+  config.nvcc_path = (tmp.path / "missing'nvcc").string();
+  CHECK(dg::jit::compiler_signature(config).find("unknown") != std::string::npos);
+  CHECK(dg::jit::compile(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true), "sm_90a", config, &failed) ==
+        DG_ERROR_UNSUPPORTED);
+}
+
+TEST_CASE("DG_TEMPLATE_DIR that is not a template tree is a configuration error") {
+  const dg::jit::SourceBundle root = dg::jit::load_source_bundle("/");
+  CHECK(root.error.find("DG_TEMPLATE_DIR=/ is not a usable template tree") != std::string::npos);
+  CHECK(root.templates.empty());
+
+  TempDir tmp;
+  fs::create_symlink(tmp.path / "b", tmp.path / "a");
+  fs::create_symlink(tmp.path / "a", tmp.path / "b");
+  const dg::jit::SourceBundle loop = dg::jit::load_source_bundle((tmp.path / "a").c_str());
+  CHECK(loop.error.find("is not a usable template tree") != std::string::npos);
+
+  const dg::jit::SourceBundle missing = dg::jit::load_source_bundle((tmp.path / "nothing").c_str());
+  CHECK(missing.error.find("kernels is not a directory") != std::string::npos);
+
+  // A tree with a directory link loop inside still loads: links are not followed.
+  const fs::path tree = tmp.path / "tree";
+  fs::create_directories(tree / "kernels");
+  fs::create_directories(tree / "include" / "dg");
+  write_file(tree / "kernels" / "k.cu.j2", "{{ kernel_name }}");
+  write_file(tree / "include" / "dg" / "h.cuh", "#pragma once");
+  fs::create_directory_symlink(tree, tree / "kernels" / "loop");
+  REQUIRE(mkfifo((tree / "kernels" / "fifo.cu.j2").c_str(), 0644) == 0);  // skipped, never opened
+  const dg::jit::SourceBundle ok = dg::jit::load_source_bundle(tree.c_str());
+  CHECK(ok.error.empty());
+  REQUIRE(ok.templates.size() == 1);
+  CHECK(ok.templates[0].first == "kernels/k.cu.j2");
+  REQUIRE(ok.headers.size() == 1);
+  CHECK(ok.headers[0].first == "dg/h.cuh");
+
+  // The source tree's templates are the embedded ones.
+  const dg::jit::SourceBundle source = dg::jit::load_source_bundle(DG_TEST_DATA_DIR "/../../templates");
+  CHECK(source.error.empty());
+  CHECK(source.hash == dg::jit::load_source_bundle(nullptr).hash);
+}
