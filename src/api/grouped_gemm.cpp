@@ -69,7 +69,11 @@ View group_view(const dg_tensor_s& t, bool transposed) {
 // An operand's memory rows (K rows for MN-major) must follow each other group after group, so that
 // one 2-D TMA map covers every group: stride(0) == rows_per_group * ld.
 dg_status check_packed_groups(const dg_tensor_s& t, const char* arg, int64_t rows_per_group, int64_t ld) {
-  if (t.sizes[0] > 1 && t.strides[0] != rows_per_group * ld)
+  int64_t packed = 0;
+  if (t.sizes[0] > 1 && __builtin_mul_overflow(rows_per_group, ld, &packed))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: {} rows of {} elements overflow 64-bit arithmetic; got {}", arg,
+                    rows_per_group, ld, dg::describe(t));
+  if (t.sizes[0] > 1 && t.strides[0] != packed)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "{}: groups must be packed (stride(0) = {} x {} = {} elements); got {}", arg, rows_per_group, ld,
                     rows_per_group * ld, dg::describe(t));

@@ -75,7 +75,8 @@ dg_status get_device(int ordinal, Device** device) {
 dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** device) {
   const bool known = (cc_major == 9 || cc_major == 10) && cc_minor == 0;
   if (!known)
-    return fail(DG_ERROR_UNSUPPORTED, "arch: compute capability {}.{} (expected 9.0 or 10.0)", cc_major, cc_minor);
+    return fail(DG_ERROR_UNSUPPORTED, "arch_major, arch_minor: compute capability {}.{} (expected 9.0 or 10.0)",
+                cc_major, cc_minor);
   if (sm_count < 1 || sm_count > 1024)
     return fail(DG_ERROR_INVALID_ARGUMENT, "num_sms: {} (expected 1..1024)", sm_count);
   static std::mutex mutex;

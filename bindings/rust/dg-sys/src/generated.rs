@@ -54,7 +54,9 @@ pub const DG_CONFIG_TC_UTIL: i32 = 2;
 pub const DG_CONFIG_PDL: i32 = 3;
 /// ```text
 /// string: JIT cache root; entries live under <root>/libdg/. Default $DG_JIT_CACHE_DIR, else
-/// $HOME/.deep_gemm. The empty string disables the disk cache (memory only).
+/// $HOME/.deep_gemm. The empty string disables the disk cache (memory only). A directory that can
+/// be read but not written (e.g. warmed into a read-only container image) serves its kernels; new
+/// ones are kept in memory, with one warning.
 /// ```
 pub const DG_CONFIG_CACHE_DIR: i32 = 4;
 /// int: DG_COMPILER_NVRTC (default) or DG_COMPILER_NVCC.
@@ -130,7 +132,9 @@ pub struct dg_tensor {
 }
 /// ```text
 /// Receives each message at or above the level; `message` has no trailing newline and is valid
-/// only during the call. May be called from any thread, concurrently.
+/// only during the call. May be called from any thread, concurrently. The callback may call libdg
+/// functions (dg_set_log_callback and dg_set_log_level included); messages libdg would log on that
+/// thread while the callback runs are dropped rather than delivered to it recursively.
 /// ```
 pub type dg_log_callback = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user_data: *mut c_void)>;
 
@@ -352,7 +356,11 @@ extern "C" {
 
     pub fn dg_version_number() -> i32;
 
-    /// Installs `callback` (NULL restores the stderr default).
+    /// ```text
+    /// Installs `callback` (NULL restores the stderr default). Called from outside a callback, it
+    /// returns once no thread is still running the callback it replaced, so that callback's user_data
+    /// may be freed then; called from inside a callback, it does not wait.
+    /// ```
     pub fn dg_set_log_callback(callback: dg_log_callback, user_data: *mut c_void) -> dg_status;
 
     pub fn dg_set_log_level(level: i32) -> dg_status;

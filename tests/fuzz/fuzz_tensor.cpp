@@ -1,0 +1,109 @@
+// Tensor descriptors and the checks built on them, on arbitrary ranks, dtypes, sizes and strides
+// (biased towards the int64 boundaries): dg_tensor_create either refuses the descriptor or makes one
+// whose sizes, extent and strides later checks can multiply without overflow, and every query and
+// GEMM entry point given such tensors returns a status with a message. UBSan turns any overflow
+// into a crash. GEMMs run on an offline stream whose SM cap stops a valid call before compiling.
+#include <cstring>
+#include <string>
+
+#include "dg.h"
+#include "fuzz.h"
+
+namespace {
+
+// Reads little-endian bytes; past the end reads zeros.
+struct Reader {
+  const uint8_t* p;
+  size_t n;
+  uint64_t u(int bytes) {
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= uint64_t(n > 0 ? (--n, *p++) : 0) << (8 * i);
+    return v;
+  }
+  int64_t dim() {
+    static const int64_t kInteresting[] = {0, 1, 2, 3, 16, 127, 128, 129, 256, 4096, INT32_MAX, int64_t(INT32_MAX) + 1,
+                                           int64_t(1) << 40, int64_t(1) << 62, INT64_MAX, -1, INT64_MIN};
+    const uint64_t sel = u(1);
+    if (sel < 160) return kInteresting[sel % (sizeof(kInteresting) / sizeof(kInteresting[0]))];
+    return static_cast<int64_t>(u(sel % 8 + 1));
+  }
+};
+
+dg_tensor* make(Reader& r) {
+  const int32_t rank = int32_t(r.u(1) % 6);  // 0 and 5 are invalid
+  const dg_dtype dtype = dg_dtype(r.u(1) % 11);
+  int64_t sizes[DG_MAX_RANK + 1] = {}, strides[DG_MAX_RANK + 1] = {};
+  for (int i = 0; i <= DG_MAX_RANK; ++i) sizes[i] = r.dim();
+  const bool with_strides = r.u(1) & 1;
+  for (int i = 0; i <= DG_MAX_RANK; ++i) strides[i] = r.dim();
+  void* data = reinterpret_cast<void*>(uintptr_t(r.u(2)) << 4);
+  dg_tensor* t = nullptr;
+  const dg_status s = dg_tensor_create(&t, data, dtype, rank, sizes, with_strides ? strides : nullptr);
+  if (s != DG_SUCCESS) {
+    FUZZ_ASSERT(t == nullptr);
+    FUZZ_ASSERT(s == DG_ERROR_INVALID_ARGUMENT && dg_last_error()[0] != '\0');
+    return nullptr;
+  }
+  int64_t got_sizes[DG_MAX_RANK], got_strides[DG_MAX_RANK];
+  int32_t got_rank = 0;
+  FUZZ_ASSERT(dg_tensor_get(t, nullptr, nullptr, &got_rank, got_sizes, got_strides) == DG_SUCCESS);
+  FUZZ_ASSERT(got_rank == rank);
+  for (int i = 0; i < rank; ++i) FUZZ_ASSERT(got_sizes[i] == sizes[i] && got_sizes[i] >= 0);
+  return t;
+}
+
+void check(dg_status s) {
+  FUZZ_ASSERT(s >= DG_SUCCESS && s <= DG_ERROR_INTERNAL && s != DG_ERROR_INTERNAL);
+  if (s != DG_SUCCESS) FUZZ_ASSERT(dg_last_error()[0] != '\0');
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static dg_stream* stream = [] {
+    dg_set_log_level(DG_LOG_OFF);
+    dg_config* cfg = nullptr;
+    dg_config_create(&cfg);
+    dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024);  // above the device's 132: no compile
+    dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "");
+    dg_stream* s = nullptr;
+    FUZZ_ASSERT(dg_stream_create_offline(&s, 9, 0, 132, cfg) == DG_SUCCESS);
+    dg_config_destroy(cfg);
+    return s;
+  }();
+  Reader r{data, size};
+  dg_tensor* t[5] = {};
+  for (auto& x : t) x = make(r);
+  const int64_t a = r.dim(), b = r.dim(), c = r.dim();
+  // Queries on raw sizes.
+  int64_t sizes3[3] = {a, b, c}, out_sizes[3], out_strides[3];
+  size_t bytes = 0;
+  check(dg_get_mn_major_tma_aligned_tensor_layout(int32_t(r.u(1) % 4), sizes3, out_sizes, out_strides, &bytes));
+  check(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int32_t(r.u(1) % 4), sizes3, out_sizes, out_strides,
+                                                               &bytes));
+  int64_t aligned = 0;
+  check(dg_get_tma_aligned_size(a, size_t(r.u(1) % 20), &aligned));
+  check(dg_fp8_gemm_workspace_size(int32_t(r.u(1) % 5), a, b, c, &bytes));
+  check(dg_gemm_prepare(stream, r.u(1) & 1 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16, int32_t(r.u(1) % 5), a, b, c,
+                        DG_DTYPE_BFLOAT16, 0, nullptr));
+  // Scale layouts and GEMMs on the descriptors.
+  dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
+  recipe.arch_major = r.u(1) & 1 ? 10 : 9;
+  recipe.gran_mn = r.u(1) & 1 ? 128 : 1;
+  int32_t is_input = 0;
+  dg_dtype dtype = 0;
+  check(dg_transform_sf_layout(nullptr, t[0], a, b, &recipe, &is_input, &dtype, out_sizes, out_strides, &bytes));
+  dg_gemm_options options = DG_GEMM_OPTIONS_INIT;
+  options.recipe = int32_t(r.u(1) % 3);
+  options.block_n = int32_t(int8_t(r.u(1)));
+  options.workspace = reinterpret_cast<void*>(uintptr_t(r.u(1)) << 8);
+  options.workspace_size = size_t(r.u(4));
+  check(dg_bf16_gemm_nt(stream, t[0], t[1], t[2], t[3], &options));
+  check(dg_bf16_gemm_tn(stream, t[0], t[1], t[2], nullptr, &options));
+  check(dg_fp8_gemm_nt(stream, t[0], t[3], t[1], t[4], t[2], nullptr, &options));
+  check(dg_fp8_gemm_tt(stream, t[0], t[3], t[1], t[4], t[2], t[2], &options));
+  check(dg_m_grouped_bf16_gemm_nt_contiguous(stream, t[0], t[1], t[2], t[3], int32_t(r.u(1) % 3), a, &options));
+  check(dg_m_grouped_fp8_gemm_nt_masked(stream, t[0], t[3], t[1], t[4], t[2], t[3], b, &options));
+  for (auto& x : t) dg_tensor_destroy(x);
+  return 0;
+}

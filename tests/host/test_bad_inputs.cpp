@@ -1,0 +1,960 @@
+// The bad-input matrix: every public entry point that takes arguments x every class of bad input,
+// generated from one valid baseline call per entry point. Each case asserts the status and that
+// dg_last_error() names the argument. Classes: NULL handles and out-pointers, NULL data pointers of
+// operands that are read or written, wrong dtypes, wrong ranks, sizes that disagree, misaligned
+// data, sizes whose arithmetic overflows int64, bad option structs and option values, and enum
+// values out of range. A test also checks that dg.h declares no entry point the matrix lacks.
+//
+// Calls run on a stream whose config caps the SMs above the fake device's count: an argument set
+// that passes validation then stops at that check, before any kernel is compiled or launched, so a
+// valid baseline shows as the "num_sms" error and a mutation that slipped through fails its case.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "fake_driver.h"
+
+namespace {
+
+constexpr int64_t kBig = int64_t(1) << 62;
+
+void* address(int i) { return reinterpret_cast<void*>(0x7f0000000000ull + (uint64_t(i) << 32)); }
+
+struct Spec {
+  void* data = nullptr;
+  dg_dtype dtype = 0;
+  std::vector<int64_t> sizes, strides;  // strides empty: contiguous
+};
+
+// The arguments of one call. A tensor that is absent from `tensors` is passed as NULL.
+struct Args {
+  bool null_stream = false;
+  std::map<std::string, Spec> tensors;
+  std::map<std::string, int64_t> ints;
+  dg_gemm_options gemm = DG_GEMM_OPTIONS_INIT;
+  dg_nvfp4_gemv_options gemv = DG_NVFP4_GEMV_OPTIONS_INIT;
+  dg_cublaslt_options lt = DG_CUBLASLT_OPTIONS_INIT;
+  dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
+  std::set<std::string> null_out;  // out-pointers passed as NULL
+};
+
+// dg_tensor handles for the specs of one call, destroyed with it.
+class Handles {
+ public:
+  explicit Handles(const Args& a) {
+    for (const auto& [name, s] : a.tensors) {
+      dg_tensor* t = nullptr;
+      const dg_status st = dg_tensor_create(&t, s.data, s.dtype, int32_t(s.sizes.size()), s.sizes.data(),
+                                            s.strides.empty() ? nullptr : s.strides.data());
+      REQUIRE_MESSAGE(st == DG_SUCCESS, name, ": ", dg_last_error());
+      map_[name] = t;
+    }
+  }
+  ~Handles() {
+    for (auto& [name, t] : map_) dg_tensor_destroy(t);
+  }
+  const dg_tensor* operator[](const std::string& name) const {
+    auto it = map_.find(name);
+    return it == map_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::map<std::string, dg_tensor*> map_;
+};
+
+struct Context {
+  dg_stream* stream = nullptr;  // SM cap above the device: stops valid calls before any compile
+};
+
+using Call = std::function<dg_status(const Context&, const Args&, const Handles&)>;
+
+struct Entry {
+  std::string name;
+  Args baseline;
+  Call call;
+  // Tensors whose data the call reads or writes (NULL data is an error), and those that must be
+  // aligned beyond their element size.
+  std::vector<std::string> operands;
+  std::vector<std::string> aligned;
+  // Options struct the call reads (for the struct_size class): "gemm", "gemv", "lt", "recipe" or "".
+  std::string options;
+  // Integer arguments that are enums (value 77 is out of range) or sizes (INT64_MAX overflows).
+  std::vector<std::string> enums, sizes;
+  // Out-pointers that must not be NULL.
+  std::vector<std::string> outs;
+  // Tensors that are optional (NULL handle allowed) and so skipped by the NULL-handle class.
+  std::set<std::string> optional_tensors;
+  // Whether the baseline is expected to stop at the SM cap (launching entry points) rather than
+  // succeed; `baseline_alt` names another outcome a valid baseline may have (cuBLASLt not loadable).
+  bool stops_at_sm_cap = true;
+  std::string baseline_alt;
+  // Whether it takes a stream (the NULL-stream case), and whether it checks its tensors' dtype,
+  // rank and sizes (dg_tensor_get and _set_data take any descriptor).
+  bool stream = false;
+  bool validates_tensors = true;
+};
+
+const dg_stream* as_stream(const Context& c, const Args& a) { return a.null_stream ? nullptr : c.stream; }
+dg_stream* as_mut_stream(const Context& c, const Args& a) { return a.null_stream ? nullptr : c.stream; }
+
+template <typename T>
+T* out_or_null(const Args& a, const char* name, T* p) {
+  return a.null_out.count(name) ? nullptr : p;
+}
+
+const dg_gemm_options* gemm_opts(const Args& a) { return &a.gemm; }
+
+Spec fp8(int i, std::vector<int64_t> sizes) { return Spec{address(i), DG_DTYPE_FLOAT8_E4M3, std::move(sizes), {}}; }
+Spec bf16(int i, std::vector<int64_t> sizes) { return Spec{address(i), DG_DTYPE_BFLOAT16, std::move(sizes), {}}; }
+Spec f32(int i, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
+  return Spec{address(i), DG_DTYPE_FLOAT32, std::move(sizes), std::move(strides)};
+}
+Spec i32(int i, std::vector<int64_t> sizes) { return Spec{address(i), DG_DTYPE_INT32, std::move(sizes), {}}; }
+
+std::vector<Entry> entries() {
+  std::vector<Entry> e;
+  const int64_t M = 256, N = 256, K = 256;
+
+  // Dense GEMMs: a and b as each layout stores them.
+  for (const char* layout : {"nt", "nn", "tn", "tt"}) {
+    const bool a_t = layout[0] == 't', b_t = layout[1] == 'n';
+    for (const bool is_fp8 : {false, true}) {
+      Entry x;
+      x.name = std::string(is_fp8 ? "dg_fp8_gemm_" : "dg_bf16_gemm_") + layout;
+      Args& a = x.baseline;
+      const std::vector<int64_t> a_sizes = a_t ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+      const std::vector<int64_t> b_sizes = b_t ? std::vector<int64_t>{K, N} : std::vector<int64_t>{N, K};
+      a.tensors["a"] = is_fp8 ? fp8(1, a_sizes) : bf16(1, a_sizes);
+      a.tensors["b"] = is_fp8 ? fp8(2, b_sizes) : bf16(2, b_sizes);
+      a.tensors["d"] = bf16(3, {M, N});
+      a.tensors["c"] = bf16(4, {M, N});
+      x.operands = {"a", "b", "d", "c"};
+      x.aligned = {"a", "b", "d", "c"};
+      x.optional_tensors = {"c"};
+      if (is_fp8) {
+        // sfa: the [M, K/128] view MN-major TMA-aligned; sfb: [N/128, K/128] (transposed with b).
+        a.tensors["sfa"] = a_t ? f32(5, {K / 128, M}) : f32(5, {M, K / 128}, {1, M});
+        a.tensors["sfb"] = b_t ? f32(6, {K / 128, N / 128}) : f32(6, {N / 128, K / 128});
+        x.operands.push_back("sfa");
+        x.operands.push_back("sfb");
+        x.aligned.push_back("sfa");
+        // MN-major operands are copied through a workspace.
+        if (a_t || b_t) {
+          a.gemm.workspace = address(20);
+          a.gemm.workspace_size = size_t(1) << 30;
+        }
+      }
+      x.options = "gemm";
+      x.stream = true;
+      const std::string fname = x.name;
+      x.call = [fname, is_fp8](const Context& c, const Args& a, const Handles& h) -> dg_status {
+        dg_stream* s = as_mut_stream(c, a);
+        if (!is_fp8) {
+          auto f = fname == "dg_bf16_gemm_nt"   ? dg_bf16_gemm_nt
+                   : fname == "dg_bf16_gemm_nn" ? dg_bf16_gemm_nn
+                   : fname == "dg_bf16_gemm_tn" ? dg_bf16_gemm_tn
+                                                : dg_bf16_gemm_tt;
+          return f(s, h["a"], h["b"], h["d"], h["c"], gemm_opts(a));
+        }
+        auto f = fname == "dg_fp8_gemm_nt"   ? dg_fp8_gemm_nt
+                 : fname == "dg_fp8_gemm_nn" ? dg_fp8_gemm_nn
+                 : fname == "dg_fp8_gemm_tn" ? dg_fp8_gemm_tn
+                                             : dg_fp8_gemm_tt;
+        return f(s, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], h["c"], gemm_opts(a));
+      };
+      e.push_back(std::move(x));
+    }
+  }
+
+  // cuBLASLt baselines: validated before the library is loaded.
+  for (const char* layout : {"nt", "nn", "tn", "tt"}) {
+    const bool a_t = layout[0] == 't', b_t = layout[1] == 'n';
+    Entry x;
+    x.name = std::string("dg_cublaslt_gemm_") + layout;
+    Args& a = x.baseline;
+    a.tensors["a"] = bf16(1, a_t ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K});
+    a.tensors["b"] = bf16(2, b_t ? std::vector<int64_t>{K, N} : std::vector<int64_t>{N, K});
+    a.tensors["d"] = bf16(3, {M, N});
+    a.tensors["c"] = bf16(4, {M, N});
+    x.operands = {"a", "b", "d", "c"};
+    x.optional_tensors = {"c"};
+    x.options = "lt";
+    x.stream = true;
+    x.baseline_alt = "cuBLASLt";
+    const std::string fname = x.name;
+    x.call = [fname](const Context& c, const Args& a, const Handles& h) -> dg_status {
+      auto f = fname == "dg_cublaslt_gemm_nt"   ? dg_cublaslt_gemm_nt
+               : fname == "dg_cublaslt_gemm_nn" ? dg_cublaslt_gemm_nn
+               : fname == "dg_cublaslt_gemm_tn" ? dg_cublaslt_gemm_tn
+                                                : dg_cublaslt_gemm_tt;
+      return f(as_mut_stream(c, a), h["a"], h["b"], h["d"], h["c"], &a.lt);
+    };
+    e.push_back(std::move(x));
+  }
+
+  // M-grouped, contiguous (indices and psum layouts) and masked.
+  const int64_t G = 4;
+  for (const char* variant : {"fp8_nt", "fp8_nn", "bf16_nt", "bf16_nn"}) {
+    const bool is_fp8 = variant[0] == 'f', nn = std::string(variant).find("nn") != std::string::npos;
+    Entry x;
+    x.name = std::string("dg_m_grouped_") + (is_fp8 ? "fp8" : "bf16") + "_gemm_" + (nn ? "nn" : "nt") + "_contiguous";
+    Args& a = x.baseline;
+    a.tensors["a"] = is_fp8 ? fp8(1, {M, K}) : bf16(1, {M, K});
+    const std::vector<int64_t> b_sizes = nn ? std::vector<int64_t>{G, K, N} : std::vector<int64_t>{G, N, K};
+    // FP8 nn needs K-major [N, K] views of b: [G, K, N] sizes with K-major strides.
+    Spec b = is_fp8 ? fp8(2, b_sizes) : bf16(2, b_sizes);
+    if (is_fp8 && nn) b.strides = {N * K, 1, K};
+    a.tensors["b"] = b;
+    a.tensors["d"] = bf16(3, {M, N});
+    a.tensors["grouped_layout"] = i32(4, {M});
+    a.ints["layout"] = DG_M_GROUPED_LAYOUT_INDICES;
+    a.ints["expected_m"] = 0;
+    x.operands = {"a", "b", "d", "grouped_layout"};
+    x.aligned = {"a", "b", "d"};
+    if (is_fp8) {
+      a.tensors["sfa"] = f32(5, {M, K / 128}, {1, M});
+      a.tensors["sfb"] = nn ? f32(6, {G, K / 128, N / 128}) : f32(6, {G, N / 128, K / 128});
+      x.operands.push_back("sfa");
+      x.operands.push_back("sfb");
+      x.aligned.push_back("sfa");
+    }
+    x.options = "gemm";
+    x.enums = {"layout"};
+    x.stream = true;
+    const std::string fname = x.name;
+    x.call = [fname, is_fp8](const Context& c, const Args& a, const Handles& h) -> dg_status {
+      dg_stream* s = as_mut_stream(c, a);
+      const int32_t layout = int32_t(a.ints.at("layout"));
+      const int64_t em = a.ints.at("expected_m");
+      if (is_fp8) {
+        auto f = fname.find("_nn_") != std::string::npos ? dg_m_grouped_fp8_gemm_nn_contiguous
+                                                          : dg_m_grouped_fp8_gemm_nt_contiguous;
+        return f(s, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], h["grouped_layout"], layout, em, gemm_opts(a));
+      }
+      auto f = fname.find("_nn_") != std::string::npos ? dg_m_grouped_bf16_gemm_nn_contiguous
+                                                        : dg_m_grouped_bf16_gemm_nt_contiguous;
+      return f(s, h["a"], h["b"], h["d"], h["grouped_layout"], layout, em, gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  for (const bool is_fp8 : {true, false}) {
+    Entry x;
+    x.name = std::string("dg_m_grouped_") + (is_fp8 ? "fp8" : "bf16") + "_gemm_nt_masked";
+    Args& a = x.baseline;
+    const int64_t max_m = 128;
+    a.tensors["a"] = is_fp8 ? fp8(1, {G, max_m, K}) : bf16(1, {G, max_m, K});
+    a.tensors["b"] = is_fp8 ? fp8(2, {G, N, K}) : bf16(2, {G, N, K});
+    a.tensors["d"] = bf16(3, {G, max_m, N});
+    a.tensors["masked_m"] = i32(4, {G});
+    a.ints["expected_m"] = 64;
+    x.operands = {"a", "b", "d", "masked_m"};
+    x.aligned = {"a", "b", "d"};
+    if (is_fp8) {
+      a.tensors["sfa"] = f32(5, {G, max_m, K / 128}, {max_m * (K / 128), 1, max_m});
+      a.tensors["sfb"] = f32(6, {G, N / 128, K / 128});
+      x.operands.push_back("sfa");
+      x.operands.push_back("sfb");
+      x.aligned.push_back("sfa");
+    }
+    x.options = "gemm";
+    x.stream = true;
+    x.call = [is_fp8](const Context& c, const Args& a, const Handles& h) -> dg_status {
+      dg_stream* s = as_mut_stream(c, a);
+      if (is_fp8)
+        return dg_m_grouped_fp8_gemm_nt_masked(s, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], h["masked_m"],
+                                               a.ints.at("expected_m"), gemm_opts(a));
+      return dg_m_grouped_bf16_gemm_nt_masked(s, h["a"], h["b"], h["d"], h["masked_m"], a.ints.at("expected_m"),
+                                              gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+
+  {
+    Entry x;
+    x.name = "dg_gemm_prepare";
+    Args& a = x.baseline;
+    a.ints = {{"ab_dtype", DG_DTYPE_BFLOAT16}, {"layout", DG_GEMM_LAYOUT_NT}, {"m", M}, {"n", N}, {"k", K},
+              {"d_dtype", DG_DTYPE_BFLOAT16}, {"with_c", 0}};
+    x.options = "gemm";
+    x.enums = {"ab_dtype", "layout", "d_dtype"};
+    x.sizes = {"m", "n", "k"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      return dg_gemm_prepare(as_mut_stream(c, a), dg_dtype(a.ints.at("ab_dtype")), int32_t(a.ints.at("layout")),
+                             a.ints.at("m"), a.ints.at("n"), a.ints.at("k"), dg_dtype(a.ints.at("d_dtype")),
+                             int32_t(a.ints.at("with_c")), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_m_grouped_gemm_prepare";
+    Args& a = x.baseline;
+    a.ints = {{"ab_dtype", DG_DTYPE_BFLOAT16}, {"gemm_layout", DG_GEMM_LAYOUT_NT}, {"grouping", DG_M_GROUPED_LAYOUT_INDICES},
+              {"num_groups", G}, {"m", M}, {"n", N}, {"k", K}, {"expected_m", 0}};
+    x.options = "gemm";
+    x.enums = {"ab_dtype", "gemm_layout", "grouping"};
+    x.sizes = {"num_groups", "m", "n", "k"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      return dg_m_grouped_gemm_prepare(as_mut_stream(c, a), dg_dtype(a.ints.at("ab_dtype")),
+                                       int32_t(a.ints.at("gemm_layout")), int32_t(a.ints.at("grouping")),
+                                       a.ints.at("num_groups"), a.ints.at("m"), a.ints.at("n"), a.ints.at("k"),
+                                       a.ints.at("expected_m"), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_fp8_gemm_workspace_size";
+    Args& a = x.baseline;
+    a.ints = {{"layout", DG_GEMM_LAYOUT_TN}, {"m", M}, {"n", N}, {"k", K}};
+    x.enums = {"layout"};
+    x.sizes = {"m", "n", "k"};
+    x.outs = {"bytes"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      size_t bytes = 0;
+      return dg_fp8_gemm_workspace_size(int32_t(a.ints.at("layout")), a.ints.at("m"), a.ints.at("n"), a.ints.at("k"),
+                                        out_or_null(a, "bytes", &bytes));
+    };
+    e.push_back(std::move(x));
+  }
+
+  {
+    // NVFP4 GEMV, rank 3: a [M, K/2, L], sfa [M, K/16, L], b [1, K/2, L], sfb [1, K/16, L], c [M, 1, L].
+    Entry x;
+    x.name = "dg_nvfp4_gemv";
+    Args& a = x.baseline;
+    const int64_t gm = 128, gk = 256, gl = 2;
+    a.tensors["a"] = Spec{address(1), DG_DTYPE_FLOAT4_E2M1X2, {gm, gk / 2, gl}, {gk / 2, 1, gm * gk / 2}};
+    a.tensors["sfa"] = Spec{address(2), DG_DTYPE_FLOAT8_E4M3, {gm, gk / 16, gl}, {gk / 16, 1, gm * gk / 16}};
+    a.tensors["b"] = Spec{address(3), DG_DTYPE_FLOAT4_E2M1X2, {1, gk / 2, gl}, {gk / 2, 1, gk / 2}};
+    a.tensors["sfb"] = Spec{address(4), DG_DTYPE_FLOAT8_E4M3, {1, gk / 16, gl}, {gk / 16, 1, gk / 16}};
+    a.tensors["c"] = Spec{address(5), DG_DTYPE_FLOAT16, {gm, 1, gl}, {1, 1, gm}};
+    x.operands = {"a", "sfa", "b", "sfb", "c"};
+    x.aligned = {"a", "b", "c"};
+    x.options = "gemv";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_nvfp4_gemv(as_mut_stream(c, a), h["a"], h["sfa"], h["b"], h["sfb"], h["c"], &a.gemv);
+    };
+    e.push_back(std::move(x));
+  }
+
+  // Scaling-factor layouts.
+  for (const bool packed : {false, true}) {
+    Entry x;
+    x.name = packed ? "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor" : "dg_get_mn_major_tma_aligned_tensor";
+    Args& a = x.baseline;
+    a.tensors["sf"] = f32(1, {128, 4});
+    a.tensors["out"] = packed ? Spec{address(2), DG_DTYPE_INT32, {128, 1}, {1, 128}} : f32(2, {128, 4}, {1, 128});
+    x.operands = {"sf", "out"};
+    x.aligned = {"out"};
+    x.stops_at_sm_cap = false;
+    x.stream = true;
+    x.call = [packed](const Context& c, const Args& a, const Handles& h) {
+      return (packed ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor : dg_get_mn_major_tma_aligned_tensor)(
+          as_mut_stream(c, a), h["sf"], h["out"]);
+    };
+    e.push_back(std::move(x));
+  }
+  for (const bool packed : {false, true}) {
+    Entry x;
+    x.name = packed ? "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout" : "dg_get_mn_major_tma_aligned_tensor_layout";
+    Args& a = x.baseline;
+    a.ints = {{"rank", 2}, {"mn", 128}, {"sf_k", 4}};
+    x.enums = {"rank"};
+    x.sizes = {"mn", "sf_k"};
+    x.stops_at_sm_cap = false;
+    x.call = [packed](const Context&, const Args& a, const Handles&) {
+      const int64_t sizes[3] = {a.ints.at("mn"), a.ints.at("sf_k"), 1};
+      int64_t out_sizes[3], out_strides[3];
+      size_t bytes = 0;
+      return (packed ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout : dg_get_mn_major_tma_aligned_tensor_layout)(
+          int32_t(a.ints.at("rank")), out_or_null(a, "sizes", sizes), out_sizes, out_strides, &bytes);
+    };
+    x.outs = {"sizes"};
+    e.push_back(std::move(x));
+  }
+  for (const bool run : {false, true}) {
+    Entry x;
+    x.name = run ? "dg_transform_sf_into_required_layout" : "dg_transform_sf_layout";
+    Args& a = x.baseline;
+    a.tensors["sf"] = f32(1, {128, 2});
+    a.ints = {{"mn", 128}, {"k", 256}};
+    a.recipe.arch_major = 9;
+    if (run) {
+      a.tensors["out"] = f32(2, {128, 2}, {1, 128});
+      x.operands = {"sf", "out"};
+      x.aligned = {"out"};
+      x.stream = true;
+    }
+    x.options = "recipe";
+    x.sizes = {"mn", "k"};
+    x.stops_at_sm_cap = false;
+    x.call = [run](const Context& c, const Args& a, const Handles& h) {
+      if (run)
+        return dg_transform_sf_into_required_layout(as_mut_stream(c, a), h["sf"], a.ints.at("mn"), a.ints.at("k"),
+                                                    &a.recipe, h["out"]);
+      int32_t is_input = 0;
+      dg_dtype dtype = 0;
+      int64_t sizes[3], strides[3];
+      size_t bytes = 0;
+      return dg_transform_sf_layout(as_stream(c, a), h["sf"], a.ints.at("mn"), a.ints.at("k"), &a.recipe, &is_input,
+                                    &dtype, sizes, strides, &bytes);
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_get_tma_aligned_size";
+    x.baseline.ints = {{"x", 100}, {"element_size", 2}};
+    x.sizes = {"x"};
+    x.enums = {"element_size"};
+    x.outs = {"aligned"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      int64_t aligned = 0;
+      return dg_get_tma_aligned_size(a.ints.at("x"), size_t(a.ints.at("element_size")),
+                                     out_or_null(a, "aligned", &aligned));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_tensor_create";
+    x.baseline.ints = {{"dtype", DG_DTYPE_BFLOAT16}, {"rank", 2}, {"size0", 64}, {"size1", 64}};
+    x.enums = {"dtype", "rank"};
+    x.sizes = {"size0", "size1"};
+    x.outs = {"tensor", "sizes"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      const int64_t sizes[4] = {a.ints.at("size0"), a.ints.at("size1"), 1, 1};
+      dg_tensor* t = nullptr;
+      const dg_status s = dg_tensor_create(out_or_null(a, "tensor", &t), address(1), dg_dtype(a.ints.at("dtype")),
+                                           int32_t(a.ints.at("rank")), out_or_null(a, "sizes", sizes), nullptr);
+      dg_tensor_destroy(t);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_tensor_get";
+    x.baseline.tensors["tensor"] = bf16(1, {4, 4});
+    x.stops_at_sm_cap = false;
+    x.validates_tensors = false;
+    x.call = [](const Context&, const Args&, const Handles& h) {
+      return dg_tensor_get(h["tensor"], nullptr, nullptr, nullptr, nullptr, nullptr);
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_tensor_set_data";
+    x.baseline.tensors["tensor"] = bf16(1, {4, 4});
+    x.stops_at_sm_cap = false;
+    x.validates_tensors = false;
+    x.call = [](const Context&, const Args&, const Handles& h) {
+      return dg_tensor_set_data(const_cast<dg_tensor*>(h["tensor"]), address(2));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_stream_create";
+    x.baseline.ints = {{"device", 0}, {"flags", DG_STREAM_BORROW}};
+    x.enums = {"flags"};
+    x.outs = {"stream"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_stream* s = nullptr;
+      const dg_status st = dg_stream_create(out_or_null(a, "stream", &s), int32_t(a.ints.at("device")), nullptr,
+                                            int32_t(a.ints.at("flags")), nullptr);
+      dg_stream_destroy(s);
+      return st;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_stream_create_offline";
+    x.baseline.ints = {{"arch_major", 9}, {"arch_minor", 0}, {"num_sms", 132}};
+    x.enums = {"arch_major", "arch_minor"};
+    x.sizes = {"num_sms"};
+    x.outs = {"stream"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_stream* s = nullptr;
+      const dg_status st =
+          dg_stream_create_offline(out_or_null(a, "stream", &s), int32_t(a.ints.at("arch_major")),
+                                   int32_t(a.ints.at("arch_minor")), int32_t(a.ints.at("num_sms")), nullptr);
+      dg_stream_destroy(s);
+      return st;
+    };
+    e.push_back(std::move(x));
+  }
+  for (const char* name : {"dg_stream_get_cu_stream", "dg_stream_get_device", "dg_stream_synchronize"}) {
+    Entry x;
+    x.name = name;
+    x.stops_at_sm_cap = false;
+    x.stream = true;
+    const std::string n = name;
+    if (n != "dg_stream_synchronize") x.outs = {n == "dg_stream_get_device" ? "device" : "cu_stream"};
+    x.call = [n](const Context& c, const Args& a, const Handles&) {
+      void* cu = nullptr;
+      int32_t dev = 0;
+      if (n == "dg_stream_get_cu_stream") return dg_stream_get_cu_stream(as_stream(c, a), out_or_null(a, "cu_stream", &cu));
+      if (n == "dg_stream_get_device") return dg_stream_get_device(as_stream(c, a), out_or_null(a, "device", &dev));
+      return dg_stream_synchronize(as_mut_stream(c, a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_device_get_capability";
+    x.baseline.ints = {{"device", 0}};
+    x.outs = {"major", "minor"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      int32_t major = 0, minor = 0;
+      return dg_device_get_capability(int32_t(a.ints.at("device")), out_or_null(a, "major", &major),
+                                      out_or_null(a, "minor", &minor));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_device_count";
+    x.outs = {"count"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      int32_t n = 0;
+      return dg_device_count(out_or_null(a, "count", &n));
+    };
+    e.push_back(std::move(x));
+  }
+  // Settings.
+  {
+    Entry x;
+    x.name = "dg_config_set_int";
+    x.baseline.ints = {{"key", DG_CONFIG_TC_UTIL}, {"value", 50}};
+    x.enums = {"key"};
+    x.sizes = {"value"};
+    x.outs = {"config"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* cfg = nullptr;
+      dg_config_create(&cfg);
+      const dg_status s = dg_config_set_int(out_or_null(a, "config", cfg), int32_t(a.ints.at("key")), a.ints.at("value"));
+      dg_config_destroy(cfg);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_get_int";
+    x.baseline.ints = {{"key", DG_CONFIG_TC_UTIL}};
+    x.enums = {"key"};
+    x.outs = {"config", "value"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* cfg = nullptr;
+      dg_config_create(&cfg);
+      int64_t v = 0;
+      const dg_status s =
+          dg_config_get_int(out_or_null(a, "config", cfg), int32_t(a.ints.at("key")), out_or_null(a, "value", &v));
+      dg_config_destroy(cfg);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_set_string";
+    x.baseline.ints = {{"key", DG_CONFIG_CACHE_DIR}};
+    x.enums = {"key"};
+    x.outs = {"config", "value"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* cfg = nullptr;
+      dg_config_create(&cfg);
+      const dg_status s = dg_config_set_string(out_or_null(a, "config", cfg), int32_t(a.ints.at("key")),
+                                               out_or_null(a, "value", "/tmp/dg-matrix"));
+      dg_config_destroy(cfg);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_get_string";
+    x.baseline.ints = {{"key", DG_CONFIG_CACHE_DIR}, {"capacity", 256}};
+    x.enums = {"key"};
+    x.outs = {"config"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* cfg = nullptr;
+      dg_config_create(&cfg);
+      dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "/tmp/dg-matrix");
+      char buf[256];
+      const dg_status s = dg_config_get_string(out_or_null(a, "config", cfg), int32_t(a.ints.at("key")), buf,
+                                               size_t(a.ints.at("capacity")), nullptr);
+      dg_config_destroy(cfg);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_get_bounds";
+    x.baseline.ints = {{"key", DG_CONFIG_NUM_SMS}};
+    x.enums = {"key"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      return dg_config_get_bounds(int32_t(a.ints.at("key")), nullptr, nullptr);
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_create";
+    x.outs = {"config"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* cfg = nullptr;
+      const dg_status s = dg_config_create(out_or_null(a, "config", &cfg));
+      dg_config_destroy(cfg);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_config_clone";
+    x.outs = {"source", "config"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      dg_config* src = nullptr;
+      dg_config_create(&src);
+      dg_config* cfg = nullptr;
+      const dg_status s = dg_config_clone(out_or_null(a, "source", src), out_or_null(a, "config", &cfg));
+      dg_config_destroy(cfg);
+      dg_config_destroy(src);
+      return s;
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_set_num_sms";
+    x.baseline.ints = {{"num_sms", 0}};
+    x.sizes = {"num_sms"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      const int64_t v = a.ints.at("num_sms");
+      return dg_set_num_sms(v > INT32_MAX ? INT32_MAX : int32_t(v));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_set_log_level";
+    x.baseline.ints = {{"level", -1}};  // -1: keep the current level
+    x.enums = {"level"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      const int64_t v = a.ints.at("level");
+      return dg_set_log_level(v == -1 ? dg_get_log_level() : int32_t(v));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_set_tc_util";
+    x.baseline.ints = {{"ratio", 0}};  // tenths: 77 and -5 are out of [0, 1]
+    x.enums = {"ratio"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) { return dg_set_tc_util(double(a.ints.at("ratio")) / 10.0); };
+    e.push_back(std::move(x));
+  }
+  return e;
+}
+
+// Entry points that take nothing to validate (queries, destructors that accept NULL, the log
+// callback, which accepts any function including NULL).
+const std::set<std::string> kNoArguments = {
+    "dg_status_string", "dg_last_error", "dg_version", "dg_version_number", "dg_get_log_level",
+    "dg_dtype_size", "dg_dtype_name", "dg_config_destroy", "dg_get_num_sms", "dg_get_tc_util",
+    "dg_stream_destroy", "dg_tensor_destroy", "dg_get_mk_alignment_for_contiguous_layout",
+    "dg_jit_get_stats", "dg_cublaslt_workspace_size", "dg_cublaslt_available", "dg_set_log_callback"};
+
+struct Case {
+  std::string cls, arg;
+  Args args;
+  std::vector<dg_status> statuses;  // any of these
+  std::vector<std::string> needles;  // all of these in dg_last_error()
+};
+
+// One wrong dtype per tensor: the first of these that differs from the baseline's.
+dg_dtype other_dtype(dg_dtype d) { return d == DG_DTYPE_FLOAT16 ? DG_DTYPE_UINT8 : DG_DTYPE_FLOAT16; }
+
+std::vector<Case> generate(const Entry& x) {
+  std::vector<Case> cases;
+  const Args& base = x.baseline;
+  const std::vector<dg_status> invalid = {DG_ERROR_INVALID_ARGUMENT};
+  const std::vector<dg_status> refused = {DG_ERROR_INVALID_ARGUMENT, DG_ERROR_UNSUPPORTED};
+  auto add = [&](std::string cls, std::string arg, Args a, std::vector<dg_status> st, std::vector<std::string> needles) {
+    cases.push_back(Case{std::move(cls), std::move(arg), std::move(a), std::move(st), std::move(needles)});
+  };
+  if (x.stream) {
+    Args a = base;
+    a.null_stream = true;
+    add("null_handle", "stream", a, invalid, {"stream"});
+  }
+  for (const auto& [name, spec] : base.tensors) {
+    if (!x.validates_tensors) {
+      Args a = base;
+      a.tensors.erase(name);
+      add("null_handle", name, a, invalid, {name});
+      continue;
+    }
+    if (!x.optional_tensors.count(name)) {
+      Args a = base;
+      a.tensors.erase(name);
+      add("null_handle", name, a, invalid, {name});
+    }
+    {
+      Args a = base;
+      a.tensors[name].dtype = other_dtype(spec.dtype);
+      add("wrong_dtype", name, a, invalid, {name});
+    }
+    {
+      Args a = base;
+      Spec& s = a.tensors[name];
+      if (s.sizes.size() < 4) {
+        s.sizes.insert(s.sizes.begin(), 2);
+        if (!s.strides.empty()) s.strides.insert(s.strides.begin(), 1 << 20);
+        add("wrong_rank", name, a, invalid, {name});
+      }
+    }
+    {
+      // A size that disagrees with the other operands (the last dimension grows by 16).
+      Args a = base;
+      Spec& s = a.tensors[name];
+      s.sizes.back() += 16;
+      s.strides.clear();
+      add("size_mismatch", name, a, refused, {});
+    }
+    {
+      // Sizes at the int64 boundary: a dimension of 2^62 elements (representable, but every
+      // product with it overflows or exceeds the kernels' 32-bit indexing).
+      Args a = base;
+      Spec& s = a.tensors[name];
+      s.sizes.front() = kBig / 8;
+      s.strides.clear();
+      for (size_t i = 1; i < s.sizes.size(); ++i) s.sizes[i] = 1;
+      add("overflow", name, a, refused, {});
+    }
+  }
+  for (const std::string& name : x.operands) {
+    Args a = base;
+    a.tensors[name].data = nullptr;
+    add("null_data", name, a, invalid, {name, "NULL"});
+  }
+  for (const std::string& name : x.aligned) {
+    Args a = base;
+    a.tensors[name].data = static_cast<char*>(a.tensors[name].data) + 1;
+    add("misaligned", name, a, refused, {name});
+  }
+  for (const std::string& name : x.outs) {
+    Args a = base;
+    a.null_out.insert(name);
+    add("null_handle", name, a, invalid, {name});
+  }
+  for (const std::string& name : x.enums) {
+    for (const int64_t v : {int64_t(77), int64_t(-5)}) {
+      Args a = base;
+      a.ints[name] = v;
+      add("bad_enum", name, a, refused, {name});
+    }
+  }
+  for (const std::string& name : x.sizes) {
+    for (const int64_t v : {INT64_MAX, int64_t(-1)}) {
+      Args a = base;
+      a.ints[name] = v;
+      add("overflow", name, a, refused, {});
+    }
+  }
+  if (x.options == "gemm") {
+    Args a = base;
+    a.gemm.struct_size = 3;
+    add("bad_options", "options", a, invalid, {"options", "struct_size"});
+    for (const char* field : {"block_n", "num_stages", "split_k", "num_sms", "block_m"}) {
+      for (const int32_t v : {-16, INT32_MAX}) {
+        Args b = base;
+        int32_t* p = std::string(field) == "block_n"      ? &b.gemm.block_n
+                     : std::string(field) == "num_stages" ? &b.gemm.num_stages
+                     : std::string(field) == "split_k"    ? &b.gemm.split_k
+                     : std::string(field) == "num_sms"    ? &b.gemm.num_sms
+                                                          : &b.gemm.block_m;
+        *p = v;
+        add("bad_options", std::string("options.") + field, b, invalid, {std::string("options.") + field});
+      }
+    }
+    Args r = base;
+    r.gemm.recipe = 9;
+    add("bad_enum", "options.recipe", r, invalid, {"options.recipe"});
+    Args k = base;
+    k.gemm.kernel = -1;
+    add("bad_enum", "options.kernel", k, invalid, {"options.kernel"});
+  } else if (x.options == "gemv") {
+    Args a = base;
+    a.gemv.struct_size = 3;
+    add("bad_options", "options", a, invalid, {"options", "struct_size"});
+    for (const char* field : {"threads_per_row", "vector_bytes", "grid_blocks", "cache_hint"}) {
+      Args b = base;
+      int32_t* p = std::string(field) == "threads_per_row" ? &b.gemv.threads_per_row
+                   : std::string(field) == "vector_bytes"  ? &b.gemv.vector_bytes
+                   : std::string(field) == "grid_blocks"   ? &b.gemv.grid_blocks
+                                                           : &b.gemv.cache_hint;
+      *p = -3;
+      add("bad_options", std::string("options.") + field, b, invalid, {std::string("options.") + field});
+    }
+  } else if (x.options == "lt") {
+    Args a = base;
+    a.lt.struct_size = 3;
+    add("bad_options", "options", a, invalid, {"options", "struct_size"});
+    Args w = base;
+    w.lt.workspace = static_cast<char*>(address(9)) + 8;
+    w.lt.workspace_size = 1024;
+    add("misaligned", "options.workspace", w, invalid, {"workspace"});
+  } else if (x.options == "recipe") {
+    Args a = base;
+    a.recipe.struct_size = 3;
+    add("bad_options", "recipe", a, invalid, {"recipe", "struct_size"});
+    Args g = base;
+    g.recipe.gran_k = -128;
+    add("bad_enum", "recipe.gran_k", g, invalid, {"recipe.gran_k"});
+    Args n = base;
+    n.recipe.num_groups = -1;
+    add("bad_options", "recipe.num_groups", n, invalid, {"recipe.num_groups"});
+  }
+  return cases;
+}
+
+// The names the message may use for the argument of a size-class case.
+bool names_some_argument(const Entry& x, const std::string& msg) {
+  for (const auto& [name, spec] : x.baseline.tensors)
+    if (msg.find(name + ":") != std::string::npos || msg.find(name + ",") != std::string::npos) return true;
+  for (const auto& [name, v] : x.baseline.ints)
+    if (msg.find(name) != std::string::npos) return true;
+  return msg.find("sizes") != std::string::npos || msg.find("strides") != std::string::npos ||
+         msg.find("m, n, k") != std::string::npos;
+}
+
+struct CappedStream {
+  dg_stream* stream = nullptr;
+  CappedStream() {
+    dg_config* cfg = nullptr;
+    REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+    REQUIRE(dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024) == DG_SUCCESS);  // above the fake's 132
+    REQUIRE_MESSAGE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_BORROW, cfg) == DG_SUCCESS, dg_last_error());
+    dg_config_destroy(cfg);
+  }
+  ~CappedStream() { dg_stream_destroy(stream); }
+};
+
+}  // namespace
+
+TEST_CASE("bad-input matrix: every entry point x every class gives its status and names the argument") {
+  dg::test::FakeDriver driver(0);
+  CappedStream capped;
+  const Context ctx{capped.stream};
+  int total = 0;
+  std::map<std::string, int> per_class;
+  for (const Entry& x : entries()) {
+    // The baseline is valid: it succeeds, or (launching entry points) stops at the SM cap.
+    {
+      INFO(x.name, " baseline");
+      Handles h(x.baseline);
+      const dg_status s = x.call(ctx, x.baseline, h);
+      if (!x.baseline_alt.empty() && s == DG_ERROR_UNSUPPORTED)
+        CHECK_MESSAGE(std::strstr(dg_last_error(), x.baseline_alt.c_str()) != nullptr, dg_last_error());
+      else if (x.stops_at_sm_cap)
+        CHECK_MESSAGE((s == DG_ERROR_INVALID_ARGUMENT && std::strstr(dg_last_error(), "num_sms: 1024") != nullptr),
+                      dg_status_string(s), ": ", dg_last_error());
+      else
+        CHECK_MESSAGE(s == DG_SUCCESS, dg_status_string(s), ": ", dg_last_error());
+    }
+    for (const Case& c : generate(x)) {
+      INFO(x.name, " [", c.cls, "] ", c.arg);
+      // Descriptors that cannot be created (sizes whose extent overflows) are that case's
+      // outcome: dg_tensor_create refused them naming the sizes.
+      bool creatable = true;
+      for (const auto& [name, s] : c.args.tensors) {
+        dg_tensor* t = nullptr;
+        const dg_status st = dg_tensor_create(&t, s.data, s.dtype, int32_t(s.sizes.size()), s.sizes.data(),
+                                              s.strides.empty() ? nullptr : s.strides.data());
+        dg_tensor_destroy(t);
+        if (st != DG_SUCCESS) {
+          CHECK(st == DG_ERROR_INVALID_ARGUMENT);
+          CHECK(std::strstr(dg_last_error(), "sizes") != nullptr);
+          creatable = false;
+        }
+      }
+      if (!creatable) {
+        ++total;
+        ++per_class[c.cls];
+        continue;
+      }
+      Handles h(c.args);
+      const dg_status s = x.call(ctx, c.args, h);
+      const std::string msg = dg_last_error();
+      bool status_ok = false;
+      for (dg_status want : c.statuses) status_ok = status_ok || s == want;
+      CHECK_MESSAGE(status_ok, dg_status_string(s), ": ", msg);
+      CHECK_MESSAGE(msg.find("num_sms: 1024") == std::string::npos, "passed validation: ", msg);
+      if (c.needles.empty()) {
+        CHECK_MESSAGE(names_some_argument(x, msg), "names no argument: ", msg);
+      } else {
+        for (const std::string& n : c.needles) CHECK_MESSAGE(msg.find(n) != std::string::npos, "lacks '", n, "': ", msg);
+      }
+      ++total;
+      ++per_class[c.cls];
+    }
+  }
+  MESSAGE("bad-input matrix: " << total << " cases");
+  for (const auto& [cls, n] : per_class) MESSAGE("  " << cls << ": " << n);
+  CHECK(total > 400);
+}
+
+TEST_CASE("the bad-input matrix covers every entry point dg.h declares") {
+  std::ifstream in(DG_TEST_DATA_DIR "/../../include/dg.h");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string header = text.str();
+  std::set<std::string> covered(kNoArguments.begin(), kNoArguments.end());
+  for (const Entry& x : entries()) covered.insert(x.name);
+  const std::regex decl(R"(DG_API\s+[\w\s\*]*?\b(dg_\w+)\s*\()");
+  int declared = 0;
+  for (auto it = std::sregex_iterator(header.begin(), header.end(), decl); it != std::sregex_iterator(); ++it) {
+    ++declared;
+    const std::string name = (*it)[1];
+    CHECK_MESSAGE(covered.count(name) == 1, name, " is declared in dg.h but has no row in the bad-input matrix");
+  }
+  CHECK(declared > 60);
+}

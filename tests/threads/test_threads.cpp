@@ -1,0 +1,227 @@
+// Concurrency of the C API, for ThreadSanitizer (the `tsan` preset) and the other builds alike:
+// handle churn (configs, tensors, streams), process-wide setters, per-thread errors, log-callback
+// swaps while other threads log, and concurrent JIT of the same and of different kernels, both on
+// offline streams (NVRTC only, no device) and on the fake driver's device (compile, load, launch).
+// Every call's status is checked; the sanitizer checks the rest.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dg.h"
+
+namespace {
+
+constexpr int kThreads = 8;
+
+template <typename F>
+void run_threads(int n, F&& body) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back([&body, t] { body(t); });
+  for (auto& th : threads) th.join();
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/dg-threads-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+bool has_device() {
+  int32_t n = 0;
+  return dg_device_count(&n) == DG_SUCCESS && n > 0;
+}
+
+void* address(int i) { return reinterpret_cast<void*>(0x7f0000000000ull + (uint64_t(i) << 32)); }
+
+}  // namespace
+
+TEST_CASE("configs, tensors and process-wide settings churn across threads") {
+  std::atomic<int> failures{0};
+  run_threads(kThreads, [&](int t) {
+    for (int i = 0; i < 300; ++i) {
+      dg_config* c = nullptr;
+      if (dg_config_create(&c) != DG_SUCCESS) ++failures;
+      if (dg_config_set_int(c, DG_CONFIG_TC_UTIL, 1 + (t + i) % 100) != DG_SUCCESS) ++failures;
+      if (dg_config_set_string(c, DG_CONFIG_CACHE_DIR, i % 2 ? "" : "/tmp/dg-threads-unused") != DG_SUCCESS) ++failures;
+      dg_config* copy = nullptr;
+      if (dg_config_clone(c, &copy) != DG_SUCCESS) ++failures;
+      int64_t v = 0;
+      if (dg_config_get_int(copy, DG_CONFIG_TC_UTIL, &v) != DG_SUCCESS || v != 1 + (t + i) % 100) ++failures;
+      dg_config_destroy(copy);
+      dg_config_destroy(c);
+
+      const int64_t sizes[3] = {4 + i % 7, 8, 2};
+      dg_tensor* tensor = nullptr;
+      if (dg_tensor_create(&tensor, address(t), DG_DTYPE_BFLOAT16, 3, sizes, nullptr) != DG_SUCCESS) ++failures;
+      if (dg_tensor_set_data(tensor, address(t + 1)) != DG_SUCCESS) ++failures;
+      int64_t got[DG_MAX_RANK] = {};
+      if (dg_tensor_get(tensor, nullptr, nullptr, nullptr, got, nullptr) != DG_SUCCESS || got[0] != sizes[0]) ++failures;
+      dg_tensor_destroy(tensor);
+
+      dg_set_tc_util((t % 4 + 1) / 4.0);
+      (void)dg_get_tc_util();
+      dg_set_num_sms(t % 2 ? 0 : 64);
+      (void)dg_get_num_sms();
+    }
+  });
+  dg_set_num_sms(0);
+  dg_set_tc_util(0);
+  CHECK(failures.load() == 0);
+}
+
+TEST_CASE("each thread keeps its own last error") {
+  std::atomic<int> wrong{0};
+  run_threads(kThreads, [&](int t) {
+    for (int i = 0; i < 500; ++i) {
+      int64_t out = 0;
+      const int64_t x = -1 - t;  // each thread's message names its own value
+      if (dg_get_tma_aligned_size(x, 2, &out) != DG_ERROR_INVALID_ARGUMENT) ++wrong;
+      const std::string expected = "x: " + std::to_string(x) + " is negative";
+      if (expected != dg_last_error()) ++wrong;
+    }
+  });
+  CHECK(wrong.load() == 0);
+}
+
+TEST_CASE("log callbacks swapped while other threads log: no call after its swap returned") {
+  struct Target {
+    std::atomic<int> calls{0};
+    std::atomic<bool> retired{false};
+    std::atomic<int>* late;
+  };
+  std::atomic<int> late{0};
+  const int32_t before = dg_get_log_level();
+  REQUIRE(dg_set_log_level(DG_LOG_DEBUG) == DG_SUCCESS);  // failures are logged at debug level
+  auto cb = [](int32_t, const char*, void* user) {
+    auto* target = static_cast<Target*>(user);
+    if (target->retired.load()) ++*target->late;  // called after dg_set_log_callback replaced it
+    ++target->calls;
+  };
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> loggers;
+  for (int t = 0; t < kThreads - 1; ++t)
+    loggers.emplace_back([&] {
+      while (!stop) {
+        int64_t out = 0;
+        dg_get_tma_aligned_size(-1, 2, &out);
+      }
+    });
+  int total_calls = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto* target = new Target{{0}, {false}, &late};
+    REQUIRE(dg_set_log_callback(cb, target) == DG_SUCCESS);
+    std::this_thread::yield();
+    REQUIRE(dg_set_log_callback(nullptr, nullptr) == DG_SUCCESS);
+    // No thread runs the callback any more: its user data can go.
+    target->retired = true;
+    total_calls += target->calls.load();
+    delete target;
+  }
+  stop = true;
+  for (auto& th : loggers) th.join();
+  dg_set_log_level(before);
+  CHECK(late.load() == 0);
+  CHECK(total_calls > 0);
+}
+
+TEST_CASE("concurrent JIT of the same and of different kernels on offline streams") {
+  TempDir cache;
+  dg_config* cfg = nullptr;
+  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
+  std::atomic<int> failures{0};
+  std::string first_error;
+  std::atomic<bool> recorded{false};
+  // K = 0 problems compile only the small D := beta * C kernel: four variants (d dtype x C).
+  // Two rounds of fresh offline devices (distinct SM counts): the first compiles into the disk
+  // cache under contention, the second loads from it under contention.
+  for (int round = 0; round < 2; ++round) {
+    run_threads(kThreads, [&](int t) {
+      dg_stream* s = nullptr;
+      if (dg_stream_create_offline(&s, 9, 0, 100 + round * 10 + t % 2, cfg) != DG_SUCCESS) {
+        ++failures;
+        return;
+      }
+      for (int i = 0; i < 4; ++i) {
+        const int variant = (t + i) % 4;  // threads meet on the same kernels in different orders
+        const dg_status st = dg_gemm_prepare(s, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0,
+                                             variant % 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, variant / 2, nullptr);
+        if (st != DG_SUCCESS) {
+          ++failures;
+          if (!recorded.exchange(true)) first_error = dg_last_error();
+        }
+      }
+      dg_stream_destroy(s);
+    });
+  }
+  dg_config_destroy(cfg);
+  CHECK_MESSAGE(failures.load() == 0, first_error);
+  int64_t compiled = 0, from_disk = 0;
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, nullptr) == DG_SUCCESS);
+  CHECK(compiled + from_disk >= 8);
+}
+
+TEST_CASE("streams churn and kernels compile, load and launch concurrently on the fake device") {
+  if (!has_device()) {
+    MESSAGE("no device (the fake driver is not on LD_LIBRARY_PATH): the offline cases cover the JIT");
+    return;
+  }
+  TempDir cache;
+  dg_config* cfg = nullptr;
+  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
+  std::atomic<int> failures{0};
+  std::string first_error;
+  std::atomic<bool> recorded{false};
+  auto check = [&](dg_status st) {
+    if (st == DG_SUCCESS) return;
+    ++failures;
+    if (!recorded.exchange(true)) first_error = dg_last_error();
+  };
+  run_threads(kThreads, [&](int t) {
+    for (int i = 0; i < 20; ++i) {
+      dg_stream* s = nullptr;
+      check(dg_stream_create(&s, 0, nullptr, i % 2 ? DG_STREAM_CREATE : DG_STREAM_BORROW, i % 3 ? cfg : nullptr));
+      if (s == nullptr) continue;
+      // Layout transforms: two ops x two input orders = four kernels; every thread runs all four.
+      const int64_t mn = 128, sf_k = 4;
+      const bool mn_major = (t + i) % 2;
+      const int64_t in_sizes[2] = {mn, sf_k};
+      const int64_t in_strides[2] = {mn_major ? 1 : sf_k, mn_major ? mn : 1};
+      dg_tensor* in = nullptr;
+      check(dg_tensor_create(&in, address(1), DG_DTYPE_FLOAT32, 2, in_sizes, in_strides));
+      const int64_t out_strides[2] = {1, mn};
+      dg_tensor* out = nullptr;
+      check(dg_tensor_create(&out, address(2), DG_DTYPE_FLOAT32, 2, in_sizes, out_strides));
+      const int64_t packed_sizes[2] = {mn, 1};
+      dg_tensor* packed = nullptr;
+      check(dg_tensor_create(&packed, address(3), DG_DTYPE_INT32, 2, packed_sizes, out_strides));
+      if ((t + i) % 3 == 0) {
+        check(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(s, in, packed));
+      } else {
+        check(dg_get_mn_major_tma_aligned_tensor(s, in, out));
+      }
+      check(dg_stream_synchronize(s));
+      dg_tensor_destroy(packed);
+      dg_tensor_destroy(out);
+      dg_tensor_destroy(in);
+      dg_stream_destroy(s);
+    }
+  });
+  dg_config_destroy(cfg);
+  CHECK_MESSAGE(failures.load() == 0, first_error);
+}
