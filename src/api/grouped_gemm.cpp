@@ -243,6 +243,7 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
 dg_status check_masked_sfa(const dg_tensor_s& sfa, int64_t g, int64_t max_m, int64_t sf_k, int64_t* ld) {
   DG_TRY(dg::check_rank(sfa, "sfa", {3}));
   DG_TRY(dg::check_dtype(sfa, "sfa", {DG_DTYPE_FLOAT32}));
+  if (sfa.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfa: data is NULL");
   const int64_t aligned = (max_m + 3) / 4 * 4;
   const bool sizes_ok = sfa.sizes[0] == g && sfa.sizes[1] == max_m && sfa.sizes[2] == sf_k;
   const bool strides_ok = (sfa.strides[1] == 1 || max_m == 1) && (sfa.strides[2] == aligned || sf_k == 1) &&

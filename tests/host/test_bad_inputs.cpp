@@ -744,9 +744,12 @@ std::vector<Case> generate(const Entry& x) {
     {
       Args a = base;
       Spec& s = a.tensors[name];
+      // Rank 4, which no entry point takes (one more dimension could be a legal batched form).
       if (s.sizes.size() < 4) {
-        s.sizes.insert(s.sizes.begin(), 2);
-        if (!s.strides.empty()) s.strides.insert(s.strides.begin(), 1 << 20);
+        while (s.sizes.size() < 4) {
+          s.sizes.insert(s.sizes.begin(), 2);
+          if (!s.strides.empty()) s.strides.insert(s.strides.begin(), int64_t(1) << (20 + s.sizes.size()));
+        }
         add("wrong_rank", name, a, invalid, {name});
       }
     }

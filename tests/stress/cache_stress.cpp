@@ -101,11 +101,15 @@ int worker(const std::string& dir, int process, int threads, double seconds) {
   return n.corrupt == 0 && n.failed == 0 && n.served > 0 ? 0 : 1;
 }
 
-// Until killed: damages a random entry of the cache directory in one of several ways.
+volatile sig_atomic_t g_stop = 0;
+
+// Until SIGTERM: damages a random entry of the cache directory in one of several ways.
 [[noreturn]] void vandal(const std::string& dir) {
+  signal(SIGTERM, [](int) { g_stop = 1; });
+  signal(SIGPIPE, SIG_IGN);
   std::mt19937 rng(12345);
   long acts = 0;
-  for (;;) {
+  while (!g_stop) {
     std::vector<fs::path> entries;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec))
@@ -115,7 +119,12 @@ int worker(const std::string& dir, int process, int threads, double seconds) {
       continue;
     }
     const fs::path p = entries[rng() % entries.size()];
-    switch (rng() % 7) {
+    const fs::path other = entries[rng() % entries.size()];
+    // Only regular files are edited in place or copied: opening a FIFO left by an earlier act would
+    // block the vandal.
+    const bool regular = fs::is_regular_file(fs::symlink_status(p, ec)) &&
+                         fs::is_regular_file(fs::symlink_status(other, ec));
+    switch (regular ? rng() % 7 : 5) {
       case 0:  // truncate in place
         truncate(p.c_str(), off_t(rng() % 4096));
         break;
@@ -126,7 +135,6 @@ int worker(const std::string& dir, int process, int threads, double seconds) {
         break;
       }
       case 2: {  // replace with another entry's (valid, but another key's) content
-        const fs::path other = entries[rng() % entries.size()];
         fs::copy_file(other, p.string() + ".v", fs::copy_options::overwrite_existing, ec);
         fs::rename(p.string() + ".v", p, ec);
         break;
@@ -151,6 +159,9 @@ int worker(const std::string& dir, int process, int threads, double seconds) {
     ++acts;
     usleep(200);
   }
+  std::printf("vandal: %ld entries damaged\n", acts);
+  std::fflush(stdout);
+  _exit(0);
 }
 
 }  // namespace
@@ -186,7 +197,7 @@ int main(int argc, char** argv) {
                   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     }
   }
-  kill(vandal_pid, SIGKILL);
+  kill(vandal_pid, SIGTERM);
   waitpid(vandal_pid, nullptr, 0);
   std::error_code ec;
   fs::remove_all(root, ec);
