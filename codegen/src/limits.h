@@ -25,8 +25,9 @@ constexpr std::size_t kMaxStringBytes = std::size_t(1) << 26;
 constexpr std::size_t kMaxListItems = std::size_t(1) << 22;
 // Bytes one list holds directly (its items, and the strings among them, which copies duplicate).
 constexpr std::size_t kMaxListBytes = std::size_t(1) << 28;
-// Loop iterations in one render.
-constexpr std::int64_t kMaxIterations = std::int64_t(1) << 22;
+// Loop iterations in one render (kernel templates run a few thousand; a million takes about a
+// second, tens under AddressSanitizer).
+constexpr std::int64_t kMaxIterations = std::int64_t(1) << 20;
 // Bytes of a template's source.
 constexpr std::size_t kMaxSourceBytes = std::size_t(1) << 26;
 
