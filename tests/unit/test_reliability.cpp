@@ -25,7 +25,6 @@
 #include "dg.h"
 #include "jit/compiler.h"
 #include "jit/disk_cache.h"
-#include "jit/embedded.h"
 #include "jit/source_bundle.h"
 #include "ops/gemm.h"
 #include "runtime/config.h"
