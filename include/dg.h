@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define DG_VERSION_MAJOR 0
-#define DG_VERSION_MINOR 6
+#define DG_VERSION_MINOR 7
 #define DG_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH */
 #define DG_VERSION_NUMBER (DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH)
@@ -512,6 +512,57 @@ DG_API dg_status dg_m_grouped_bf16_gemm_nt_masked(dg_stream* stream, const dg_te
  * max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph. */
 DG_API dg_status dg_m_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int32_t grouping,
                                            int64_t num_groups, int64_t m, int64_t n, int64_t k, int64_t expected_m,
+                                           const dg_gemm_options* options);
+
+/* ============================================================================================
+ * K-grouped GEMMs (MoE weight gradient; spec: DeepGEMM §1.5)
+ *
+ * G problems that share M and N, each over its own slice of K (the tokens routed to one expert):
+ *   D[g] = alpha * A_g @ B_gᵀ + beta * C[g],   A_g [M, k_g] and B_g [N, k_g] in GEMM terms,
+ * where k_g = ks[g] and K = k_0 + ... + k_{G-1}. ks: a host array of num_groups entries, each >= 0
+ * and a multiple of 128 (dg_get_mk_alignment_for_contiguous_layout()), K below 2^31. Group g's
+ * slice of K is [k_0 + ... + k_{g-1}, + k_g) of the operands' K (and of the scales' K blocks).
+ * d FLOAT32 [G, M, N] contiguous (N % 4 == 0, 16-byte aligned); c NULL or FLOAT32 [G, M, N]
+ * contiguous, or d itself with beta 1 (D += ..., no copy). A group with k_g = 0 gets
+ * D[g] = beta * C[g] (zeros without C). ks_tensor: NULL or the INT32 [G] device copy of ks that
+ * DeepGEMM's API takes; its shape and dtype are checked, and nothing reads it: the launch is built
+ * from the host ks, so a captured CUDA graph replays the ks it was captured with.
+ * FP8 calls use the 1D1D recipe (options.recipe 0 or DG_FP8_RECIPE_1D1D): sfa FLOAT32 [M, K / 128]
+ * per token x 128 K and sfb [N, K / 128], each MN-major TMA-aligned (strides (1, align(M or N, 4)),
+ * as dg_transform_sf_into_required_layout makes them), the groups' K blocks concatenated.
+ * Options: alpha, beta, block_m (64 or 128), block_n, num_stages, num_math_warpgroups, num_sms,
+ * fp8_promotion and fp8_promotion_slices; cluster 2, multicast_a, split_k and the skinny kernel do
+ * not apply (a non-default value is DG_ERROR_INVALID_ARGUMENT naming the field). Launches of more
+ * than 32 non-empty groups are split into several kernels of 32 groups (no host synchronisation).
+ * ========================================================================================== */
+
+/* a FLOAT8_E4M3 [M * K] (rank 1): group g's [M, k_g] matrix row-major (K-major) at element
+ * M * (k_0 + ... + k_{g-1}); b FLOAT8_E4M3 [N * K] likewise with N. 16-byte aligned. */
+DG_API dg_status dg_k_grouped_fp8_gemm_nt_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                                     const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                                     const dg_tensor* c, const int64_t* ks, int64_t num_groups,
+                                                     const dg_tensor* ks_tensor, const dg_gemm_options* options);
+/* a FLOAT8_E4M3 [K, M] and b [K, N] (stride 1 along M / N, rows a multiple of 16 bytes apart): group
+ * g is rows [k_0 + ... + k_{g-1}, + k_g). SM90 FP8 WGMMA reads K-major operands, so both are first
+ * transposed on the stream into options.workspace: dg_fp8_gemm_workspace_size(DG_GEMM_LAYOUT_TN, M,
+ * N, K) bytes, 256-byte aligned (without it the call returns DG_ERROR_UNSUPPORTED naming the size). */
+DG_API dg_status dg_k_grouped_fp8_gemm_tn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                                     const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                                     const dg_tensor* c, const int64_t* ks, int64_t num_groups,
+                                                     const dg_tensor* ks_tensor, const dg_gemm_options* options);
+/* a BFLOAT16 [K, M] and b [K, N] (stride 1 along M / N, rows a multiple of 16 bytes apart), read in
+ * place: group g is rows [k_0 + ... + k_{g-1}, + k_g). */
+DG_API dg_status dg_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* b,
+                                                      const dg_tensor* d, const dg_tensor* c, const int64_t* ks,
+                                                      int64_t num_groups, const dg_tensor* ks_tensor,
+                                                      const dg_gemm_options* options);
+
+/* Compiles and loads (no launch, no device memory touched) the kernels that the matching K-grouped
+ * call would use: ab_dtype FLOAT8_E4M3 with layout DG_GEMM_LAYOUT_NT or _TN, or BFLOAT16 with _TN;
+ * m, n, the call's ks and num_groups; with_c 1 when c will be given. Call it before capturing a
+ * CUDA graph. */
+DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n,
+                                           const int64_t* ks, int64_t num_groups, int32_t with_c,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================

@@ -169,6 +169,18 @@ static inline dgw_result dgw_m_grouped_bf16_gemm_nt_masked(dg_stream* stream, co
 static inline dgw_result dgw_m_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int32_t grouping, int64_t num_groups, int64_t m, int64_t n, int64_t k, int64_t expected_m, const dg_gemm_options* options) {
   return dgw_result_of(dg_m_grouped_gemm_prepare(stream, ab_dtype, gemm_layout, grouping, num_groups, m, n, k, expected_m, options));
 }
+static inline dgw_result dgw_k_grouped_fp8_gemm_nt_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c, const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, const dg_gemm_options* options) {
+  return dgw_result_of(dg_k_grouped_fp8_gemm_nt_contiguous(stream, a, sfa, b, sfb, d, c, ks, num_groups, ks_tensor, options));
+}
+static inline dgw_result dgw_k_grouped_fp8_gemm_tn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c, const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, const dg_gemm_options* options) {
+  return dgw_result_of(dg_k_grouped_fp8_gemm_tn_contiguous(stream, a, sfa, b, sfb, d, c, ks, num_groups, ks_tensor, options));
+}
+static inline dgw_result dgw_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d, const dg_tensor* c, const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, const dg_gemm_options* options) {
+  return dgw_result_of(dg_k_grouped_bf16_gemm_tn_contiguous(stream, a, b, d, c, ks, num_groups, ks_tensor, options));
+}
+static inline dgw_result dgw_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, const int64_t* ks, int64_t num_groups, int32_t with_c, const dg_gemm_options* options) {
+  return dgw_result_of(dg_k_grouped_gemm_prepare(stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options));
+}
 static inline dgw_result dgw_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options) {
   return dgw_result_of(dg_nvfp4_gemv(stream, a, sfa, b, sfb, c, options));
 }

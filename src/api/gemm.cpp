@@ -21,40 +21,12 @@ using dg::api::View;
 using dg::api::view_of;
 using dg::api::check_row_major_output;
 using dg::api::check_token_scales;
+using dg::api::check_workspace;
 using dg::api::operand_major;
 using dg::api::override_of;
 using dg::api::read_options;
 using dg::ops::GemmKind;
 using dg::ops::Major;
-
-// SM90 FP8 WGMMA reads K-major operands only: an FP8 call reads each MN-major operand from a K-major
-// copy that it makes in options.workspace first (ops::fp8_gemm_workspace's layout).
-dg_status check_workspace(const dg_gemm_options& o, const dg::ops::GemmShape& s, const char* a_name,
-                          const char* b_name) {
-  const bool copy_a = s.major_a == Major::kMN, copy_b = s.major_b == Major::kMN;
-  if (!copy_a && !copy_b) return DG_SUCCESS;
-  const size_t need = dg::ops::fp8_gemm_workspace(copy_a, copy_b, s.m, s.n, s.k).bytes;
-  const char* copies = copy_a && copy_b ? "copies of a and b" : copy_a ? "copy of a" : "copy of b";
-  if (o.workspace == nullptr) {
-    const std::string what = copy_a && copy_b ? fmt::format("a, b: {} and {} are", a_name, b_name)
-                                              : fmt::format("{}: {} is", copy_a ? "a" : "b", copy_a ? a_name : b_name);
-    return dg::fail(DG_ERROR_UNSUPPORTED,
-                    "{} MN-major in memory; SM90 FP8 GEMMs read K-major operands, so the call needs options.workspace "
-                    "for the K-major {}: {} bytes, 256-byte aligned (dg_fp8_gemm_workspace_size computes it)",
-                    what, copies, need);
-  }
-  if (o.workspace_size < need)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "options.workspace_size: {} bytes, but the call needs {} for the K-major {} "
-                    "(dg_fp8_gemm_workspace_size computes it)",
-                    o.workspace_size, need, copies);
-  if (reinterpret_cast<uintptr_t>(o.workspace) % 256 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "options.workspace: {} is not 256-byte aligned (expected a 256-byte aligned buffer of {} bytes for "
-                    "the K-major {}; dg_fp8_gemm_workspace_size computes the size)",
-                    o.workspace, need, copies);
-  return DG_SUCCESS;
-}
 
 dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
                const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options, bool a_t, bool b_t,

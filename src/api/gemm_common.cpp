@@ -1,7 +1,11 @@
 #include "api/gemm_common.h"
 
 #include <cstddef>
+#include <string>
 
+#include <fmt/format.h>
+
+#include "ops/transpose.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
 
@@ -120,6 +124,50 @@ dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* 
                     "16-byte aligned base (dg_transform_sf_into_required_layout produces that layout); got {}",
                     arg, rows, (rows + 3) / 4 * 4, dg::describe(t));
   *ld = col_stride;
+  return DG_SUCCESS;
+}
+
+// SM90 FP8 WGMMA reads K-major operands only: an FP8 call reads each MN-major operand from a K-major
+// copy that it makes in options.workspace first (ops::fp8_gemm_workspace's layout).
+dg_status check_workspace(const dg_gemm_options& o, const ops::GemmShape& s, const char* a_name,
+                          const char* b_name) {
+  const bool copy_a = s.major_a == Major::kMN, copy_b = s.major_b == Major::kMN;
+  if (!copy_a && !copy_b) return DG_SUCCESS;
+  const size_t need = ops::fp8_gemm_workspace(copy_a, copy_b, s.m, s.n, s.k).bytes;
+  const char* copies = copy_a && copy_b ? "copies of a and b" : copy_a ? "copy of a" : "copy of b";
+  if (o.workspace == nullptr) {
+    const std::string what = copy_a && copy_b ? fmt::format("a, b: {} and {} are", a_name, b_name)
+                                              : fmt::format("{}: {} is", copy_a ? "a" : "b", copy_a ? a_name : b_name);
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "{} MN-major in memory; SM90 FP8 GEMMs read K-major operands, so the call needs options.workspace "
+                    "for the K-major {}: {} bytes, 256-byte aligned (dg_fp8_gemm_workspace_size computes it)",
+                    what, copies, need);
+  }
+  if (o.workspace_size < need)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.workspace_size: {} bytes, but the call needs {} for the K-major {} "
+                    "(dg_fp8_gemm_workspace_size computes it)",
+                    o.workspace_size, need, copies);
+  if (reinterpret_cast<uintptr_t>(o.workspace) % 256 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.workspace: {} is not 256-byte aligned (expected a 256-byte aligned buffer of {} bytes for "
+                    "the K-major {}; dg_fp8_gemm_workspace_size computes the size)",
+                    o.workspace, need, copies);
+  return DG_SUCCESS;
+}
+
+// An INT32 vector of `size` entries, stride 1, non-NULL where it has entries.
+dg_status check_int_vector(const dg_tensor_s& t, const char* arg, int64_t size, const char* what) {
+  DG_TRY(dg::check_rank(t, arg, {1}));
+  DG_TRY(dg::check_dtype(t, arg, {DG_DTYPE_INT32}));
+  if (t.sizes[0] != size)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: has {} entries (expected {} = {}); shape {}", arg, t.sizes[0], size,
+                    what, dg::describe(t));
+  if (size > 1 && t.strides[0] != 1)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: must be contiguous (stride 1); got {}", arg, dg::describe(t));
+  if (size > 0 && t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", arg);
+  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 4-byte aligned", arg, t.data);
   return DG_SUCCESS;
 }
 

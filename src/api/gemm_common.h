@@ -1,4 +1,4 @@
-// Pieces of argument checking shared by the dense and the M-grouped GEMM entry points.
+// Pieces of argument checking shared by the dense, M-grouped and K-grouped GEMM entry points.
 #pragma once
 #include <cstdint>
 
@@ -25,5 +25,14 @@ dg_status operand_major(const dg_tensor_s& t, const View& v, const char* arg, co
 // 4 elements >= rows along K blocks). `ld` receives the stride between K blocks.
 dg_status check_token_scales(const dg_tensor_s& t, bool transposed, const char* arg, int64_t rows, int64_t sf_k,
                              int64_t* ld);
+
+// FP8 operands that are MN-major in memory (s.major_a / s.major_b) are read from K-major copies in
+// o.workspace (ops::fp8_gemm_workspace's layout): checks that it is given, large enough and
+// 256-byte aligned. a_name / b_name: the operands' views for the messages.
+dg_status check_workspace(const dg_gemm_options& o, const ops::GemmShape& s, const char* a_name, const char* b_name);
+
+// An INT32 vector of `size` entries, stride 1, non-NULL where it has entries; `what` says what
+// the size is in the message.
+dg_status check_int_vector(const dg_tensor_s& t, const char* arg, int64_t size, const char* what);
 
 }  // namespace dg::api

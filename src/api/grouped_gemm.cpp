@@ -17,6 +17,7 @@
 namespace {
 
 using dg::api::View;
+using dg::api::check_int_vector;
 using dg::ops::GemmKind;
 using dg::ops::GemmType;
 using dg::ops::Major;
@@ -77,21 +78,6 @@ dg_status check_packed_groups(const dg_tensor_s& t, const char* arg, int64_t row
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "{}: groups must be packed (stride(0) = {} x {} = {} elements); got {}", arg, rows_per_group, ld,
                     rows_per_group * ld, dg::describe(t));
-  return DG_SUCCESS;
-}
-
-// An INT32 vector of `size` entries, stride 1, non-NULL where it has entries.
-dg_status check_int_vector(const dg_tensor_s& t, const char* arg, int64_t size, const char* what) {
-  DG_TRY(dg::check_rank(t, arg, {1}));
-  DG_TRY(dg::check_dtype(t, arg, {DG_DTYPE_INT32}));
-  if (t.sizes[0] != size)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: has {} entries (expected {} = {}); shape {}", arg, t.sizes[0], size,
-                    what, dg::describe(t));
-  if (size > 1 && t.strides[0] != 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: must be contiguous (stride 1); got {}", arg, dg::describe(t));
-  if (size > 0 && t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", arg);
-  if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 4-byte aligned", arg, t.data);
   return DG_SUCCESS;
 }
 

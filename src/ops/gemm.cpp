@@ -91,9 +91,9 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
 std::string describe(const GemmShape& s, const GemmConfig& c) {
   static const char* kinds[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
   static const char* types[] = {"", " m-grouped contiguous", " m-grouped masked", " k-grouped", " m-grouped psum"};
-  const std::string groups = s.type == GemmType::kNormal
-                                 ? std::string()
-                                 : fmt::format(" groups={} expected_m={}", s.num_groups, s.expected_m);
+  const std::string groups = s.type == GemmType::kNormal     ? std::string()
+                             : s.type == GemmType::kKGrouped ? fmt::format(" groups={} (non-empty; k = mean K)", s.num_groups)
+                                                             : fmt::format(" groups={} expected_m={}", s.num_groups, s.expected_m);
   return fmt::format(
       "{}{} gemm{} m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
       "raster bands of {} along {}, smem {} B{}{}, est {:.1f} us",
@@ -118,10 +118,7 @@ jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c) {
   return spec;
 }
 
-namespace {
-
-// D := beta * C (has_c) or D := 0, on the device.
-dg_status run_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bool prepare_only) {
+dg_status run_gemm_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bool prepare_only) {
   const dg_dtype dt = a.shape.d_dtype;
   const jit::KernelKey key(jit::kFamilyElementwise, {1 /* gemm scale */, dt, has_c});
   const jit::Kernel* kernel = nullptr;
@@ -142,6 +139,8 @@ dg_status run_scale(const dg_stream_s& stream, const GemmArgs& a, bool has_c, bo
   lc.pdl = config_of(stream).pdl;
   return launch(stream, *kernel, lc, args);
 }
+
+namespace {
 
 // SM90 FP8 WGMMA reads K-major operands only. An FP8 problem's MN-major A or B is read from a K-major
 // copy in the workspace (fp8_gemm_workspace's layout; the API checked its size and alignment): points
@@ -199,7 +198,7 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   if (s0.m > INT32_MAX || s0.n > INT32_MAX || s0.k > INT32_MAX)
     return fail(DG_ERROR_UNSUPPORTED, "m, n, k = {}, {}, {}: each must be below 2^31", s0.m, s0.n, s0.k);
   const bool has_c = args.c != nullptr && args.beta != 0.0f;
-  if (s0.k == 0) return run_scale(stream, args, has_c, prepare_only);
+  if (s0.k == 0) return run_gemm_scale(stream, args, has_c, prepare_only);
 
   TransposeParams copies[2];
   const int num_copies = k_major_copies(&args, copies);
@@ -219,10 +218,10 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
       gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
       config_of(stream), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
-  if (pre_pass || (prepare_only && !grouped)) DG_TRY(run_scale(stream, args, true, true));
+  if (pre_pass || (prepare_only && !grouped)) DG_TRY(run_gemm_scale(stream, args, true, true));
   for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
   if (prepare_only) return DG_SUCCESS;
-  if (pre_pass) DG_TRY(run_scale(stream, args, true, false));
+  if (pre_pass) DG_TRY(run_gemm_scale(stream, args, true, false));
   for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], false));
 
   // cuTensorMapEncodeTiled needs the device's context current on this thread.

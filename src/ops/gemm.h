@@ -52,6 +52,7 @@ struct GemmShape {
   bool accumulate = false;  // the epilogue adds into D (TMA reduce-add)
   // M-grouped GEMMs: m is the rows of A (contiguous) or max_m (masked); B holds num_groups
   // matrices; expected_m is the rows per group the heuristic plans for.
+  // K-grouped GEMMs: [m, n] per group, k the mean K of the num_groups non-empty groups.
   GemmType type = GemmType::kNormal;
   int64_t num_groups = 1;
   int64_t expected_m = 0;
@@ -159,5 +160,59 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOv
 
 // The elementwise D := beta * C / D := 0 kernel's spec (for the compile tests).
 jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c);
+
+// D := beta * C (has_c) or D := 0 over args.shape's [m, n] (rows ldd / ldc apart), on the stream.
+dg_status run_gemm_scale(const dg_stream_s& stream, const GemmArgs& args, bool has_c, bool prepare_only);
+
+// ---------------------------------------------------------------------------------------------
+// K-grouped GEMMs (spec: DeepGEMM §1.5): D[g] = alpha * A_g . B_g^T (+ beta * C[g]) for G groups
+// that share M and N, each over its own K slice of k_g columns (k_g % 128 == 0).
+
+// Host mirror of dg::sched::KGroupedSlots (templates/include/dg/sched/sm90_scheduler.cuh): the
+// non-empty groups of one launch, each with its own A and B maps.
+constexpr int kMaxKGroupSlots = 32;
+struct alignas(64) KGroupedSlots {
+  tma::Descriptor tma_a[kMaxKGroupSlots];
+  tma::Descriptor tma_b[kMaxKGroupSlots];
+  uint32_t group[kMaxKGroupSlots];
+  uint32_t num_kb[kMaxKGroupSlots];
+  uint32_t sf_kb0[kMaxKGroupSlots];
+  uint32_t num_slots;
+};
+static_assert(sizeof(KGroupedSlots) == 8640 && offsetof(KGroupedSlots, group) == 8192 &&
+                  offsetof(KGroupedSlots, num_slots) == 8576,
+              "must match the device struct");
+
+// How each group's [MN, k_g] operand sits in memory (K offsets in elements, koff_g = sum of k_h, h < g).
+enum class KGroupedOperand : int {
+  kFlat = 0,     // K-major, groups packed: group g's rows of k_g elements start at element MN * koff_g
+  kKMajor = 1,   // one [MN, K] K-major matrix, rows ld apart: group g is columns [koff_g, koff_g + k_g)
+  kMNMajor = 2,  // one [K, MN] matrix (MN-major), rows ld apart: group g is rows [koff_g, koff_g + k_g)
+};
+
+struct KGroupedArgs {
+  GemmKind kind = GemmKind::kBf16;  // kBf16 or kFp8_1D1D
+  int64_t m = 0, n = 0;
+  const int64_t* ks = nullptr;      // host, num_groups entries
+  int64_t num_groups = 0;
+  const void* a = nullptr;
+  KGroupedOperand a_layout = KGroupedOperand::kFlat;
+  int64_t lda = 0;                  // kKMajor / kMNMajor: elements between rows
+  const void* b = nullptr;
+  KGroupedOperand b_layout = KGroupedOperand::kFlat;
+  int64_t ldb = 0;
+  const float* sfa = nullptr;       // FP8: [sum k_g / 128] K blocks of ld_sfa scales (M of them used)
+  int64_t ld_sfa = 0;
+  const float* sfb = nullptr;
+  int64_t ld_sfb = 0;
+  float* d = nullptr;               // [G, M, N] FP32, contiguous
+  const float* c = nullptr;         // nullptr or [G, M, N] FP32, contiguous (may be d)
+  float alpha = 1.0f, beta = 1.0f;
+  void* workspace = nullptr;        // FP8 with kMNMajor operands: their K-major copies (fp8_gemm_workspace)
+};
+
+// With prepare_only: compiles and loads the kernels the call would use (the pointers are not read).
+dg_status run_k_grouped_gemm(const dg_stream_s& stream, const KGroupedArgs& args, const GemmOverride& o,
+                             bool prepare_only);
 
 }  // namespace dg::ops

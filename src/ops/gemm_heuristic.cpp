@@ -66,7 +66,13 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   if (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) return "split_k must be 1, 2, 4 or 8";
   if (split_k > 1 && cluster != 1) return "split_k needs cluster 1 (its cluster is the split)";
   if (split_k > 1 && cdiv(s.k, 128 / elem_bytes(s.kind)) < split_k) return "split_k exceeds the number of K blocks";
-  if (s.type != GemmType::kNormal) {
+  if (s.type == GemmType::kKGrouped) {
+    if (s.kind == GemmKind::kFp8_1D2D) return "K-grouped FP8 GEMMs use the 1D1D recipe";
+    if (s.d_dtype != DG_DTYPE_FLOAT32) return "K-grouped GEMMs write FP32 D";
+    if (split_k != 1) return "K-grouped GEMMs do not split K";
+    if (cluster != 1) return "K-grouped GEMMs run single CTAs (cluster 1)";
+  }
+  if (is_m_grouped(s.type)) {
     if (split_k != 1) return "M-grouped GEMMs do not split K";
     if (cluster == 2 && mc_a) return "M-grouped CTA pairs share B (pairs along M: multicast_a 0)";
     if (s.type != GemmType::kMGroupedMasked && bm != 128)
@@ -93,10 +99,12 @@ int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
   return stages;
 }
 
-// Rows of 128 tiles of bm rows the problem is expected to have: the whole M of a dense or
-// contiguous problem (groups padded to 128), expected_m per group for psum and masked groups.
+// Rows of tiles of bm rows the problem is expected to have: the whole M of a dense or contiguous
+// problem (groups padded to 128), expected_m per group for psum and masked groups, M per group for
+// K-grouped problems.
 int64_t expected_m_blocks(const GemmShape& s, int bm) {
   if (s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous) return cdiv(s.m, bm);
+  if (s.type == GemmType::kKGrouped) return s.num_groups * cdiv(s.m, bm);  // each group's [M, N] tiles
   return s.num_groups * cdiv(std::max<int64_t>(s.expected_m, 1), bm);
 }
 
@@ -193,8 +201,9 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // lockstep for a single round), so the heuristic considers them only when an override asks.
   if (cluster == 2) t *= 1.01;
   // Grouped problems read a B per group and the rows they compute.
-  const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous
-                          ? double(s.m) : double(s.num_groups) * std::max<int64_t>(s.expected_m, 1);
+  const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous ? double(s.m)
+                      : s.type == GemmType::kKGrouped ? double(s.num_groups) * s.m
+                                                      : double(s.num_groups) * std::max<int64_t>(s.expected_m, 1);
   const double b_mats = s.type == GemmType::kNormal ? 1.0 : double(s.num_groups);
   const double dram = (rows * s.k * eb + b_mats * s.n * s.k * eb +
                        rows * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) / 2.8e12;

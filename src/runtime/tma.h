@@ -27,4 +27,10 @@ dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype
                     uint64_t outer, uint64_t row_stride, uint32_t box_inner, uint32_t box_outer,
                     uint32_t swizzle_bytes, const char* what);
 
+// A 3-D map over `depth` such matrices, `matrix_stride` elements apart; boxes are one matrix deep
+// (the third coordinate selects the matrix, and each matrix clips on its own).
+dg_status encode_3d(Descriptor* out, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes, uint64_t inner,
+                    uint64_t outer, uint64_t row_stride, uint64_t depth, uint64_t matrix_stride, uint32_t box_inner,
+                    uint32_t box_outer, uint32_t swizzle_bytes, const char* what);
+
 }  // namespace dg::tma

@@ -97,6 +97,26 @@ std::vector<GemmShape> gemm_shapes() {
     add_grouped(kind, GemmType::kMGroupedMasked, 3, 192, 256, 512, 64, Major::kK);
     add_grouped(kind, GemmType::kMGroupedMasked, 6, 512, 1024, 1024, 200, Major::kK);
   }
+  // tests/gpu/test_k_grouped_gemm.cpp: K-grouped GEMMs plan for the mean K of the non-empty groups
+  // (aligned to 128), so every mean the drawn K ([0.7, 1.3] x expected, one group empty) can take is
+  // covered; FP8 (nt, and tn through K-major copies) and BF16 tn, with and without C.
+  auto add_k_grouped = [&](GemmKind kind, int64_t live, int64_t m, int64_t n, int64_t k, bool acc) {
+    GemmShape s;
+    s.kind = kind, s.type = GemmType::kKGrouped, s.num_groups = live, s.m = m, s.n = n, s.k = k;
+    s.major_a = s.major_b = kind == GemmKind::kBf16 ? Major::kMN : Major::kK;
+    s.d_dtype = DG_DTYPE_FLOAT32, s.accumulate = acc;
+    out.push_back(s);
+  };
+  const int64_t k_grouped[6][4] = {{4, 4096, 7168, 8192}, {4, 7168, 2048, 8192}, {8, 4096, 7168, 4096},
+                                   {8, 7168, 2048, 4096}, {16, 4096, 7168, 2048}, {16, 7168, 2048, 2048}};
+  for (auto& c : k_grouped)
+    for (int64_t k = (c[3] * 7 / 10) / 128 * 128; k <= (c[3] * 13 / 10 + 127) / 128 * 128; k += 128)
+      for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D1D})
+        for (bool acc : {false, true}) add_k_grouped(kind, c[0] - 1, c[1], c[2], k, acc);
+  // 40 groups of 128-512 K (34 non-empty) with M and N tails.
+  for (int64_t k = 128; k <= 512; k += 128)
+    for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D1D})
+      for (bool acc : {false, true}) add_k_grouped(kind, 34, 208, 144, k, acc);
   return out;
 }
 
@@ -445,6 +465,18 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
     dg::ops::GemmOverride o;
     o.block_m = f.bm, o.block_n = f.bn, o.stages = f.stages, o.split_k = f.split_k;
     if (f.kind != GemmKind::kBf16 && f.bn == 256) o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 2;
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+    compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
+  }
+  // tests/gpu/test_k_grouped_gemm.cpp: 64 x 64 tiles, FP8 and BF16, with C.
+  for (GemmKind kind : {GemmKind::kFp8_1D1D, GemmKind::kBf16}) {
+    GemmShape s;
+    s.kind = kind, s.type = GemmType::kKGrouped, s.num_groups = 34, s.m = 208, s.n = 144, s.k = 384;
+    s.major_a = s.major_b = kind == GemmKind::kBf16 ? Major::kMN : Major::kK;
+    s.d_dtype = DG_DTYPE_FLOAT32, s.accumulate = true;
+    dg::ops::GemmOverride o;
+    o.block_m = 64, o.block_n = 64;
     dg::ops::GemmConfig c;
     REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
     compile_clean(dg::ops::gemm_kernel_spec(s, c), config);

@@ -167,7 +167,7 @@ CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType dtype, cu
                                  const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
                                  const cuuint32_t* elem_strides, CUtensorMapInterleave interleave,
                                  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
-  if (rank < 1 || rank > 2 || reinterpret_cast<uintptr_t>(address) % 16 != 0 ||
+  if (rank < 1 || rank > 3 || reinterpret_cast<uintptr_t>(address) % 16 != 0 ||
       reinterpret_cast<uintptr_t>(map) % 64 != 0 || interleave != CU_TENSOR_MAP_INTERLEAVE_NONE)
     return CUDA_ERROR_INVALID_VALUE;
   static const unsigned kBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};  // by CUtensorMapDataType
@@ -194,6 +194,9 @@ CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType dtype, cu
   out.stride1 = rank > 1 ? strides[0] : 0;
   out.box[0] = box[0];
   out.box[1] = rank > 1 ? box[1] : 1;
+  out.dim2 = rank > 2 ? dims[2] : 1;
+  out.stride2 = rank > 2 ? strides[1] : 0;
+  out.box2 = rank > 2 ? box[2] : 1;
   out.l2_promotion = l2;
   out.oob_fill = oob;
   static_assert(sizeof(fake_tensor_map) == sizeof(CUtensorMap), "a fake map fills a CUtensorMap");

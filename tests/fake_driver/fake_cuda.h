@@ -20,7 +20,10 @@ typedef struct {
   uint32_t box[2];
   uint32_t l2_promotion;
   uint32_t oob_fill;
-  uint8_t pad[64];
+  uint64_t dim2;     // rank 3: the third dimension and the bytes between its entries
+  uint64_t stride2;
+  uint32_t box2;
+  uint8_t pad[44];
 } fake_tensor_map;
 
 #define FAKE_TENSOR_MAP_MAGIC 0x7e4504d1u

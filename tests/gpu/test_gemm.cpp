@@ -16,69 +16,22 @@
 
 #include "dg.h"
 #include "gpu_fixture.h"
+#include "host_numerics.h"
 #include "runtime/device.h"
 #include "runtime/driver.h"
 
 namespace {
 
-// ---------------------------------------------------------------- host number formats
-uint16_t f2bf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-float bf2f(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-float e4m3_to_f(uint8_t v) {
-  const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-  float r;
-  if (e == 15 && m == 7) r = NAN;
-  else if (e == 0) r = std::ldexp(m / 8.0f, -6);
-  else r = std::ldexp(1.0f + m / 8.0f, e - 7);
-  return s ? -r : r;
-}
-// Round to nearest even by search over the 127 finite magnitudes (tests only: speed is fine).
-uint8_t f_to_e4m3(float x) {
-  static std::vector<float> mags = [] {
-    std::vector<float> v;
-    for (int i = 0; i < 127; ++i) v.push_back(e4m3_to_f(static_cast<uint8_t>(i)));
-    return v;
-  }();
-  const float a = std::fabs(x);
-  int lo = 0;
-  if (a >= 448.f) lo = 126;
-  else {
-    int l = 0, h = 126;
-    while (h - l > 1) {
-      const int mid = (l + h) / 2;
-      if (mags[mid] <= a) l = mid; else h = mid;
-    }
-    const float dl = a - mags[l], dh = mags[h] - a;
-    lo = dl < dh ? l : dh < dl ? h : (l % 2 == 0 ? l : h);
-  }
-  return static_cast<uint8_t>(lo | (x < 0 ? 0x80 : 0));
-}
+using dg::test::bf2f;
+using dg::test::calc_diff;
+using dg::test::e4m3_to_f;
+using dg::test::f2bf;
+using dg::test::f_to_e4m3;
 
 // ---------------------------------------------------------------- device helpers
 using Gpu = dg::test::Gpu;
 using Buf = dg::test::DeviceBuffer;
 using dg::test::Tensor;
-
-double calc_diff(const std::vector<double>& ref, const std::vector<double>& out) {
-  double xy = 0, xx = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(out[i])) return 1.0;
-    xy += ref[i] * out[i];
-    xx += ref[i] * ref[i] + out[i] * out[i];
-  }
-  return xx == 0 ? 0.0 : 1.0 - 2.0 * xy / xx;
-}
 
 enum Layout { NT = 0, NN = 1, TN = 2, TT = 3 };
 const char* layout_name(int l) { return l == NT ? "nt" : l == NN ? "nn" : l == TN ? "tn" : "tt"; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fake_driver/fake_cuda.h"
+#include "ops/gemm.h"
 #include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
 
@@ -18,6 +19,7 @@ struct Launch {
   fake_cuda_launch config;
   std::string kernel;
   std::vector<unsigned char> params;  // the first kernel argument's bytes (Sm90GemmParams, TransposeParams)
+  std::vector<unsigned char> slots;   // K-grouped GEMMs: the second argument's (KGroupedSlots)
 };
 
 class FakeDriver {
@@ -50,9 +52,13 @@ class FakeDriver {
  private:
   static void record(const fake_cuda_launch* l, void** args, void* user) {
     auto* self = static_cast<FakeDriver*>(user);
-    Launch r{*l, l->kernel, {}};
+    Launch r{*l, l->kernel, {}, {}};
     const auto* p = static_cast<const unsigned char*>(args[0]);
     if (r.kernel.rfind("dg_sm90_", 0) == 0) r.params.assign(p, p + self->param_bytes_);
+    if (r.kernel.rfind("dg_sm90_", 0) == 0 && r.kernel.find("_gemm_kg_") != std::string::npos) {
+      const auto* q = static_cast<const unsigned char*>(args[1]);
+      r.slots.assign(q, q + sizeof(dg::ops::KGroupedSlots));
+    }
     if (r.kernel == dg::ops::transpose_kernel_spec().kernel_name) r.params.assign(p, p + sizeof(dg::ops::TransposeParams));
     if (r.kernel.rfind("dg_skinny_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::SkinnyGemmParams));
     self->launches_.push_back(std::move(r));

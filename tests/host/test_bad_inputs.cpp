@@ -279,6 +279,73 @@ std::vector<Entry> entries() {
     e.push_back(std::move(x));
   }
 
+  // K-grouped: FP8 nt (flat operands), FP8 tn (through the workspace), BF16 tn; ks on the host.
+  static const int64_t kKs[4] = {128, 0, 256, 128};
+  const int64_t KT = 512;  // sum of kKs
+  for (const char* variant : {"fp8_nt", "fp8_tn", "bf16_tn"}) {
+    const bool is_fp8 = variant[0] == 'f', tn = std::string(variant).find("tn") != std::string::npos;
+    Entry x;
+    x.name = std::string("dg_k_grouped_") + (is_fp8 ? "fp8" : "bf16") + "_gemm_" + (tn ? "tn" : "nt") + "_contiguous";
+    Args& a = x.baseline;
+    if (tn) {
+      a.tensors["a"] = is_fp8 ? fp8(1, {KT, M}) : bf16(1, {KT, M});
+      a.tensors["b"] = is_fp8 ? fp8(2, {KT, N}) : bf16(2, {KT, N});
+    } else {
+      a.tensors["a"] = fp8(1, {M * KT});
+      a.tensors["b"] = fp8(2, {N * KT});
+    }
+    a.tensors["d"] = f32(3, {G, M, N});
+    a.tensors["c"] = f32(4, {G, M, N});
+    a.tensors["ks_tensor"] = i32(7, {G});
+    a.ints["num_groups"] = G;
+    x.operands = {"a", "b", "d", "c", "ks_tensor"};
+    x.aligned = {"a", "b", "d", "c"};
+    x.optional_tensors = {"c", "ks_tensor"};
+    if (is_fp8) {
+      a.tensors["sfa"] = f32(5, {M, KT / 128}, {1, M});
+      a.tensors["sfb"] = f32(6, {N, KT / 128}, {1, N});
+      x.operands.push_back("sfa");
+      x.operands.push_back("sfb");
+      x.aligned.push_back("sfa");
+      x.aligned.push_back("sfb");
+      if (tn) {
+        a.gemm.workspace = address(20);
+        a.gemm.workspace_size = size_t(1) << 30;
+      }
+    }
+    x.options = "gemm";
+    x.sizes = {"num_groups"};
+    x.stream = true;
+    const std::string fname = x.name;
+    x.call = [fname, is_fp8](const Context& c, const Args& a, const Handles& h) -> dg_status {
+      dg_stream* s = as_mut_stream(c, a);
+      const int64_t g = a.ints.at("num_groups");
+      if (!is_fp8)
+        return dg_k_grouped_bf16_gemm_tn_contiguous(s, h["a"], h["b"], h["d"], h["c"], kKs, g, h["ks_tensor"],
+                                                    gemm_opts(a));
+      auto f = fname.find("_tn_") != std::string::npos ? dg_k_grouped_fp8_gemm_tn_contiguous
+                                                        : dg_k_grouped_fp8_gemm_nt_contiguous;
+      return f(s, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], h["c"], kKs, g, h["ks_tensor"], gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_k_grouped_gemm_prepare";
+    Args& a = x.baseline;
+    a.ints = {{"ab_dtype", DG_DTYPE_FLOAT8_E4M3}, {"layout", DG_GEMM_LAYOUT_NT}, {"m", M}, {"n", N},
+              {"num_groups", G}, {"with_c", 1}};
+    x.options = "gemm";
+    x.enums = {"ab_dtype", "layout", "with_c"};
+    x.sizes = {"m", "n", "num_groups"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      return dg_k_grouped_gemm_prepare(as_mut_stream(c, a), dg_dtype(a.ints.at("ab_dtype")),
+                                       int32_t(a.ints.at("layout")), a.ints.at("m"), a.ints.at("n"), kKs,
+                                       a.ints.at("num_groups"), int32_t(a.ints.at("with_c")), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
   {
     Entry x;
     x.name = "dg_gemm_prepare";

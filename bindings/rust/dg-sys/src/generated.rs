@@ -5,7 +5,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub const DG_VERSION_MAJOR: i32 = 0;
-pub const DG_VERSION_MINOR: i32 = 6;
+pub const DG_VERSION_MINOR: i32 = 7;
 pub const DG_VERSION_PATCH: i32 = 0;
 /// MAJOR * 10000 + MINOR * 100 + PATCH
 pub const DG_VERSION_NUMBER: i32 = DG_VERSION_MAJOR * 10000 + DG_VERSION_MINOR * 100 + DG_VERSION_PATCH;
@@ -598,6 +598,34 @@ extern "C" {
     /// max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph.
     /// ```
     pub fn dg_m_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, gemm_layout: i32, grouping: i32, num_groups: i64, m: i64, n: i64, k: i64, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// a FLOAT8_E4M3 [M * K] (rank 1): group g's [M, k_g] matrix row-major (K-major) at element
+    /// M * (k_0 + ... + k_{g-1}); b FLOAT8_E4M3 [N * K] likewise with N. 16-byte aligned.
+    /// ```
+    pub fn dg_k_grouped_fp8_gemm_nt_contiguous(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, c: *const dg_tensor, ks: *const i64, num_groups: i64, ks_tensor: *const dg_tensor, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// a FLOAT8_E4M3 [K, M] and b [K, N] (stride 1 along M / N, rows a multiple of 16 bytes apart): group
+    /// g is rows [k_0 + ... + k_{g-1}, + k_g). SM90 FP8 WGMMA reads K-major operands, so both are first
+    /// transposed on the stream into options.workspace: dg_fp8_gemm_workspace_size(DG_GEMM_LAYOUT_TN, M,
+    /// N, K) bytes, 256-byte aligned (without it the call returns DG_ERROR_UNSUPPORTED naming the size).
+    /// ```
+    pub fn dg_k_grouped_fp8_gemm_tn_contiguous(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, c: *const dg_tensor, ks: *const i64, num_groups: i64, ks_tensor: *const dg_tensor, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// a BFLOAT16 [K, M] and b [K, N] (stride 1 along M / N, rows a multiple of 16 bytes apart), read in
+    /// place: group g is rows [k_0 + ... + k_{g-1}, + k_g).
+    /// ```
+    pub fn dg_k_grouped_bf16_gemm_tn_contiguous(stream: *mut dg_stream, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, c: *const dg_tensor, ks: *const i64, num_groups: i64, ks_tensor: *const dg_tensor, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Compiles and loads (no launch, no device memory touched) the kernels that the matching K-grouped
+    /// call would use: ab_dtype FLOAT8_E4M3 with layout DG_GEMM_LAYOUT_NT or _TN, or BFLOAT16 with _TN;
+    /// m, n, the call's ks and num_groups; with_c 1 when c will be given. Call it before capturing a
+    /// CUDA graph.
+    /// ```
+    pub fn dg_k_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, ks: *const i64, num_groups: i64, with_c: i32, options: *const dg_gemm_options) -> dg_status;
 
     /// ```text
     /// Batched NVFP4 GEMV. Tensors (sizes as [rows, K-dimension, batch]; strides in elements, read

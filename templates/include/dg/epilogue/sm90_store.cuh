@@ -30,7 +30,8 @@ template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t 
   return block_n % (128 / b) == 0 ? 128 / b : block_n % (64 / b) == 0 ? 64 / b : block_n % (32 / b) == 0 ? 32 / b : 16 / b;
 }
 
-template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0>
+// k3D: D's map is 3-D (columns, rows, group) and every box also takes the group coordinate.
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false>
 struct WarpgroupStore {
   static constexpr uint32_t kBytes = OutTraits<OutT>::kBytes;
   static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN);
@@ -78,15 +79,20 @@ struct WarpgroupStore {
     }
   }
 
-  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t col, int32_t row) {
-    if constexpr (kReduceAdd) ptx::tma_reduce_add_2d(desc, src, col, row);
-    else ptx::tma_store_2d(desc, src, col, row);
+  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t col, int32_t row, int32_t z) {
+    if constexpr (k3D) {
+      if constexpr (kReduceAdd) ptx::tma_reduce_add_3d(desc, src, col, row, z);
+      else ptx::tma_store_3d(desc, src, col, row, z);
+    } else {
+      if constexpr (kReduceAdd) ptx::tma_reduce_add_2d(desc, src, col, row);
+      else ptx::tma_store_2d(desc, src, col, row);
+    }
     ptx::tma_store_commit();
   }
 
   template <uint32_t s = 0, typename AccArray>
   DG_DEVICE static void rotate(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc,
-                               int32_t col0, int32_t row0, uint32_t bar_id) {
+                               int32_t col0, int32_t row0, uint32_t bar_id, int32_t z) {
     if constexpr (s < kNumStrips) {
       const uint32_t tid = threadIdx.x % 128;
       uint8_t* buf = smem + (s % kBufs) * kBufBytes;
@@ -98,8 +104,8 @@ struct WarpgroupStore {
       write_strip<s>(acc, alpha, ptx::smem_addr(buf));
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(bar_id, 128);
-      if (tid == 0) store(desc, buf, col0 + static_cast<int32_t>(s * kStrip), row0);
-      rotate<s + 1>(acc, alpha, smem, desc, col0, row0, bar_id);
+      if (tid == 0) store(desc, buf, col0 + static_cast<int32_t>(s * kStrip), row0, z);
+      rotate<s + 1>(acc, alpha, smem, desc, col0, row0, bar_id, z);
     }
   }
 
@@ -113,21 +119,22 @@ struct WarpgroupStore {
 
   // acc[i][.] is the WGMMA m64nN fragment of rows i*64.. of this warp-group's block.
   // smem: this warp-group's 1024-byte aligned staging buffers. bar_id: named barrier of the warp-group.
+  // z: the group coordinate of a 3-D D (k3D), else unused.
   template <typename AccArray>
   DG_DEVICE static void run(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
-                            int32_t row0, uint32_t bar_id) {
+                            int32_t row0, uint32_t bar_id, int32_t z = 0) {
     const uint32_t tid = threadIdx.x % 128;
     // The previous tile's TMA stores must have finished reading the buffers.
     if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
     ptx::named_barrier_sync(bar_id, 128);
     if constexpr (kRotate) {
-      rotate(acc, alpha, smem, desc, col0, row0, bar_id);
+      rotate(acc, alpha, smem, desc, col0, row0, bar_id, z);
     } else {
       write_all(acc, alpha, smem);
       ptx::fence_proxy_async_shared();
       ptx::named_barrier_sync(bar_id, 128);
       // One thread per strip issues its box (spread over the warp-group's lanes).
-      if (tid < kNumStrips) store(desc, smem + tid * kBufBytes, col0 + static_cast<int32_t>(tid * kStrip), row0);
+      if (tid < kNumStrips) store(desc, smem + tid * kBufBytes, col0 + static_cast<int32_t>(tid * kStrip), row0, z);
     }
   }
 

@@ -4,10 +4,12 @@
 //   D[M,N] = alpha * sum_kb sfa[m,kb] sfb[n/128,kb] (A.B^T)_kb   (kFp8_1D2D; K-major e4m3)
 //   D[M,N] (+)= alpha * sum_kb sfa[m,kb] sfb[n,kb] (A.B^T)_kb    (kFp8_1D1D; K-major e4m3)
 // With kReduceAdd the epilogue adds into D with a TMA reduce-add (C pre-loaded into D by the host).
-// M-grouped GEMMs (kType != kNormal; BF16 or 1D2D) run the same pipeline over the tiles of every
+// M-grouped GEMMs (kType kMGrouped*; BF16 or 1D2D) run the same pipeline over the tiles of every
 // group: D[rows of g] = alpha * A[rows of g] . B[g]^T, B and SFB offset by the group, the group of
 // each tile from the scheduler (sched/sm90_scheduler.cuh), rows outside the group zeroed in the
-// epilogue.
+// epilogue. K-grouped GEMMs (kKGrouped; BF16 or 1D1D, FP32 D) compute D[g] (+)= alpha * A_g . B_g^T
+// for the groups of a second kernel parameter (sched::KGroupedSlots): each group's A and B have
+// their own TMA maps, SFA/SFB are offset by the group's first K block, D is a 3-D map [G, M, N].
 //
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
@@ -41,6 +43,9 @@
 namespace dg::gemm {
 
 enum class Major : int { kK = 0, kMN = 1 };
+
+template <bool kCond, class A, class B> struct Select { using type = A; };
+template <class A, class B> struct Select<false, A, B> { using type = B; };
 
 // Kernel argument (passed by value as a __grid_constant__ parameter). The host mirrors this layout.
 struct alignas(64) Sm90GemmParams {
@@ -115,8 +120,10 @@ struct Sm90GemmTraits {
                                        : kKind == Kind::kFp8_1D2D ? 16 : 0;
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
+  static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
+  static constexpr bool kMGrouped = kType != sched::GemmType::kNormal && !kKGrouped;
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_>;
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_, kKGrouped>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile, so the ring is idle once its last K
@@ -131,7 +138,8 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kSmemRed), 8);
   static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
 
-  using Sched = sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>;
+  using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM, kBlockN>,
+                                sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>>::type;
 
   static_assert(kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2, "BLOCK_M / math WGs: 64 or 128 rows per WG");
   static_assert(kBlockN % 8 == 0 && kBlockN >= 8 && kBlockN <= 256, "BLOCK_N: multiple of 8 in [8, 256]");
@@ -149,8 +157,9 @@ struct Sm90GemmTraits {
   static_assert((kBlockN / kPromoteSplit) % 8 == 0 && kBlockN % kPromoteSplit == 0, "column slices of 8");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4 || kSplitK == 8, "split-K over 1, 2, 4 or 8 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not multicast");
-  static constexpr bool kGrouped = kType != sched::GemmType::kNormal;
-  static_assert(!kGrouped || (kKind != Kind::kFp8_1D1D && !kReduceAdd), "M-grouped GEMMs: BF16 or FP8 1D2D, D written");
+  static_assert(!kMGrouped || (kKind != Kind::kFp8_1D1D && !kReduceAdd), "M-grouped GEMMs: BF16 or FP8 1D2D, D written");
+  static_assert(!kKGrouped || (kKind != Kind::kFp8_1D2D && sizeof(OutT) == 4 && kCluster == 1 && kSplitK == 1),
+                "K-grouped GEMMs: BF16 or FP8 1D1D into FP32 D, no CTA pairs or split-K");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (valid rows only),
@@ -289,8 +298,9 @@ DG_DEVICE uint64_t operand_desc(uint32_t tile_addr, uint32_t row0, uint32_t kk) 
   }
 }
 
+// kg: the K-grouped launch's groups (kKGrouped only, else nullptr).
 template <class T>
-DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
+DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlots* kg = nullptr) {
   using OutT = typename T::OutT;
   constexpr uint32_t kStages = T::kStages, kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBlockK = T::kBlockK;
   constexpr uint32_t kAcc = kBlockN / 2;
@@ -311,6 +321,11 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     ptx::tma_prefetch_descriptor(&p.tma_d);
     if constexpr (T::kFp8) ptx::tma_prefetch_descriptor(&p.tma_sfa);
     if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
+    if constexpr (T::kKGrouped)
+      for (uint32_t s = 0; s < kg->num_slots; ++s) {
+        ptx::tma_prefetch_descriptor(&kg->tma_a[s]);
+        ptx::tma_prefetch_descriptor(&kg->tma_b[s]);
+      }
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       // The producer's arrival with the TMA byte count, plus (1D2D) its cp.async arrival for the SFB scalars.
@@ -335,11 +350,16 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     __syncthreads();
   }
 
+  auto make_sched = [&]() {
+    if constexpr (T::kKGrouped) return typename T::Sched(p.m, p.n, p.raster_band, p.raster_along_n, kg);
+    else return typename T::Sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
+  };
+
   if (wg == T::kMathWG) {
     // ------------------------------------------------------------------ producer
     ptx::setmaxnreg_dec<40>();
     if (warp == T::kMathWG * 4 && ptx::elect_one()) {
-      typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
+      auto sched = make_sched();
       const uint32_t rank = T::kCluster > 1 ? ptx::cluster_ctarank() : 0;
       uint32_t kb_begin, kb_end;
       sched.k_range(num_kb, kb_begin, kb_end);
@@ -347,11 +367,22 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
+        // K-grouped: the slot's own maps of A and B, its K blocks, its first K block in SFA / SFB.
+        const TmaDescriptor* tma_a = &p.tma_a;
+        const TmaDescriptor* tma_b = &p.tma_b;
+        uint32_t sf_kb0 = 0;
+        if constexpr (T::kKGrouped) {
+          tma_a = &kg->tma_a[t.group];
+          tma_b = &kg->tma_b[t.group];
+          kb_end = t.k_blocks;
+          sf_kb0 = t.sf_kb0;
+        }
         // Grouped B is [G * N, K] (K-major) or [G * K, N] (MN-major) in memory: the group selects
         // the rows or the K offset of its matrix. SFA of masked groups: [G * sf_k] K blocks of max_m rows.
-        const uint32_t b_mn0 = T::kMajorB == Major::kK ? t.group * p.n + n0 : n0;
-        const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : t.group * p.k;
-        const uint32_t sfa_kb0 = T::kType == sched::GemmType::kMGroupedMasked ? t.group * num_kb : 0;
+        const uint32_t b_group = T::kMGrouped ? t.group : 0;
+        const uint32_t b_mn0 = T::kMajorB == Major::kK ? b_group * p.n + n0 : n0;
+        const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : b_group * p.k;
+        const uint32_t sfa_kb0 = T::kType == sched::GemmType::kMGroupedMasked ? t.group * num_kb : sf_kb0;
         // 1D2D: SFB of the tile's first 128-column block, stepped along K; the second (straddling
         // tiles) is the next row, or the same one at the last row.
         const float* sfb0 = nullptr;
@@ -371,22 +402,22 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
           const uint32_t k0 = kb * kBlockK;
           uint8_t* a = smem + T::kOffA + stage * T::kSmemA;
           uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
-          if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(&p.tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
-          else load_operand<T::kMajorA, T::kElem, false>(&p.tma_a, bar, a, 0, kBlockM, m0, k0, 0);
+          if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
+          else load_operand<T::kMajorA, T::kElem, false>(tma_a, bar, a, 0, kBlockM, m0, k0, 0);
           if constexpr (T::kMcB) {
             // A grouped pair whose tiles read different B tiles loads both halves itself.
             if (t.multicast) {
-              load_operand<T::kMajorB, T::kElem, true>(&p.tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
+              load_operand<T::kMajorB, T::kElem, true>(tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
             } else {
-              load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN / 2, b_mn0, b_k0 + k0, 0);
-              load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, kBlockN / 2, kBlockN / 2, b_mn0, b_k0 + k0, 0);
+              load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, 0, kBlockN / 2, b_mn0, b_k0 + k0, 0);
+              load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, kBlockN / 2, kBlockN / 2, b_mn0, b_k0 + k0, 0);
             }
           } else {
-            load_operand<T::kMajorB, T::kElem, false>(&p.tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
+            load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
           }
           if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, t.m_local0, sfa_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
-            ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, kb);
+            ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, sf_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D2D) {
             const uint32_t dst = smem_base + T::kOffSfb + stage * T::kSmemSfb;
             ptx::cp_async_4(dst, sfb0);
@@ -407,7 +438,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
   } else {
     // ------------------------------------------------------------------ consumers
     if constexpr (T::kMathWG == 2) ptx::setmaxnreg_inc<232>();
-    typename T::Sched sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
+    auto sched = make_sched();
     uint32_t kb_begin, kb_end;
     sched.k_range(num_kb, kb_begin, kb_end);
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
@@ -431,6 +462,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
     sched::Tile t;
     while (sched.next(t)) {
       const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
+      if constexpr (T::kKGrouped) kb_end = t.k_blocks;
 
       if constexpr (!T::kFp8) {
         // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
@@ -666,13 +698,14 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p) {
         split_m0 = m0;
         split_n0 = n0;
       } else {
-        if constexpr (T::kGrouped) {
+        if constexpr (T::kMGrouped) {
           if (!t.store) continue;  // a pair's block with no group: computed, not written
           if (t.per_row || t.rows < kBlockM)
             zero_foreign_rows<T>(acc, t, p.grouped_layout, p.group_rows, wg_row0 + warp_in_wg * 16 + lane / 4);
         }
+        const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : 0;
         T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
-                      static_cast<int32_t>(m0 + wg_row0), 1 + wg);
+                      static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
     if constexpr (T::kSplitK == 1) {

@@ -30,6 +30,9 @@
 // blocks belong to one group (table types), or, per-row layout, multicast only when both blocks'
 // groups agree. A block with no group of its own still runs the pair's pipeline (the two CTAs
 // release each other's stages) but is not stored (Tile::store).
+//   kKGrouped                 G problems [M, N] over their own K slices (KGroupedScheduler): the
+//                             host lists the non-empty groups of a launch in slots, and units are
+//                             walked slot after slot, each slot's tiles in bands as a dense problem.
 #pragma once
 #include <dg/types.cuh>
 
@@ -64,7 +67,23 @@ struct Tile {
   bool per_row;       // contiguous layout: the last row left the group, check each row's entry
   bool store;         // the tile is written (false: computed only to keep a CTA pair in step)
   bool multicast;     // a CTA pair loads B once for both (both tiles read the same B tile)
+  uint32_t k_blocks = 0;  // K-grouped: the slot's K blocks (other types: k_range)
+  uint32_t sf_kb0 = 0;    // K-grouped: the slot's first K block in SFA / SFB
 };
+
+// The groups of one K-grouped launch (kernel parameter space). Slot s is the s-th non-empty group:
+// its A and B maps cover only that group's [MN, k_g] matrices, so the K loop starts at 0 and TMA
+// clips to the group; `group` indexes D's groups.
+constexpr uint32_t kMaxKGroupSlots = 32;
+struct alignas(64) KGroupedSlots {
+  TmaDescriptor tma_a[kMaxKGroupSlots];
+  TmaDescriptor tma_b[kMaxKGroupSlots];
+  uint32_t group[kMaxKGroupSlots];
+  uint32_t num_kb[kMaxKGroupSlots];
+  uint32_t sf_kb0[kMaxKGroupSlots];
+  uint32_t num_slots;
+};
+static_assert(sizeof(KGroupedSlots) == 8640, "the host mirrors this layout (src/ops/gemm.h)");
 
 // Maps unit u of a units_m x units_n grid to its coordinates, walking bands of `band` unit-rows
 // (rows fastest inside a band) or unit-columns.
@@ -137,6 +156,48 @@ DG_DEVICE void build_group_table(uint32_t* table, const int32_t* layout, uint32_
     tile_carry += __shfl_sync(0xffffffffu, tiles, 31);
   }
 }
+
+// K-grouped walk: every slot has the same units_m x units_n tiles; unit u is tile u % per_slot of
+// slot u / per_slot, so the CTAs running at once mostly share a group's A and B in L2.
+template <uint32_t kBlockM, uint32_t kBlockN>
+struct KGroupedScheduler {
+  const KGroupedSlots* slots;
+  uint32_t units_m, units_n, per_slot, num_units;
+  uint32_t band, along_n, next_unit, step;
+
+  DG_DEVICE KGroupedScheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const KGroupedSlots* slots_) {
+    slots = slots_;
+    units_m = ceil_div(m, kBlockM);
+    units_n = ceil_div(n, kBlockN);
+    per_slot = units_m * units_n;
+    num_units = per_slot * slots->num_slots;
+    band = band_ == 0 ? 1 : band_;
+    along_n = along_n_;
+    step = gridDim.x;
+    next_unit = blockIdx.x;
+  }
+
+  // The K range is per tile (Tile::k_blocks).
+  DG_DEVICE void k_range(uint32_t, uint32_t& begin, uint32_t& end) const { begin = end = 0; }
+
+  DG_DEVICE bool next(Tile& t) {
+    if (next_unit >= num_units) return false;
+    const uint32_t u = next_unit, s = u / per_slot;
+    next_unit += step;
+    uint32_t um, un;
+    raster(u - s * per_slot, units_m, units_n, band, along_n, um, un);
+    t.m0 = t.m_local0 = um * kBlockM;
+    t.n_block = un;
+    t.group = s;
+    t.rows = kBlockM;
+    t.per_row = false;
+    t.store = true;
+    t.multicast = true;
+    t.k_blocks = slots->num_kb[s];
+    t.sf_kb0 = slots->sf_kb0[s];
+    return true;
+  }
+};
 
 template <GemmType kType, uint32_t kBlockM, uint32_t kBlockN, uint32_t kCluster, bool kPairAlongN,
           uint32_t kSplitK = 1>
