@@ -321,11 +321,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     ptx::tma_prefetch_descriptor(&p.tma_d);
     if constexpr (T::kFp8) ptx::tma_prefetch_descriptor(&p.tma_sfa);
     if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
-    if constexpr (T::kKGrouped)
+    if constexpr (T::kKGrouped) {
       for (uint32_t s = 0; s < kg->num_slots; ++s) {
         ptx::tma_prefetch_descriptor(&kg->tma_a[s]);
         ptx::tma_prefetch_descriptor(&kg->tma_b[s]);
       }
+    }
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       // The producer's arrival with the TMA byte count, plus (1D2D) its cp.async arrival for the SFB scalars.
