@@ -87,6 +87,12 @@ from ._grouped import (  # noqa: E402
     m_grouped_fp8_gemm_nt_masked,
     m_grouped_gemm_prepare,
 )
+from ._k_grouped import (  # noqa: E402
+    k_grouped_bf16_gemm_tn_contiguous,
+    k_grouped_fp8_gemm_nt_contiguous,
+    k_grouped_fp8_gemm_tn_contiguous,
+    k_grouped_gemm_prepare,
+)
 from ._cublaslt import (  # noqa: E402
     cublaslt_available,
     cublaslt_gemm_nn,
@@ -168,4 +174,9 @@ __all__ = [
     "fp8_m_grouped_gemm_nt_masked",
     "bf16_m_grouped_gemm_nt_masked",
     "m_grouped_gemm_prepare",
+    # K-grouped GEMMs
+    "k_grouped_fp8_gemm_nt_contiguous",
+    "k_grouped_fp8_gemm_tn_contiguous",
+    "k_grouped_bf16_gemm_tn_contiguous",
+    "k_grouped_gemm_prepare",
 ]

@@ -248,6 +248,10 @@ def available() -> Dict[str, bool]:
     """Which kernel families this build of libdg exports (functions whose C symbol is missing
     raise :class:`dg.Unsupported`)."""
     names = ["dg_%s_gemm_%s" % (k, l) for k in ("bf16", "fp8", "cublaslt") for l in _LAYOUTS] + ["dg_nvfp4_gemv"]
+    names += ["dg_m_grouped_%s_gemm_%s" % (k, f) for k in ("bf16", "fp8")
+              for f in ("nt_contiguous", "nn_contiguous", "nt_masked")]
+    names += ["dg_k_grouped_fp8_gemm_nt_contiguous", "dg_k_grouped_fp8_gemm_tn_contiguous",
+              "dg_k_grouped_bf16_gemm_tn_contiguous"]
     lib = _lib.get()
     out = {n[3:]: lib.has(n) for n in names}
     if not cublaslt_available():  # symbols present, cuBLASLt itself not loadable

@@ -376,6 +376,7 @@ _CUBLASLT = [_p, _T, _T, _T, _T, POINTER(CublasltOptions)]
 _GEMM_FP8 = [_p, _T, _T, _T, _T, _T, _T, POINTER(GemmOptions)]  # stream, a, sfa, b, sfb, d, c, options
 _GROUPED_FP8 = [_p, _T, _T, _T, _T, _T, _T, c_int32, c_int64, POINTER(GemmOptions)]
 _GROUPED_BF16 = [_p, _T, _T, _T, _T, c_int32, c_int64, POINTER(GemmOptions)]
+_K_GROUPED_FP8 = [_p, _T, _T, _T, _T, _T, _T, _i64p, c_int64, _T, POINTER(GemmOptions)]
 
 PROTOTYPES: Dict[str, Tuple[object, list]] = {
     # Status and errors, version
@@ -459,6 +460,15 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_m_grouped_gemm_prepare": (
         dg_status,
         [_p, dg_dtype, c_int32, c_int32, c_int64, c_int64, c_int64, c_int64, c_int64, POINTER(GemmOptions)],
+    ),
+    # K-grouped GEMMs: stream, a, [sfa,] b, [sfb,] d, c, const int64_t* ks, num_groups, ks_tensor, options
+    "dg_k_grouped_fp8_gemm_nt_contiguous": (dg_status, _K_GROUPED_FP8),
+    "dg_k_grouped_fp8_gemm_tn_contiguous": (dg_status, _K_GROUPED_FP8),
+    "dg_k_grouped_bf16_gemm_tn_contiguous": (dg_status, [_p, _T, _T, _T, _T, _i64p, c_int64, _T, POINTER(GemmOptions)]),
+    # stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options
+    "dg_k_grouped_gemm_prepare": (
+        dg_status,
+        [_p, dg_dtype, c_int32, c_int64, c_int64, _i64p, c_int64, c_int32, POINTER(GemmOptions)],
     ),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*
     "dg_nvfp4_gemv": (dg_status, [_p, _T, _T, _T, _T, _T, POINTER(NvFp4GemvOptions)]),

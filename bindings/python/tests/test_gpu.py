@@ -260,6 +260,40 @@ def test_fp8_gemm_1d1d_accumulate(m, n, k):
     assert calc_diff(d, a.float() @ b.float().T + c) < 1e-3
 
 
+@pytest.mark.parametrize("form", ["fp8_nt", "fp8_tn", "bf16_tn"])
+@pytest.mark.parametrize("with_c", [False, True])
+def test_k_grouped_gemm(form, with_c):
+    """D[g] = A_g @ B_g.T (+ C[g]) over each group's slice of K; one empty group."""
+    require("k_grouped_%s_gemm_%s_contiguous" % tuple(form.split("_")))
+    torch.manual_seed(len(form) + with_c)
+    m, n, ks = 320, 272, [384, 0, 128, 1024]
+    xs = [torch.randn(m, k, dtype=torch.bfloat16, device="cuda") for k in ks]
+    ys = [torch.randn(n, k, dtype=torch.bfloat16, device="cuda") for k in ks]
+    c = torch.randn(len(ks), m, n, dtype=torch.float32, device="cuda") * 32 if with_c else None
+    ref = torch.stack([x.float() @ y.float().T for x, y in zip(xs, ys)]) + (c if with_c else 0)
+    d = poisoned(len(ks), m, n, dtype=torch.float32)
+    ks_tensor = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    if form == "bf16_tn":
+        a, b = torch.cat([x.T for x in xs]), torch.cat([y.T for y in ys])
+        dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c=c)
+        bound = 1e-5
+    else:
+        qa = [per_token_cast_to_fp8(x) for x in xs]
+        qb = [per_token_cast_to_fp8(y) for y in ys]
+        sfa, sfb = torch.cat([s for _, s in qa], dim=1), torch.cat([s for _, s in qb], dim=1)
+        if form == "fp8_nt":
+            a, b = torch.cat([q.flatten() for q, _ in qa]), torch.cat([q.flatten() for q, _ in qb])
+        else:
+            a, b = torch.cat([q.T for q, _ in qa]), torch.cat([q.T for q, _ in qb])
+        getattr(dg, "k_grouped_%s_contiguous" % form.replace("_", "_gemm_"))((a, sfa), (b, sfb), d, ks, ks_tensor, c=c)
+        bound = 1e-3
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    assert torch.equal(d[1], c[1] if with_c else torch.zeros_like(d[1]))
+    diff = calc_diff(d, ref)
+    assert diff < bound, "k_grouped %s with_c=%s diff=%g" % (form, with_c, diff)
+
+
 @pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
 @pytest.mark.parametrize("m,n,k", [(1, 2112, 7168), (128, 576, 7168), (320, 336, 400), (4096, 2112, 512)])
 @pytest.mark.parametrize("workspace", ["auto", "given"])
