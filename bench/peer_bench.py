@@ -1,17 +1,19 @@
 """libdg beside DeepGEMM and cuBLAS in one process, on the same tensors, timed the same way.
 
-Suites: `contiguous` and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16).
+Suites: `contiguous` and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16) and
+`k-grouped` (the K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. Contenders:
   libdg     the Python binding (`dg`), found through DG_LIBRARY_PATH or the source tree;
   deepgemm  `deep_gemm`, when importable (built from source: see bench/README.md);
   cublas    one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
-            without block scales, for FP8): what a caller without a grouped kernel runs.
+            without block scales, for FP8; for k-grouped, cuBLASLt through libdg accumulating into
+            D, FP8 without scales): what a caller without a grouped kernel runs.
 A's per-token scales are passed already in the MN-major TMA-aligned layout, so no contender
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
-Usage: python3 bench/peer_bench.py [contiguous] [masked] [--fp8-only|--bf16-only] [--out DIR]
+Usage: python3 bench/peer_bench.py [contiguous] [masked] [k-grouped] [--fp8-only|--bf16-only] [--out DIR]
                                    [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
@@ -47,6 +49,10 @@ NK = [(4096, 7168), (7168, 2048), (6144, 7168)]
 CONTIGUOUS = [(4, 8192), (8, 4096), (32, 256)]
 MASKED = [(1, 1024), (2, 512), (4, 256), (32, 192), (6, 1024), (32, 20)]
 MAX_M = 4096
+# (G, M, N, expected K per group): the expert-parallel sets of DeepGEMM's K-grouped tests.
+K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096), (8, 7168, 2048, 4096),
+             (16, 4096, 7168, 2048), (16, 7168, 2048, 2048)]
+SUITES = ("contiguous", "masked", "k-grouped")
 
 
 def t_median(fn):
@@ -222,13 +228,76 @@ def masked(kind, groups, expected, n, k):
     race(row, contenders)
 
 
+def k_grouped(kind, groups, m, n, expected_k):
+    """D[g] = C[g] + A_g^T B_g over each group's K slice, C aliased with D (as DeepGEMM's test)."""
+    ks = [max(ALIGN, int(expected_k * random.uniform(0.7, 1.3)) // ALIGN * ALIGN) for _ in range(groups)]
+    ks[random.randrange(groups)] = 0
+    k = sum(ks)
+    starts = [sum(ks[:g]) for g in range(groups)]
+    ks_tensor = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    a = torch.randn((k, m), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
+    c = torch.randn((groups, m, n), device="cuda", dtype=torch.float) * 32
+    d1, d2 = c.clone(), c.clone()
+    row = dict(suite="k-grouped", kind=kind, groups=groups, expected_m=m, n=n, k=expected_k,
+               flops=2.0 * m * n * k)
+    contenders = {}
+    if kind == "fp8":
+        # Per-token (per column of the [K, MN] operands) scales per 128 K, each group cast on its own.
+        qa, qb = per_token_fp8(a.T.contiguous()), per_token_fp8(b.T.contiguous())
+        sfa, sfb = dg.get_mn_major_tma_aligned_tensor(qa[1]), dg.get_mn_major_tma_aligned_tensor(qb[1])
+        ref_a, ref_b = dequant_a(*qa).T, dequant_a(*qb).T
+        # Flat K-major operands: group g's [MN, k_g] row-major block after the previous groups'.
+        fa = torch.cat([qa[0][:, s:s + kg].flatten() for s, kg in zip(starts, ks)])
+        fb = torch.cat([qb[0][:, s:s + kg].flatten() for s, kg in zip(starts, ks)])
+        contenders["libdg"] = lambda: dg.k_grouped_fp8_gemm_nt_contiguous((fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.k_grouped_fp8_gemm_nt_contiguous(
+                (fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.k_grouped_fp8_gemm_nt_contiguous(
+                (fa, sfa), (fb, sfb), d2, ks, ks_tensor, d2, recipe=(1, 1, 128))
+        views = [(fa[m * s:m * (s + kg)].view(m, kg), fb[n * s:n * (s + kg)].view(n, kg), d2[g])
+                 for g, (s, kg) in enumerate(zip(starts, ks)) if kg]
+        contenders["cublas"] = lambda: [dg.cublaslt_gemm_nt(x, y, z, c=z) for x, y, z in views]
+    else:
+        ref_a, ref_b = a.float(), b.float()
+        contenders["libdg"] = lambda: dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1,
+                                                                                          options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d2, ks, ks_tensor, d2)
+        views = [(a[s:s + kg], b[s:s + kg], d2[g]) for g, (s, kg) in enumerate(zip(starts, ks)) if kg]
+        contenders["cublas"] = lambda: [dg.cublaslt_gemm_tn(x, y, z, c=z) for x, y, z in views]
+    ref = c.clone()
+    for g, (s, kg) in enumerate(zip(starts, ks)):
+        ref[g] += ref_a[s:s + kg].T @ ref_b[s:s + kg]
+    for name in ALT:
+        d1.copy_(c)
+        contenders["libdg_" + name]()
+        row["diff_libdg_" + name] = "%.1e" % calc_diff(d1, ref)
+    d1.copy_(c)
+    contenders["libdg"]()
+    row["diff_libdg"] = "%.1e" % calc_diff(d1, ref)
+    if "deepgemm" in contenders:
+        d2.copy_(c)
+        contenders["deepgemm"]()
+        row["diff_deepgemm"] = "%.1e" % calc_diff(d2, ref)
+    torch.cuda.synchronize()
+    del ref, ref_a, ref_b
+    race(row, contenders)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
 
 
 def report(out_dir, meta=None):
-    lines = ["| suite | kind | G | expected m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
+    lines = ["m: expected rows per group (M-grouped) or M (K-grouped); k: K (M-grouped) or expected K per group"
+             " (K-grouped).", "",
+             "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -243,7 +312,7 @@ def report(out_dir, meta=None):
                   + ", ".join("%.3f" % (r["us_libdg"] / r["us_libdg_" + name]) for r in rows
                               if r.get("us_libdg") and r.get("us_libdg_" + name))]
     lines += ["", "| suite | kind | vs DeepGEMM (geomean, n, min) | vs cuBLAS (geomean, n, min) |", "|---|---|---|---|"]
-    for suite in ("contiguous", "masked"):
+    for suite in SUITES:
         for kind in ("fp8", "bf16"):
             sel = [r for r in rows if r["suite"] == suite and r["kind"] == kind]
             if not sel:
@@ -279,8 +348,9 @@ def plot(out_dir, title):
     except ImportError:
         print("matplotlib is not installed: no plot", flush=True)
         return
-    fig, axes = plt.subplots(2, 1, figsize=(15, 9), sharey=True)
-    for ax, suite in zip(axes, ("contiguous", "masked")):
+    suites = [s for s in SUITES if any(r["suite"] == s for r in rows)]
+    fig, axes = plt.subplots(len(suites), 1, figsize=(15, 4.5 * len(suites)), sharey=True, squeeze=False)
+    for ax, suite in zip(axes[:, 0], suites):
         sel = [r for r in rows if r["suite"] == suite and r.get("us_libdg")]
         labels = ["%s G%d m%d\n%dx%d" % (r["kind"], r["groups"], r["expected_m"], r["n"], r["k"]) for r in sel]
         x = range(len(sel))
@@ -290,7 +360,7 @@ def plot(out_dir, title):
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=6, rotation=90)
-        ax.set_title("M-grouped %s (> 1: libdg faster)" % suite)
+        ax.set_title("%s (> 1: libdg faster)" % (suite if suite == "k-grouped" else "M-grouped " + suite))
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
@@ -299,7 +369,7 @@ def plot(out_dir, title):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("suites", nargs="*", default=["contiguous", "masked"])
+    ap.add_argument("suites", nargs="*", default=list(SUITES), choices=SUITES)
     ap.add_argument("--fp8-only", action="store_true")
     ap.add_argument("--bf16-only", action="store_true")
     ap.add_argument("--out", default=".")
@@ -339,6 +409,10 @@ def main():
             if "masked" in args.suites:
                 for g, e in MASKED:
                     masked(kind, g, e, n, k)
+    for kind in kinds:
+        if "k-grouped" in args.suites:
+            for g, m, n, k in K_GROUPED:
+                k_grouped(kind, g, m, n, k)
     report(args.out)
 
 

@@ -173,6 +173,12 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
     const uint32_t bounds = s.kind == GemmKind::kFp8_1D2D && 128 % bn != 0 ? sfb_boundaries(s.n, bn) : 0;
     if (!overlap && split == 1 && bounds != 0 && __builtin_popcount(bounds) <= 2) promo = 1.15;
+    // 1D1D (a scale per column of B): whole tiles promoted after their WGMMAs ran the six K-grouped
+    // sets 4-15% faster at 128x192 than 128x128 overlapped, 0-13% at 128x160 (H100, bench/peer_bench.py
+    // k-grouped with forced configs), where the 1D2D constants had ranked 128x128 first. The per-K-block
+    // cost of promotion outside the per-element work (scale loads, barrier and WGMMA waits) is
+    // shared by the tile's columns.
+    if (s.kind == GemmKind::kFp8_1D1D && !overlap && split == 1) promo = 1.06 + 16.0 / bn;
     // Tiles narrower than 128 columns ran ~12% slower than these bounds predict (H100, 2026-11-23).
     if (bn < 128) promo *= 1.12;
   } else {
