@@ -124,6 +124,7 @@ std::vector<GemmShape> gemm_shapes() {
 struct PtxasInfo {
   int registers = -1, stack_frame = -1, spill_stores = -1, spill_loads = -1;
   bool wgmma_serialized = false;  // ptxas fell back to waiting on every WGMMA (C7515-style advisory)
+  int mbarrier_inits = -1;        // mbarrier.init instructions in the PTX (when it was kept)
 };
 
 PtxasInfo parse_ptxas(const std::string& log) {
@@ -151,7 +152,12 @@ PtxasInfo compile_clean(const dg::jit::KernelSpec& spec, const dg::Config& confi
   INFO(spec.kernel_name << ": " << err);
   CHECK(st == DG_SUCCESS);
   CHECK(!r.cubin.empty());
-  const PtxasInfo info = parse_ptxas(r.log);
+  PtxasInfo info = parse_ptxas(r.log);
+  if (!r.ptx.empty()) {
+    info.mbarrier_inits = 0;
+    for (size_t at = r.ptx.find("mbarrier.init"); at != std::string::npos; at = r.ptx.find("mbarrier.init", at + 1))
+      ++info.mbarrier_inits;
+  }
   INFO("ptxas log:\n" << r.log);
   CHECK(info.registers > 0);
   CHECK(info.stack_frame == 0);
@@ -169,6 +175,7 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
   dg::Config config = dg::default_config();
   config.cache_dir = "";
   config.ptxas_verbose = true;
+  config.dump_ptx = true;
   const int32_t log_level = dg_get_log_level();
   dg_set_log_level(DG_LOG_ERROR);  // the ptxas report is parsed here, not printed per kernel
   std::set<std::string> seen;
@@ -183,6 +190,10 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
     if (!seen.insert(spec.kernel_name).second) continue;
     const auto t0 = std::chrono::steady_clock::now();
     const PtxasInfo info = compile_clean(spec, config);
+    // Every pipeline stage has a full and an empty barrier, initialised by one thread before the
+    // warp roles split: a kernel without them faults on its first wait (an unbraced `if constexpr`
+    // once swallowed the init loop of every non-K-grouped kernel, and only the GPU noticed).
+    CHECK_MESSAGE(info.mbarrier_inits >= 2, spec.kernel_name << ": " << info.mbarrier_inits << " mbarrier.init in the PTX");
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     worst = std::max(worst, sec);
     char row[256];
