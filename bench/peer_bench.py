@@ -328,6 +328,10 @@ def report(out_dir, meta=None):
                 if vals:
                     lines.append("| %s | %s with libdg_%s | %.3f, %d, %.3f | |" % (
                         suite, kind, name, math.exp(sum(map(math.log, vals)) / len(vals)), len(vals), min(vals)))
+    for run in (meta or {}).get("runs", []):
+        lines.append("")
+        lines.append("Rows of %s: libdg %s, DeepGEMM %s, %s." % (", ".join(run["suites"]), run["libdg"], run["deepgemm"],
+                                                            run["device"]))
     text = "\n".join(lines)
     print(text, flush=True)
     with open(os.path.join(out_dir, "grouped.txt"), "w") as f:
@@ -369,13 +373,16 @@ def plot(out_dir, title):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("suites", nargs="*", default=list(SUITES), choices=SUITES)
+    ap.add_argument("suites", nargs="*", default=list(SUITES), help="any of %s (default: all)" % ", ".join(SUITES))
     ap.add_argument("--fp8-only", action="store_true")
     ap.add_argument("--bf16-only", action="store_true")
     ap.add_argument("--out", default=".")
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
+    for suite in args.suites:
+        if suite not in SUITES:
+            ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -384,7 +391,12 @@ def main():
         for path in args.merge:
             with open(path) as f:
                 run = json.load(f)
-            rows.extend(run.pop("rows"))
+            run_rows = run.pop("rows")
+            rows.extend(run_rows)
+            # Each row keeps the versions it was measured with (an earlier merge lists its own runs).
+            meta.setdefault("runs", []).extend(run.pop("runs", None) or [dict(
+                suites=sorted({r["suite"] for r in run_rows}), libdg=run.get("libdg"), deepgemm=run.get("deepgemm"),
+                device=run.get("device"))])
             for key, value in run.items():
                 meta.setdefault(key, value)
             ALT.update(run.get("alt", {}))
@@ -393,7 +405,8 @@ def main():
             for key in [k for k in r if k.startswith("us_libdg_")]:
                 ALT.setdefault(key[len("us_libdg_"):], "see the run's --alt")
         report(args.out, meta)
-        plot(args.out, "libdg %s beside DeepGEMM and per-group cuBLAS, %s" % (meta.get("libdg"), meta.get("device")))
+        versions = sorted({run["libdg"] for run in meta["runs"] if run.get("libdg")})
+        plot(args.out, "libdg %s beside DeepGEMM and per-group cuBLAS, %s" % (" / ".join(versions), meta.get("device")))
         return
     import_gpu_stack()
     random.seed(0)
