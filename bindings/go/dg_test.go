@@ -224,6 +224,23 @@ func TestOfflineStreamValidatesAndRefusesLaunches(t *testing.T) {
 	gb := mustTensor(t, fakeDevicePtr(6), BFloat16, []int64{4, n, k}, nil)
 	wantError(t, s.MGroupedBF16GemmNTContiguous(a, gb, d, groups, MGroupedIndices, 0, nil), ErrInvalidArgument,
 		"grouped_layout")
+
+	// K-grouped: ks must sum to the data's K and be multiples of 128; d holds one matrix per group.
+	ka := mustTensor(t, fakeDevicePtr(7), BFloat16, []int64{640, m}, nil)
+	kb := mustTensor(t, fakeDevicePtr(8), BFloat16, []int64{640, n}, nil)
+	kd := mustTensor(t, fakeDevicePtr(9), Float32, []int64{3, m, n}, nil)
+	wantError(t, s.KGroupedBF16GemmTNContiguous(ka, kb, kd, nil, []int64{256, 0, 256}, nil, nil), ErrInvalidArgument, "ks")
+	fa := mustTensor(t, fakeDevicePtr(10), Float8E4M3, []int64{m * 640}, nil)
+	fb := mustTensor(t, fakeDevicePtr(11), Float8E4M3, []int64{n * 640}, nil)
+	sfa := mustTensor(t, fakeDevicePtr(12), Float32, []int64{m, 5}, []int64{1, m})
+	sfb := mustTensor(t, fakeDevicePtr(13), Float32, []int64{n, 5}, []int64{1, n})
+	wantError(t, s.KGroupedFP8GemmNTContiguous(fa, sfa, fb, sfb, kd, kd, []int64{320, 0, 320}, nil, nil),
+		ErrInvalidArgument, "ks")
+	wantError(t, s.KGroupedFP8GemmTNContiguous(ka, sfa, kb, sfb, kd, nil, []int64{640}, nil, nil), ErrInvalidArgument)
+	wantError(t, s.KGroupedGemmPrepare(BFloat16, LayoutNT, m, n, []int64{256, 384}, false, nil), ErrUnsupported, "layout")
+	if err := s.KGroupedGemmPrepare(BFloat16, LayoutTN, m, n, []int64{256, 0, 384}, true, nil); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestOfflinePrepareCompilesAKernel(t *testing.T) {

@@ -36,6 +36,7 @@ mod error;
 mod gemm;
 mod gemv;
 mod grouped;
+mod k_grouped;
 mod layout;
 mod log;
 mod stream;

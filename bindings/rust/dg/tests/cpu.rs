@@ -289,3 +289,49 @@ fn offline_m_grouped_prepare_and_validation() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
     assert!(e.message().contains("grouped_layout"), "{}", e);
 }
+
+#[test]
+fn offline_k_grouped_prepare_and_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let ks = [256i64, 0, 384];
+    let before = dg::jit_stats().unwrap();
+    stream.k_grouped_gemm_prepare(DType::BFLOAT16, GemmLayout::TN, 256, 128, &ks, true, None).unwrap();
+    let after = dg::jit_stats().unwrap();
+    assert!(
+        after.compiled + after.loaded_from_disk + after.memory_hits > before.compiled + before.loaded_from_disk + before.memory_hits,
+        "no kernel prepared: {:?} -> {:?}",
+        before,
+        after
+    );
+    let e = stream.k_grouped_gemm_prepare(DType::BFLOAT16, GemmLayout::NT, 256, 128, &ks, true, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{}", e);
+    assert!(e.message().contains("layout"), "{}", e);
+
+    let (m, n, k) = (256i64, 128i64, 640i64);
+    let (a, b, d, sf_a, sf_b, flat_a, flat_b) = unsafe {
+        (
+            Tensor::new(fake_device_ptr(1), DType::BFLOAT16, &[k, m], None).unwrap(),
+            Tensor::new(fake_device_ptr(2), DType::BFLOAT16, &[k, n], None).unwrap(),
+            Tensor::new(fake_device_ptr(3), DType::FLOAT32, &[3, m, n], None).unwrap(),
+            Tensor::new(fake_device_ptr(4), DType::FLOAT32, &[m, k / 128], Some(&[1, m])).unwrap(),
+            Tensor::new(fake_device_ptr(5), DType::FLOAT32, &[n, k / 128], Some(&[1, n])).unwrap(),
+            Tensor::new(fake_device_ptr(6), DType::FLOAT8_E4M3, &[m * k], None).unwrap(),
+            Tensor::new(fake_device_ptr(7), DType::FLOAT8_E4M3, &[n * k], None).unwrap(),
+        )
+    };
+    // ks summing to 512, not the data's 640.
+    let e = stream.k_grouped_bf16_gemm_tn_contiguous(&a, &b, &d, None, &[256, 0, 256], None, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().contains("ks"), "{}", e);
+    // A K not a multiple of 128.
+    let e = stream
+        .k_grouped_fp8_gemm_nt_contiguous(&flat_a, &sf_a, &flat_b, &sf_b, &d, Some(&d), &[320, 0, 320], None, None)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().contains("ks"), "{}", e);
+    // d with a group count different from ks.
+    let e = stream
+        .k_grouped_fp8_gemm_tn_contiguous(&a, &sf_a, &b, &sf_b, &d, None, &[640], None, None)
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+}
