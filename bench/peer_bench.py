@@ -334,6 +334,7 @@ def report(out_dir, meta=None):
                                                             run["device"]))
     text = "\n".join(lines)
     print(text, flush=True)
+    os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "grouped.txt"), "w") as f:
         f.write(text + "\n")
     if meta is None:
