@@ -1,26 +1,28 @@
 """libdg beside DeepGEMM and cuBLAS in one process, on the same tensors, timed the same way.
 
-Suites: `contiguous` and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16) and
-`k-grouped` (the K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn).
+Suites: `dense` (FP8 1D2D nt and BF16 nt on the DeepSeek-V3 (N, K) shapes at M in DENSE_M), `contiguous`
+and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16) and `k-grouped` (the
+K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. Contenders:
   libdg     the Python binding (`dg`), found through DG_LIBRARY_PATH or the source tree;
   deepgemm  `deep_gemm`, when importable (built from source: see bench/README.md);
-  cublas    one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
+  cublas    for dense, cuBLASLt (FP8 without block scales) or torch.matmul; else one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
             without block scales, for FP8; for k-grouped, cuBLASLt through libdg accumulating into
             D, FP8 without scales): what a caller without a grouped kernel runs.
 A's per-token scales are passed already in the MN-major TMA-aligned layout, so no contender
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
-Usage: python3 bench/peer_bench.py [contiguous] [masked] [k-grouped] [--fp8-only|--bf16-only] [--out DIR]
-                                   [--alt NAME=field:value,...]
+Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [--fp8-only|--bf16-only]
+                                   [--m M,M,...] [--out DIR] [--name NAME] [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice.
-Writes grouped.json (rows) and grouped.txt (table + geometric means) into DIR (default: .); with
+--m replaces the dense suite's M values. Writes NAME.json (rows) and NAME.txt (table + geometric means)
+into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
-them when matplotlib is installed.
+them (NAME.png) when matplotlib is installed.
 """
 import argparse
 import json
@@ -52,7 +54,11 @@ MAX_M = 4096
 # (G, M, N, expected K per group): the expert-parallel sets of DeepGEMM's K-grouped tests.
 K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096), (8, 7168, 2048, 4096),
              (16, 4096, 7168, 2048), (16, 7168, 2048, 2048)]
-SUITES = ("contiguous", "masked", "k-grouped")
+# The dense suite: DeepSeek-V3's projection shapes (N, K), at these M.
+DENSE_NK = [(2112, 7168), (576, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
+DENSE_M = [128, 2048, 4096, 8192]
+SUITES = ("dense", "contiguous", "masked", "k-grouped")
+NAME = "grouped"
 
 
 def t_median(fn):
@@ -75,11 +81,12 @@ def per_token_fp8(x):
 
 
 def per_block_fp8(x):
-    """[G, N, K] -> (e4m3, FP32 scales [G, N/128, K/128]) with amax / 448 per 128x128 block."""
+    """[G, N, K] -> (e4m3, FP32 scales [G, ceil(N/128), K/128]) with amax / 448 per 128x128 block."""
     g, n, k = x.shape
-    v = x.float().view(g, n // 128, 128, k // 128, 128)
+    np_ = (n + 127) // 128 * 128
+    v = torch.nn.functional.pad(x.float(), (0, 0, 0, np_ - n)).view(g, np_ // 128, 128, k // 128, 128)
     sf = v.abs().amax(dim=(2, 4)).clamp(min=1e-4) / 448.0
-    q = (v / sf[:, :, None, :, None]).to(torch.float8_e4m3fn).view(g, n, k)
+    q = (v / sf[:, :, None, :, None]).to(torch.float8_e4m3fn).view(g, np_, k)[:, :n].contiguous()
     return q, sf
 
 
@@ -90,7 +97,7 @@ def dequant_a(q, sf):
 
 def dequant_b(q, sf):
     g, n, k = q.shape
-    return (q.float().view(g, n // 128, 128, k // 128, 128) * sf[:, :, None, :, None]).view(g, n, k)
+    return (q.float() * sf.repeat_interleave(128, dim=1)[:, :n].repeat_interleave(128, dim=2))
 
 
 rows = []
@@ -113,6 +120,49 @@ def race(row, contenders):
                                                           row["n"], row["k"])
           + " ".join("%s=%.1fus(%.0fTF)" % (n, best[n] * 1e6, tf[n]) for n in tf)
           + " diff(libdg)=%s diff(deepgemm)=%s" % (row.get("diff_libdg"), row.get("diff_deepgemm")), flush=True)
+
+
+def dense(kind, m, n, k):
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
+    d1 = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    d2 = torch.empty_like(d1)
+    row = dict(suite="dense", kind=kind, groups=1, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
+    contenders = {}
+    if kind == "fp8":
+        aq, asf = per_token_fp8(a)
+        bq, bsf = per_block_fp8(b.unsqueeze(0))
+        bq, bsf = bq[0], bsf[0]
+        asf = dg.get_mn_major_tma_aligned_tensor(asf)
+        ref = dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()
+        contenders["libdg"] = lambda: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.fp8_fp4_gemm_nt((aq, asf), (bq, bsf), d2,
+                                                                       disable_ue8m0_cast=True)
+            contenders["cublas"] = lambda: deep_gemm.cublaslt_gemm_nt(aq, bq, d2)
+    else:
+        ref = a.float() @ b.float().t()
+        contenders["libdg"] = lambda: dg.bf16_gemm_nt(a, b, d1)
+        for name, o in ALT.items():
+            contenders["libdg_" + name] = lambda o=o: dg.bf16_gemm_nt(a, b, d1, options=o)
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.bf16_gemm_nt(a, b, d2)
+        contenders["cublas"] = lambda: torch.matmul(a, b.t())
+    for name in ALT:
+        d1.fill_(float("nan"))
+        contenders["libdg_" + name]()
+        row["diff_libdg_" + name] = "%.1e" % calc_diff(d1, ref)
+    d1.fill_(float("nan"))
+    contenders["libdg"]()
+    row["diff_libdg"] = "%.1e" % calc_diff(d1, ref)
+    if "deepgemm" in contenders:
+        contenders["deepgemm"]()
+        row["diff_deepgemm"] = "%.1e" % calc_diff(d2, ref)
+    torch.cuda.synchronize()
+    del ref
+    race(row, contenders)
 
 
 def contiguous(kind, groups, expected, n, k):
@@ -295,8 +345,8 @@ def geomean(sel, peer):
 
 
 def report(out_dir, meta=None):
-    lines = ["m: expected rows per group (M-grouped) or M (K-grouped); k: K (M-grouped) or expected K per group"
-             " (K-grouped).", "",
+    lines = ["m: M (dense, K-grouped) or expected rows per group (M-grouped); k: K (dense, M-grouped) or expected K"
+             " per group (K-grouped).", "",
              "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -335,13 +385,13 @@ def report(out_dir, meta=None):
     text = "\n".join(lines)
     print(text, flush=True)
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "grouped.txt"), "w") as f:
+    with open(os.path.join(out_dir, NAME + ".txt"), "w") as f:
         f.write(text + "\n")
     if meta is None:
         meta = dict(device=torch.cuda.get_device_name(), libdg=dg.version(),
                     deepgemm=getattr(deep_gemm, "__version__", None) if deep_gemm else None, torch=torch.__version__,
                     alt=ALT)
-    with open(os.path.join(out_dir, "grouped.json"), "w") as f:
+    with open(os.path.join(out_dir, NAME + ".json"), "w") as f:
         json.dump(dict(meta, rows=rows), f, indent=1)
 
 
@@ -365,11 +415,11 @@ def plot(out_dir, title):
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(list(x))
         ax.set_xticklabels(labels, fontsize=6, rotation=90)
-        ax.set_title("%s (> 1: libdg faster)" % (suite if suite == "k-grouped" else "M-grouped " + suite))
+        ax.set_title("%s (> 1: libdg faster)" % ("M-grouped " + suite if suite in ("contiguous", "masked") else suite))
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, "grouped.png"), dpi=110)
+    fig.savefig(os.path.join(out_dir, NAME + ".png"), dpi=110)
 
 
 def main():
@@ -378,12 +428,16 @@ def main():
     ap.add_argument("--fp8-only", action="store_true")
     ap.add_argument("--bf16-only", action="store_true")
     ap.add_argument("--out", default=".")
+    ap.add_argument("--name", default=NAME)
+    ap.add_argument("--m", help="the dense suite's M values, comma-separated (default: %s)" % DENSE_M)
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
     for suite in args.suites:
         if suite not in SUITES:
             ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
+    globals()["NAME"] = args.name
+    dense_m = [int(x) for x in args.m.split(",")] if args.m else DENSE_M
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -415,6 +469,11 @@ def main():
     kinds = ["fp8"] if args.fp8_only else ["bf16"] if args.bf16_only else ["fp8", "bf16"]
     print("device:", torch.cuda.get_device_name(), "libdg", dg.version(),
           "deep_gemm", getattr(deep_gemm, "__version__", "absent") if deep_gemm else "absent", flush=True)
+    for kind in kinds:
+        if "dense" in args.suites:
+            for m in dense_m:
+                for n, k in DENSE_NK:
+                    dense(kind, m, n, k)
     for kind in kinds:
         for n, k in NK:
             if "contiguous" in args.suites:

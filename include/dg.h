@@ -332,7 +332,7 @@ typedef struct dg_gemm_options {
   float alpha;
   float beta;                 /* read only when c is given */
   int32_t disable_ue8m0_cast; /* accepted for DeepGEMM parity; no effect on SM90 */
-  int32_t block_m;            /* 64, 128 or 256 (BF16) */
+  int32_t block_m;            /* 64, 128 or 256 */
   int32_t block_n;            /* multiple of 16 (8 for FP32 d), up to 256 */
   int32_t num_stages;         /* shared-memory pipeline depth */
   int32_t cluster;            /* 1 or 2 CTAs (TMA multicast between the pair) */
@@ -341,7 +341,9 @@ typedef struct dg_gemm_options {
   int32_t num_sms;            /* SMs to use, at most the stream's cap; 0 = the cap */
   /* Appended in 0.2 (callers built against an older dg.h keep the heuristic for these): */
   int32_t fp8_promotion;      /* FP8: DG_FP8_PROMOTION_*; 0 = heuristic */
-  int32_t fp8_promotion_slices; /* FP8: column slices each K block is issued and promoted in: 1, 2 or 4; 0 = heuristic */
+  int32_t fp8_promotion_slices; /* FP8: column slices each K block is issued and promoted in: 1, 2 or 4; with
+                                   128 rows per math warp-group (block_m 256), 2 without overlap means the two
+                                   64-row halves instead; 0 = heuristic */
   /* Appended in 0.3: */
   int32_t split_k;            /* CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
                                  through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;

@@ -36,6 +36,11 @@ int accumulator_regs(const GemmShape& s, int block_m, int block_n, int math_wg, 
   return acc + (overlap ? 2 : 1) * acc / split;
 }
 
+// FP8 tiles whose two 64-row m-iterations per warp-group are issued and promoted as two units.
+bool promotes_rows(int bm, int math_wg, bool overlap, int split) {
+  return bm / math_wg == 128 && split == 2 && !overlap;
+}
+
 // Clusters of `split_k` CTAs that can be resident at once. Clusters do not span a GPC (16-18 SMs on an
 // H100), so clusters of 4 and 8 leave the odd SMs of each GPC idle: assume 16 usable SMs per GPC.
 int64_t resident_clusters(int num_sms, int split_k) {
@@ -168,6 +173,9 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // bench/models/h100); other sliced tiles re-read A per slice for less work and cost more.
     if (overlap) promo = split == 1 ? 1.05 : split == 2 ? (bn == 192 ? 1.12 : 1.6) : 1.25;
     else promo = split == 1 ? 1.3 : split == 2 ? 1.18 : 1.3;
+    // 256x128 in row units (sm90_gemm.cuh kPromoteRows) ran 2-4% faster than the overlapped 128x192
+    // tiles on five of the seven DeepSeek shapes at M = 8192 (H100, bench/peer_bench.py dense).
+    if (promotes_rows(bm, math_wg, overlap, split)) promo = 1.08;
     // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
     // sm90_gemm.cuh): measured ~10% faster for 128x160 and 128x192 (2026-11-23); only 128x192 (2
     // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
@@ -193,7 +201,9 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // predicted them 40% slower (H100, 2026-11-23).
   const double sm_bytes = double(bm + bn) * bk * eb;
   // WGMMA operand reads from shared memory (A is re-read for every column slice), ~128 B/clk.
-  const double smem_reads = double(math_wg) * (double(split) * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
+  // Row units read A once per K block.
+  const double a_reads = promotes_rows(bm, math_wg, overlap, split) ? 1.0 : double(split);
+  const double smem_reads = double(math_wg) * (a_reads * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
   double t_kb = std::max({flops / peak * promo, sm_bytes / (fp8 ? 68e9 : 80e9), smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
   // The epilogue's TMA stores move strips of strip_elems columns; strips under 64 bytes (BF16
@@ -306,8 +316,12 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   }
 
   const bool fp8 = is_fp8(s.kind);
-  // block_m 256 (BF16) is legal but was never the fastest on an H100: only by override.
+  // block_m 256 is legal for both dtypes; BF16 never ran fastest with it on an H100 (only by override).
+  // FP8 1D2D 256x128 in row units ran 2-4% faster than the 128-row tiles at M = 8192 and 2-7% slower
+  // at M = 4096 on the large DeepSeek shapes, which the cost model does not tell apart (H100,
+  // bench/peer_bench.py dense): it is a candidate from M = 8192.
   std::vector<int> bms = {64, 128};
+  if (s.type == GemmType::kNormal && s.kind == GemmKind::kFp8_1D2D && s.m >= 8192) bms.push_back(256);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   std::vector<int> bns;
@@ -399,7 +413,8 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               // groups interleave their promotions) and for the 1D2D 192-wide tile with overlap (3%
               // faster than after-promotion on all seven M = 4096 shapes);
               // other sliced variants lose to the whole-tile ones, so only an override reaches them.
-              const bool sliced_ok = split == 2 && (ov ? s.kind == GemmKind::kFp8_1D2D && bn == 192 : bn == 256);
+              const bool sliced_ok = split == 2 && (ov ? s.kind == GemmKind::kFp8_1D2D && bn == 192
+                                                       : bn == 256 || promotes_rows(bm, wg, ov, split));
               if (fp8 && !o.promotion_slices && split != 1 && !sliced_ok) continue;
               for (int sk : {1, 2, 4, 8}) {
                 if (o.split_k && sk != o.split_k) continue;

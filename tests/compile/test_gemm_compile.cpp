@@ -469,13 +469,16 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
       {GemmKind::kFp8_1D1D, 300, 600, 1008, DG_DTYPE_FLOAT32, true, 128, 128, 0, 2},
       {GemmKind::kFp8_1D2D, 300, 600, 1040, DG_DTYPE_BFLOAT16, false, 128, 128, 6, 0},
       {GemmKind::kFp8_1D2D, 300, 600, 1040, DG_DTYPE_BFLOAT16, true, 128, 128, 6, 0},
+      {GemmKind::kFp8_1D2D, 300, 336, 1040, DG_DTYPE_BFLOAT16, false, 256, 128, 0, 0},
+      {GemmKind::kFp8_1D2D, 300, 336, 1040, DG_DTYPE_FLOAT32, true, 256, 128, 0, 0},
   };
   for (const Forced& f : forced) {
     GemmShape s;
     s.kind = f.kind, s.m = f.m, s.n = f.n, s.k = f.k, s.d_dtype = f.d, s.accumulate = f.acc;
     dg::ops::GemmOverride o;
     o.block_m = f.bm, o.block_n = f.bn, o.stages = f.stages, o.split_k = f.split_k;
-    if (f.kind != GemmKind::kBf16 && f.bn == 256) o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 2;
+    if (f.kind != GemmKind::kBf16 && (f.bn == 256 || f.bm == 256))
+      o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.promotion_slices = 2;
     dg::ops::GemmConfig c;
     REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
     compile_clean(dg::ops::gemm_kernel_spec(s, c), config);

@@ -404,6 +404,17 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
         cs.block_n = bn, cs.promotion = promo, cs.slices = slices;
         check_case(g, cs, rng);
       }
+  // 256x128 tiles promoted in row units (the heuristic's tile for the large shapes from M = 8192):
+  // partial M, N and K tiles, both outputs, with and without C, and a 128-column SFB block per tile.
+  for (int64_t m : {300, 8192})
+    for (int c_mode : {0, 2}) {
+      Case cs;
+      cs.fp8 = true, cs.m = m, cs.n = m == 300 ? 336 : 1024, cs.k = m == 300 ? 1040 : 2048, cs.c_mode = c_mode;
+      cs.d_dtype = c_mode ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.block_m = 256, cs.block_n = 128, cs.promotion = DG_FP8_PROMOTION_AFTER, cs.slices = 2;
+      if (m == 8192) cs.samples = 4096;
+      check_case(g, cs, rng);
+    }
   // N whose tiles take at most 4 boundaries for 112 and 144 (specialised K loops; 144 is the
   // heuristic's tile for N = 576), one of them with a partial last tile.
   for (int64_t n : {448, 576, 530}) {
