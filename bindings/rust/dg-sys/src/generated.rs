@@ -171,7 +171,7 @@ pub struct dg_gemm_options {
     pub beta: f32,
     /// accepted for DeepGEMM parity; no effect on SM90
     pub disable_ue8m0_cast: i32,
-    /// 64, 128 or 256 (BF16)
+    /// 64, 128 or 256
     pub block_m: i32,
     /// multiple of 16 (8 for FP32 d), up to 256
     pub block_n: i32,
@@ -187,7 +187,11 @@ pub struct dg_gemm_options {
     pub num_sms: i32,
     /// FP8: DG_FP8_PROMOTION_*; 0 = heuristic
     pub fp8_promotion: i32,
-    /// FP8: column slices each K block is issued and promoted in: 1, 2 or 4; 0 = heuristic
+    /// ```text
+    /// FP8: column slices each K block is issued and promoted in: 1, 2 or 4; with
+    /// 128 rows per math warp-group (block_m 256), 2 without overlap means the two
+    /// 64-row halves instead; 0 = heuristic
+    /// ```
     pub fp8_promotion_slices: i32,
     /// ```text
     /// CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
