@@ -568,6 +568,41 @@ DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================
+ * MQA logits of the DeepSeek-V3.2 indexer (SM90; spec: DeepGEMM §3)
+ *
+ * Every query token scores the keys of its range with FP8 multi-query attention logits:
+ *   logits[i, j] = kv_sf[j] * sum_h weights[i, h] * relu(q[i, h, :] . kv[j, :])
+ * where q and kv are E4M3 values used as they are (q carries no scale) and the sums are FP32.
+ * H (heads) 32 or 64 and D (head dim) 64 or 128; other values give DG_ERROR_UNSUPPORTED naming
+ * the value. Results are bitwise reproducible from run to run. Callers allocate the logits:
+ * dg_get_mqa_logits_layout gives the shape and a row stride. Everything runs on the stream with no
+ * host synchronisation; data the host cannot see (key ranges) is clipped on the device.
+ * ========================================================================================== */
+
+/* Layout of the logits of dg_fp8_mqa_logits: sizes [seq_len, seq_len_kv], strides (row stride, 1)
+ * with the row stride seq_len_kv rounded up to 1024 bytes, and the bytes to allocate.
+ * logits_dtype FLOAT32 or BFLOAT16; any out-pointer may be NULL. */
+DG_API dg_status dg_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, dg_dtype logits_dtype,
+                                          int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes);
+
+/* Non-paged MQA logits (prefill), DeepGEMM's fp8_mqa_logits:
+ *   q        FLOAT8_E4M3 [S_q, H, D]: stride 1 along D, rows of D bytes a multiple of 16 bytes apart
+ *            (stride(1)), stride(0) = H * stride(1), 16-byte aligned;
+ *   kv       FLOAT8_E4M3 [S_kv, D]: stride 1 along D, stride(0) a multiple of 16, 16-byte aligned;
+ *   kv_sf    FLOAT32 [S_kv] contiguous, 16-byte aligned: one scale per key;
+ *   weights  FLOAT32 [S_q, H], stride 1 along H;
+ *   cu_seq_len_k_start, cu_seq_len_k_end   INT32 [S_q] contiguous: token i scores the keys
+ *            [start[i], end[i]) (clipped to [0, S_kv); an empty range is allowed);
+ *   logits   FLOAT32 or BFLOAT16 [S_q, S_kv], stride 1 along keys, row stride a multiple of 16
+ *            bytes, 16-byte aligned (dg_get_mqa_logits_layout gives one).
+ * clean_logits 1: every entry outside its row's range is -inf. 0: entries of a row's range are
+ * written, others may hold values of no meaning or be left untouched (cheaper when the caller
+ * masks). S_q or S_kv = 0: nothing runs. */
+DG_API dg_status dg_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf,
+                                   const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start,
+                                   const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits);
+
+/* ============================================================================================
  * NVFP4 GEMV
  *
  * For every batch l < L: c[m, 0, l] = sum_k A[m, k, l] * b[0, k, l], m < M, where each value is

@@ -181,6 +181,12 @@ static inline dgw_result dgw_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream
 static inline dgw_result dgw_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, const int64_t* ks, int64_t num_groups, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_k_grouped_gemm_prepare(stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options));
 }
+static inline dgw_result dgw_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, dg_dtype logits_dtype, int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes) {
+  return dgw_result_of(dg_get_mqa_logits_layout(seq_len, seq_len_kv, logits_dtype, out_sizes, out_strides, out_bytes));
+}
+static inline dgw_result dgw_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf, const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits) {
+  return dgw_result_of(dg_fp8_mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits));
+}
 static inline dgw_result dgw_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options) {
   return dgw_result_of(dg_nvfp4_gemv(stream, a, sfa, b, sfb, c, options));
 }

@@ -37,6 +37,7 @@ enum FamilyId : uint32_t {
   kFamilyElementwise = 4,
   kFamilyTranspose = 5,
   kFamilySkinnyGemm = 6,
+  kFamilyMqaLogits = 7,
 };
 
 struct KernelSpec {

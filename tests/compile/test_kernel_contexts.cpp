@@ -16,6 +16,7 @@
 #include "ops/gemm.h"
 #include "ops/skinny_gemm.h"
 #include "ops/layout.h"
+#include "ops/mqa_logits.h"
 #include "ops/nvfp4_gemv.h"
 #include "ops/transpose.h"
 
@@ -111,6 +112,8 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_specs() {
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));
   add(dg::ops::transpose_kernel_spec());
+
+  for (const dg::ops::MqaLogitsConfig& c : dg::ops::all_mqa_logits_configs()) add(dg::ops::mqa_logits_kernel_spec(c));
 
   for (int arch : {90, 100}) {
     for (const auto& [m, k, l] : {std::tuple{7168, 16384, 1}, std::tuple{1000, 256, 3}}) {

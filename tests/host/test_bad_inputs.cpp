@@ -695,6 +695,44 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // MQA logits: H 64, D 128, S_q 8, S_kv 512.
+  {
+    Entry x;
+    x.name = "dg_fp8_mqa_logits";
+    Args& a = x.baseline;
+    a.tensors["q"] = fp8(1, {8, 64, 128});
+    a.tensors["kv"] = fp8(2, {512, 128});
+    a.tensors["kv_sf"] = f32(3, {512});
+    a.tensors["weights"] = f32(4, {8, 64});
+    a.tensors["cu_seq_len_k_start"] = i32(5, {8});
+    a.tensors["cu_seq_len_k_end"] = i32(6, {8});
+    a.tensors["logits"] = f32(7, {8, 512});
+    a.ints["clean_logits"] = 1;
+    x.operands = {"q", "kv", "kv_sf", "weights", "cu_seq_len_k_start", "cu_seq_len_k_end", "logits"};
+    x.aligned = {"q", "kv", "kv_sf", "weights", "cu_seq_len_k_start", "cu_seq_len_k_end", "logits"};
+    x.enums = {"clean_logits"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_fp8_mqa_logits(as_mut_stream(c, a), h["q"], h["kv"], h["kv_sf"], h["weights"], h["cu_seq_len_k_start"],
+                               h["cu_seq_len_k_end"], h["logits"], int32_t(a.ints.at("clean_logits")));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_get_mqa_logits_layout";
+    x.baseline.ints = {{"seq_len", 8}, {"seq_len_kv", 512}, {"logits_dtype", DG_DTYPE_FLOAT32}};
+    x.sizes = {"seq_len", "seq_len_kv"};
+    x.enums = {"logits_dtype"};
+    x.stops_at_sm_cap = false;
+    x.call = [](const Context&, const Args& a, const Handles&) {
+      int64_t sizes[2], strides[2];
+      size_t bytes = 0;
+      return dg_get_mqa_logits_layout(a.ints.at("seq_len"), a.ints.at("seq_len_kv"),
+                                      dg_dtype(a.ints.at("logits_dtype")), sizes, strides, &bytes);
+    };
+    e.push_back(std::move(x));
+  }
   {
     Entry x;
     x.name = "dg_config_create";

@@ -470,6 +470,10 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
         dg_status,
         [_p, dg_dtype, c_int32, c_int64, c_int64, _i64p, c_int64, c_int32, POINTER(GemmOptions)],
     ),
+    # MQA logits: seq_len, seq_len_kv, logits_dtype, int64_t sizes[2], int64_t strides[2], size_t* bytes
+    "dg_get_mqa_logits_layout": (dg_status, [c_int64, c_int64, dg_dtype, _i64p, _i64p, POINTER(c_size_t)]),
+    # stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits
+    "dg_fp8_mqa_logits": (dg_status, [_p, _T, _T, _T, _T, _T, _T, _T, c_int32]),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*
     "dg_nvfp4_gemv": (dg_status, [_p, _T, _T, _T, _T, _T, POINTER(NvFp4GemvOptions)]),
     # cuBLASLt baseline: stream, a, b, d, c, const dg_cublaslt_options*

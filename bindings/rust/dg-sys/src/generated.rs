@@ -632,6 +632,30 @@ extern "C" {
     pub fn dg_k_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, ks: *const i64, num_groups: i64, with_c: i32, options: *const dg_gemm_options) -> dg_status;
 
     /// ```text
+    /// Layout of the logits of dg_fp8_mqa_logits: sizes [seq_len, seq_len_kv], strides (row stride, 1)
+    /// with the row stride seq_len_kv rounded up to 1024 bytes, and the bytes to allocate.
+    /// logits_dtype FLOAT32 or BFLOAT16; any out-pointer may be NULL.
+    /// ```
+    pub fn dg_get_mqa_logits_layout(seq_len: i64, seq_len_kv: i64, logits_dtype: dg_dtype, out_sizes: *mut i64, out_strides: *mut i64, out_bytes: *mut usize) -> dg_status;
+
+    /// ```text
+    /// Non-paged MQA logits (prefill), DeepGEMM's fp8_mqa_logits:
+    ///   q        FLOAT8_E4M3 [S_q, H, D]: stride 1 along D, rows of D bytes a multiple of 16 bytes apart
+    ///            (stride(1)), stride(0) = H * stride(1), 16-byte aligned;
+    ///   kv       FLOAT8_E4M3 [S_kv, D]: stride 1 along D, stride(0) a multiple of 16, 16-byte aligned;
+    ///   kv_sf    FLOAT32 [S_kv] contiguous, 16-byte aligned: one scale per key;
+    ///   weights  FLOAT32 [S_q, H], stride 1 along H;
+    ///   cu_seq_len_k_start, cu_seq_len_k_end   INT32 [S_q] contiguous: token i scores the keys
+    ///            [start[i], end[i]) (clipped to [0, S_kv); an empty range is allowed);
+    ///   logits   FLOAT32 or BFLOAT16 [S_q, S_kv], stride 1 along keys, row stride a multiple of 16
+    ///            bytes, 16-byte aligned (dg_get_mqa_logits_layout gives one).
+    /// clean_logits 1: every entry outside its row's range is -inf. 0: entries of a row's range are
+    /// written, others may hold values of no meaning or be left untouched (cheaper when the caller
+    /// masks). S_q or S_kv = 0: nothing runs.
+    /// ```
+    pub fn dg_fp8_mqa_logits(stream: *mut dg_stream, q: *const dg_tensor, kv: *const dg_tensor, kv_sf: *const dg_tensor, weights: *const dg_tensor, cu_seq_len_k_start: *const dg_tensor, cu_seq_len_k_end: *const dg_tensor, logits: *const dg_tensor, clean_logits: i32) -> dg_status;
+
+    /// ```text
     /// Batched NVFP4 GEMV. Tensors (sizes as [rows, K-dimension, batch]; strides in elements, read
     /// from the descriptors, so PyTorch's permuted layouts work as they are):
     ///   a   [M, K/2, L]   DG_DTYPE_FLOAT4_E2M1X2 (one byte = two codes, even k in the low nibble)

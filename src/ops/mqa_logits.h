@@ -1,0 +1,80 @@
+// FP8 MQA logits of the DeepSeek-V3.2 indexer (spec: DeepGEMM §3): the problems, the kernel
+// configs, the template parameters of templates/kernels/mqa_logits.cu.j2 and the launches.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dg.h"
+#include "jit/kernel.h"
+#include "runtime/stream.h"
+#include "runtime/tma.h"
+
+namespace dg::ops {
+
+// Row stride (elements) of the logits buffers that dg_get_mqa_logits_layout recommends: rows start
+// at 1024-byte boundaries. The kernels take any stride >= the row length that is a multiple of
+// 16 bytes.
+int64_t mqa_logits_row_stride(int64_t cols, dg_dtype dtype);
+
+// Non-paged: everything the kernel choice and the launch need, read from the descriptors.
+struct MqaLogitsArgs {
+  int64_t s_q = 0, s_kv = 0;
+  int heads = 0, head_dim = 0;
+  dg_dtype logits_dtype = DG_DTYPE_FLOAT32;
+  bool clean = true;
+  const void* q = nullptr;      // [S_q * H, D] rows ld_q bytes apart
+  int64_t ld_q = 0;
+  const void* kv = nullptr;     // [S_kv, D] rows ld_kv bytes apart
+  int64_t ld_kv = 0;
+  const float* kv_sf = nullptr;  // [S_kv], 16-byte aligned
+  const float* weights = nullptr;
+  int64_t ld_weights = 0;
+  const int32_t* ks = nullptr;
+  const int32_t* ke = nullptr;
+  void* logits = nullptr;
+  int64_t ld_logits = 0;
+};
+
+// The template parameters (the kernel's identity).
+struct MqaLogitsConfig {
+  int heads = 64, head_dim = 128;
+  int math_wg = 2;  // consumer warp-groups: 64 KV rows each per stage
+  int stages = 6;
+  bool bf16_out = false;
+  unsigned threads() const { return 128u * static_cast<unsigned>(math_wg + 1); }
+  int block_q() const { return 128 / heads; }
+  int block_kv() const { return 64 * math_wg; }
+  unsigned smem_bytes() const;
+};
+
+MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype);
+// Every configuration the non-paged entry point can choose (the compile tests build each).
+std::vector<MqaLogitsConfig> all_mqa_logits_configs();
+
+jit::KernelKey mqa_logits_kernel_key(const MqaLogitsConfig& c);
+jit::KernelSpec mqa_logits_kernel_spec(const MqaLogitsConfig& c);
+
+// Host mirror of dg::attention::MqaLogitsParams (templates/include/dg/attention/sm90_mqa_logits.cuh).
+struct alignas(64) MqaLogitsParams {
+  tma::Descriptor tma_q, tma_kv, tma_sf;
+  const float* weights;
+  int64_t ld_weights;
+  const int32_t* ks;
+  const int32_t* ke;
+  void* logits;
+  int64_t ld_logits;
+  uint32_t s_q, s_kv;
+  uint32_t clean;
+  uint32_t reserved;
+};
+static_assert(sizeof(MqaLogitsParams) == 448, "must match the device struct");
+static_assert(offsetof(MqaLogitsParams, weights) == 384 && offsetof(MqaLogitsParams, logits) == 416 &&
+                  offsetof(MqaLogitsParams, s_q) == 432 && offsetof(MqaLogitsParams, clean) == 440,
+              "must match the device struct");
+
+// One launch on `stream` (none when S_q or S_kv is 0). With prepare_only the kernel is compiled and
+// loaded and nothing runs.
+dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& args, bool prepare_only);
+
+}  // namespace dg::ops

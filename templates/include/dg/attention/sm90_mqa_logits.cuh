@@ -1,0 +1,289 @@
+// The SM90 FP8 MQA logits kernel of the DeepSeek-V3.2 indexer (spec: DeepGEMM §3.1, §3.2):
+//
+//   logits[i, j] = kv_sf[j] * sum_h w[i, h] * relu(q[i, h, :] . kv[j, :])   for j in [ks[i], ke[i])
+//
+// Persistent CTAs stride over Q tiles of kBlockQ = 128 / H tokens, i.e. 128 (token, head) rows: a
+// tile is the WGMMA's B operand (N = 128, K = D), loaded once. The tile scans the KV rows its tokens need,
+// [min ks, max ke) (start rounded down to 64), in blocks of kBlockKv = 64 * kMathWG rows that one
+// producer thread streams by TMA through a ring of kStages stages (rows, then their scales). Each
+// consumer warp-group takes 64 rows of a block as the WGMMA's A operand (M = 64), so a WGMMA
+// computes q.kv for 64 keys x 128 (token, head) pairs; the thread then applies ReLU, the head
+// weights (held in registers for the tile) and the sum over heads (its own columns, then the four
+// lanes of its quad), scales by kv_sf and stores. The summation order is fixed: results are
+// bitwise reproducible.
+//
+// clean_logits: entries of a computed block outside their row's [ks, ke) are written -inf, and
+// the producer warp-group's three idle warps write -inf over the columns of [0, S_kv) the tile does
+// not scan, in parallel with the math (no second kernel). Without it only the scanned blocks are
+// written (entries outside [ks, ke) there hold values of no meaning, as in DeepGEMM).
+//
+// Shared memory (dynamic, 1024-byte aligned): [Q tile] [KV stages] [scale stages] [barriers].
+// Rows are D bytes (64 or 128) with the D-byte TMA swizzle, which the WGMMA descriptors mirror.
+#pragma once
+#include <dg/types.cuh>
+#include <dg/ptx/common.cuh>
+#include <dg/ptx/mbarrier.cuh>
+#include <dg/ptx/tma.cuh>
+#include <dg/ptx/wgmma.cuh>
+
+namespace dg::attention {
+
+// Kernel argument (by value, __grid_constant__). The host mirrors it (src/ops/mqa_logits.h).
+struct alignas(64) MqaLogitsParams {
+  TmaDescriptor tma_q;   // (D, S_q * H) e4m3, box (D, 128), swizzle D bytes
+  TmaDescriptor tma_kv;  // (D, S_kv) e4m3, box (D, kBlockKv), swizzle D bytes
+  TmaDescriptor tma_sf;  // (S_kv, 1) fp32, box (kBlockKv, 1)
+  const float* weights;  // [S_q, H], row stride ld_weights elements
+  int64_t ld_weights;
+  const int32_t* ks;     // [S_q]
+  const int32_t* ke;     // [S_q]
+  void* logits;          // [S_q, S_kv] OutT, row stride ld_logits elements (16-byte multiple)
+  int64_t ld_logits;
+  uint32_t s_q, s_kv;
+  uint32_t clean;
+  uint32_t reserved;
+};
+static_assert(sizeof(MqaLogitsParams) == 448, "the host mirrors this layout (src/ops/mqa_logits.h)");
+
+template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kMathWG_, uint32_t kStages_, typename OutT_>
+struct MqaLogitsTraits {
+  using OutT = OutT_;
+  static constexpr uint32_t kHeads = kHeads_, kHeadDim = kHeadDim_, kMathWG = kMathWG_, kStages = kStages_;
+  static constexpr uint32_t kBlockQ = 128 / kHeads;  // tokens per tile
+  static constexpr uint32_t kBlockKv = 64 * kMathWG;  // KV rows per stage
+  static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
+  static constexpr uint32_t kSmemQ = 128 * kHeadDim;
+  static constexpr uint32_t kSmemKv = kBlockKv * kHeadDim;
+  static constexpr uint32_t kSmemSf = kBlockKv * 4;
+  static constexpr uint32_t kOffQ = 0;
+  static constexpr uint32_t kOffKv = kOffQ + kSmemQ;
+  static constexpr uint32_t kOffSf = kOffKv + kStages * kSmemKv;
+  static constexpr uint32_t kOffBar = kOffSf + kStages * kSmemSf;
+  static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2) * 8;
+  // Registers: the producer warp-group drops to 40; the consumers share the rest (multiple of 8).
+  static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
+
+  static_assert(kHeads == 32 || kHeads == 64, "H: 32 or 64 (128 / H tokens per tile)");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "D: 64 or 128 (rows of one swizzle span)");
+  static_assert(kMathWG >= 1 && kMathWG <= 4, "1 to 4 consumer warp-groups (a stage of <= 256 rows)");
+  static_assert(kStages >= 2, "at least two stages");
+  static_assert(kOffKv % 1024 == 0 && kSmemKv % 1024 == 0, "swizzled tiles start at 1024-byte boundaries");
+  static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
+};
+
+// K-major operand tile of D-byte rows: 8-row core groups 8 * D bytes apart, D-byte swizzle, the
+// K step (32 e4m3) advancing the start address inside the swizzle span.
+template <uint32_t kHeadDim>
+DG_DEVICE uint64_t operand_desc(uint32_t addr, uint32_t kk) {
+  constexpr uint32_t kSwizzleMode = kHeadDim == 128 ? 1 : 2;  // 128-byte or 64-byte swizzle
+  return ptx::advance_smem_desc(ptx::make_smem_desc(addr, 0, 8 * kHeadDim, kSwizzleMode), kk * 32);
+}
+
+DG_DEVICE uint32_t clamp_u32(int32_t v, uint32_t lo, uint32_t hi) {
+  return v < static_cast<int32_t>(lo) ? lo : (static_cast<uint32_t>(v) > hi ? hi : static_cast<uint32_t>(v));
+}
+
+template <typename OutT> DG_DEVICE OutT out_value(float v);
+template <> DG_DEVICE float out_value<float>(float v) { return v; }
+template <> DG_DEVICE bf16 out_value<bf16>(float v) { return float_to_bf16(v); }
+
+// Writes -inf to columns [a, b) of `row` (16-byte aligned): 16-byte stores from the first aligned
+// column, scalar edges. Threads `tid` of `count`.
+template <typename OutT>
+DG_DEVICE void fill_neg_inf(OutT* row, uint32_t a, uint32_t b, uint32_t tid, uint32_t count) {
+  constexpr uint32_t kVec = 16 / sizeof(OutT);
+  if (a >= b) return;
+  const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
+  const uint32_t va = min_of(align_up(a, kVec), b), vb = max_of(va, b / kVec * kVec);
+  for (uint32_t c = a + tid; c < va; c += count) row[c] = ninf;
+  for (uint32_t c = vb + tid; c < b; c += count) row[c] = ninf;
+  // 16 bytes of -inf patterns, stored as raw bits.
+  const float bits = __uint_as_float(sizeof(OutT) == 4 ? 0xff800000u : 0xff80ff80u);
+  const f32x4 v{bits, bits, bits, bits};
+  for (uint32_t c = va + tid * kVec; c < vb; c += count * kVec) *reinterpret_cast<f32x4*>(row + c) = v;
+}
+
+// The KV range a tile of tokens [q0, q0 + kBlockQ) needs: its tokens' [ks, ke) clipped to
+// [0, S_kv), the start rounded down to 64 rows, in blocks of kBlockKv rows.
+template <uint32_t kBlockQ, uint32_t kBlockKv>
+struct TileRange {
+  uint32_t ks[kBlockQ], ke[kBlockQ];
+  uint32_t kv_lo = 0, num_blocks = 0;
+  DG_DEVICE TileRange(const MqaLogitsParams& p, uint32_t q0) {
+    uint32_t lo = p.s_kv, hi = 0;
+#pragma unroll
+    for (uint32_t t = 0; t < kBlockQ; ++t) {
+      ks[t] = ke[t] = 0;
+      if (q0 + t < p.s_q) {
+        ks[t] = clamp_u32(p.ks[q0 + t], 0, p.s_kv);
+        ke[t] = clamp_u32(p.ke[q0 + t], ks[t], p.s_kv);
+        if (ke[t] > ks[t]) lo = min_of(lo, ks[t]), hi = max_of(hi, ke[t]);
+      }
+    }
+    if (hi > lo) {
+      kv_lo = lo / 64 * 64;
+      num_blocks = ceil_div(hi - kv_lo, kBlockKv);
+    }
+  }
+};
+
+template <class T>
+DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
+  using OutT = typename T::OutT;
+  constexpr uint32_t kStages = T::kStages, kBlockQ = T::kBlockQ, kBlockKv = T::kBlockKv, kHeads = T::kHeads;
+  constexpr uint32_t kGroups = 128 / 8;  // 8-column groups of the accumulator
+  using Range = TileRange<kBlockQ, kBlockKv>;
+  extern __shared__ __align__(1024) uint8_t smem[];
+
+  const uint32_t smem_base = ptx::smem_addr(smem);
+  ptx::Mbarrier* full = reinterpret_cast<ptx::Mbarrier*>(smem + T::kOffBar);
+  ptx::Mbarrier* empty = full + kStages;
+  ptx::Mbarrier* q_full = full + 2 * kStages;
+  ptx::Mbarrier* q_empty = q_full + 1;
+  const uint32_t full_addr = smem_base + T::kOffBar, empty_addr = full_addr + kStages * 8;
+  const uint32_t warp = ptx::warp_uniform(threadIdx.x / 32), lane = ptx::lane_id(), wg = warp / 4;
+  const uint32_t num_tiles = ceil_div(p.s_q, kBlockQ);
+
+  if (threadIdx.x == T::kMathWG * 128) {
+    ptx::tma_prefetch_descriptor(&p.tma_q);
+    ptx::tma_prefetch_descriptor(&p.tma_kv);
+    ptx::tma_prefetch_descriptor(&p.tma_sf);
+#pragma unroll
+    for (uint32_t s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], T::kMathWG * 4);  // one arrival per consumer warp
+    }
+    ptx::mbar_init(q_full, 1);
+    ptx::mbar_init(q_empty, T::kMathWG * 4);
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  // Programmatic dependent launch: everything above overlaps the previous kernel's tail.
+  ptx::grid_dependency_wait();
+
+  if (wg == T::kMathWG) {
+    // ------------------------------------------------------------------ producer warp-group
+    ptx::setmaxnreg_dec<40>();
+    if (warp == T::kMathWG * 4) {
+      if (ptx::elect_one()) {
+        uint32_t stage = 0, phase = 0, q_phase = 0;
+#pragma unroll 1
+        for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, q_phase ^= 1) {
+          const uint32_t q0 = tile * kBlockQ;
+          const Range range(p, q0);
+          // The Q tile is overwritten once every consumer warp is done with the previous one.
+          ptx::mbar_wait(q_empty, q_phase ^ 1);
+          ptx::mbar_arrive_expect_tx(q_full, T::kSmemQ);
+          ptx::tma_load_2d(&p.tma_q, q_full, smem + T::kOffQ, 0, static_cast<int32_t>(q0 * kHeads));
+#pragma unroll 1
+          for (uint32_t b = 0; b < range.num_blocks; ++b) {
+            ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
+            ptx::mbar_arrive_expect_tx(&full[stage], T::kSmemKv + T::kSmemSf);
+            const int32_t row = static_cast<int32_t>(range.kv_lo + b * kBlockKv);
+            ptx::tma_load_2d(&p.tma_kv, &full[stage], smem + T::kOffKv + stage * T::kSmemKv, 0, row);
+            ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + stage * T::kSmemSf, row, 0);
+            if (++stage == kStages) stage = 0, phase ^= 1;
+          }
+        }
+      }
+      __syncwarp();
+    } else if (p.clean) {
+      // Columns outside each tile's scanned blocks: -inf for every token of the tile.
+      const uint32_t tid = threadIdx.x - (T::kMathWG * 128 + 32);
+#pragma unroll 1
+      for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        const uint32_t q0 = tile * kBlockQ;
+        const Range range(p, q0);
+        const uint32_t cov_lo = range.num_blocks ? range.kv_lo : 0;
+        const uint32_t cov_hi = range.num_blocks ? min_of(range.kv_lo + range.num_blocks * kBlockKv, p.s_kv) : 0;
+#pragma unroll 1
+        for (uint32_t t = 0; t < kBlockQ && q0 + t < p.s_q; ++t) {
+          OutT* row = static_cast<OutT*>(p.logits) + static_cast<int64_t>(q0 + t) * p.ld_logits;
+          fill_neg_inf(row, 0, cov_lo, tid, 96);
+          fill_neg_inf(row, cov_hi, p.s_kv, tid, 96);
+        }
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------------- consumer warp-groups
+  ptx::setmaxnreg_inc<T::kMathRegs>();
+  const uint32_t warp_in_wg = warp % 4, quad = lane % 4;
+  // This thread's two KV rows of each 64-row block: r0 and r0 + 8.
+  const uint32_t r0 = warp_in_wg * 16 + lane / 4;
+  OutT* const out = static_cast<OutT*>(p.logits);
+  const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
+  const uint32_t q_addr = smem_base + T::kOffQ;
+  float acc[64];
+  uint32_t stage = 0, phase = 0, q_phase = 0;
+#pragma unroll 1
+  for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, q_phase ^= 1) {
+    const uint32_t q0 = tile * kBlockQ;
+    const Range range(p, q0);
+    // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
+    float w[kGroups][2];
+#pragma unroll
+    for (uint32_t g = 0; g < kGroups; ++g)
+#pragma unroll
+      for (uint32_t e = 0; e < 2; ++e) {
+        const uint32_t col = g * 8 + quad * 2 + e, t = col / kHeads;
+        w[g][e] = q0 + t < p.s_q ? p.weights[static_cast<int64_t>(q0 + t) * p.ld_weights + col % kHeads] : 0.f;
+      }
+    ptx::mbar_wait(q_full, q_phase);
+
+#pragma unroll 1
+    for (uint32_t b = 0; b < range.num_blocks; ++b) {
+      ptx::mbar_wait(full_addr + stage * 8, phase);
+      const uint32_t kv_addr = smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim;
+#pragma unroll
+      for (uint32_t r = 0; r < 64; ++r) ptx::fence_operand(acc[r]);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (uint32_t kk = 0; kk < T::kHeadDim / 32; ++kk)
+        ptx::WgmmaE4m3<128>::mma(operand_desc<T::kHeadDim>(kv_addr, kk), operand_desc<T::kHeadDim>(q_addr, kk), acc,
+                                 kk > 0);
+      ptx::wgmma_commit();
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (uint32_t r = 0; r < 64; ++r) ptx::fence_operand(acc[r]);
+      const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + stage * T::kSmemSf) + wg * 64;
+      const float sf_row[2] = {sf[r0], sf[r0 + 8]};
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
+      if (++stage == kStages) stage = 0, phase ^= 1;
+
+      // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
+      float v[2][kBlockQ];
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+        for (uint32_t t = 0; t < kBlockQ; ++t) {
+          float s = 0.f;
+#pragma unroll
+          for (uint32_t g = t * (kHeads / 8); g < (t + 1) * (kHeads / 8); ++g) {
+            s += fmaxf(acc[g * 4 + 2 * h], 0.f) * w[g][0];
+            s += fmaxf(acc[g * 4 + 2 * h + 1], 0.f) * w[g][1];
+          }
+          s += __shfl_xor_sync(0xffffffffu, s, 1);
+          s += __shfl_xor_sync(0xffffffffu, s, 2);
+          v[h][t] = s * sf_row[h];
+        }
+      // The quad's lanes share the 2 x kBlockQ results: lane `quad` stores pairs quad, quad + 4, ...
+      const uint32_t j0 = range.kv_lo + b * kBlockKv + wg * 64 + r0;
+#pragma unroll
+      for (uint32_t pr = 0; pr < 2 * kBlockQ; ++pr) {
+        if (pr % 4 != quad) continue;
+        const uint32_t h = pr / kBlockQ, t = pr % kBlockQ, j = j0 + 8 * h;
+        if (q0 + t >= p.s_q || j >= p.s_kv) continue;
+        const bool masked = p.clean && (j < range.ks[t] || j >= range.ke[t]);
+        out[static_cast<int64_t>(q0 + t) * p.ld_logits + j] = masked ? ninf : out_value<OutT>(v[h][t]);
+      }
+    }
+    // The Q tile's last WGMMA has completed (wait<0> above): the producer may replace it.
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(q_empty);
+  }
+}
+
+}  // namespace dg::attention

@@ -1,0 +1,25 @@
+// Every MQA logits kernel configuration renders and compiles through NVRTC for sm_90a, without a GPU.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "jit/compiler.h"
+#include "ops/mqa_logits.h"
+#include "runtime/config.h"
+
+TEST_CASE("MQA logits kernels compile for sm_90a: H 32/64, D 64/128, FP32 and BF16 logits") {
+  dg::Config config = dg::Config::from_environment();
+  config.compiler = DG_COMPILER_NVRTC;
+  const auto configs = dg::ops::all_mqa_logits_configs();
+  CHECK(configs.size() == 8);
+  for (const dg::ops::MqaLogitsConfig& c : configs) {
+    const dg::jit::KernelSpec spec = dg::ops::mqa_logits_kernel_spec(c);
+    CAPTURE(spec.kernel_name);
+    dg::jit::CompileResult result;
+    const dg_status s = dg::jit::compile(spec, "sm_90a", config, &result);
+    REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+    CHECK(result.cubin.size() > 1000);
+    CHECK(result.source.find(spec.kernel_name) != std::string::npos);
+    CHECK(c.smem_bytes() <= 232448u);
+  }
+}

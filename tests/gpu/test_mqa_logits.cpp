@@ -1,0 +1,290 @@
+// dg_fp8_mqa_logits against a double-precision reference on the dequantised inputs (q E4M3 as
+// is, kv E4M3 with per-key scales): every H, D and logits dtype with clean_logits on and off on a
+// small problem with random, clipped and empty key ranges (checked at every entry); the indexer's
+// causal and context-parallel ranges at S_q 2048/4096 x S_kv 4096/65536 (values at sampled
+// entries, the -inf mask at every entry). Logits are poisoned before each call: entries a call must
+// write show if it does not, the row padding must stay untouched. Repeated calls must give bitwise
+// identical logits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "gpu_fixture.h"
+#include "host_numerics.h"
+
+namespace {
+
+using Gpu = dg::test::Gpu;
+using Buf = dg::test::DeviceBuffer;
+using dg::test::bf2f;
+using dg::test::calc_diff;
+using dg::test::e4m3_to_f;
+using dg::test::f_to_e4m3;
+using dg::test::parallel_for;
+using dg::test::Rng;
+using dg::test::Tensor;
+
+// Inputs on the host (quantised) and their dequantised values.
+struct Inputs {
+  int64_t s_q, s_kv, h, d;
+  std::vector<uint8_t> q, kv;
+  std::vector<float> kv_sf, w;
+  std::vector<int32_t> ks, ke;
+  std::vector<float> qf, kvf;  // dequantised (kvf without its scale)
+};
+
+Inputs make_inputs(int64_t s_q, int64_t s_kv, int64_t h, int64_t d, uint64_t seed) {
+  Inputs in{s_q, s_kv, h, d, {}, {}, {}, {}, {}, {}, {}, {}};
+  in.q.resize(s_q * h * d);
+  in.qf.resize(in.q.size());
+  parallel_for(s_q, [&](int64_t i) {
+    Rng rng(seed * 7919 + i);
+    for (int64_t k = 0; k < h * d; ++k) {
+      const size_t o = i * h * d + k;
+      in.q[o] = f_to_e4m3(rng.uniform());
+      in.qf[o] = e4m3_to_f(in.q[o]);
+    }
+  });
+  in.kv.resize(s_kv * d);
+  in.kvf.resize(in.kv.size());
+  in.kv_sf.resize(s_kv);
+  parallel_for(s_kv, [&](int64_t j) {
+    Rng rng(seed * 104729 + j);
+    std::vector<float> v(d);
+    float amax = 1e-4f;
+    for (auto& x : v) x = rng.uniform() * 3.0f, amax = std::max(amax, std::fabs(x));
+    const float s = amax / 448.f;
+    in.kv_sf[j] = s;
+    for (int64_t k = 0; k < d; ++k) {
+      in.kv[j * d + k] = f_to_e4m3(v[k] / s);
+      in.kvf[j * d + k] = e4m3_to_f(in.kv[j * d + k]);
+    }
+  });
+  Rng rng(seed);
+  in.w.resize(s_q * h);
+  for (auto& x : in.w) x = rng.uniform();
+  in.ks.assign(s_q, 0);
+  in.ke.assign(s_q, 0);
+  return in;
+}
+
+// [ks, ke) clipped to [0, S_kv), as the kernel reads it.
+void clipped(const Inputs& in, int64_t i, int64_t* lo, int64_t* hi) {
+  *lo = std::clamp<int64_t>(in.ks[i], 0, in.s_kv);
+  *hi = std::clamp<int64_t>(in.ke[i], *lo, in.s_kv);
+}
+
+double reference(const Inputs& in, int64_t i, int64_t j) {
+  double s = 0;
+  for (int64_t hh = 0; hh < in.h; ++hh) {
+    const float* q = &in.qf[(i * in.h + hh) * in.d];
+    const float* k = &in.kvf[j * in.d];
+    double dot = 0;
+    for (int64_t x = 0; x < in.d; ++x) dot += double(q[x]) * k[x];
+    s += double(in.w[i * in.h + hh]) * std::max(dot, 0.0);
+  }
+  return s * in.kv_sf[j];
+}
+
+// Device copies of the inputs and a logits buffer with the layout query's row stride.
+struct Device {
+  Buf q, kv, sf, w, ks, ke, logits;
+  int64_t ld;
+  dg_dtype dtype;
+  Device(const Gpu& g, const Inputs& in, dg_dtype out)
+      : q(g.device, in.q.size()), kv(g.device, in.kv.size()), sf(g.device, in.kv_sf.size() * 4),
+        w(g.device, in.w.size() * 4), ks(g.device, in.ks.size() * 4), ke(g.device, in.ke.size() * 4),
+        logits(g.device, bytes(in, out)), ld(stride(in, out)), dtype(out) {
+    q.upload(in.q);
+    kv.upload(in.kv);
+    sf.upload(in.kv_sf);
+    w.upload(in.w);
+    ks.upload(in.ks);
+    ke.upload(in.ke);
+  }
+  static int64_t stride(const Inputs& in, dg_dtype out) {
+    int64_t sizes[2], strides[2];
+    REQUIRE(dg_get_mqa_logits_layout(in.s_q, in.s_kv, out, sizes, strides, nullptr) == DG_SUCCESS);
+    return strides[0];
+  }
+  static size_t bytes(const Inputs& in, dg_dtype out) {
+    size_t b = 0;
+    REQUIRE(dg_get_mqa_logits_layout(in.s_q, in.s_kv, out, nullptr, nullptr, &b) == DG_SUCCESS);
+    return b;
+  }
+  // One call into poisoned logits; returns them as raw 32-bit (FP32) or 16-bit (BF16) words.
+  std::vector<uint32_t> run(const Gpu& g, const Inputs& in, int32_t clean) {
+    logits.poison();
+    Tensor tq(q.data(), DG_DTYPE_FLOAT8_E4M3, {in.s_q, in.h, in.d});
+    Tensor tkv(kv.data(), DG_DTYPE_FLOAT8_E4M3, {in.s_kv, in.d});
+    Tensor tsf(sf.data(), DG_DTYPE_FLOAT32, {in.s_kv});
+    Tensor tw(w.data(), DG_DTYPE_FLOAT32, {in.s_q, in.h});
+    Tensor tks(ks.data(), DG_DTYPE_INT32, {in.s_q});
+    Tensor tke(ke.data(), DG_DTYPE_INT32, {in.s_q});
+    Tensor tl(logits.data(), dtype, {in.s_q, in.s_kv}, {ld, 1});
+    // Announced before the launch, so that a launch that never finishes names its configuration.
+    std::printf("MQA launch: S_q %lld S_kv %lld H %lld D %lld %s clean %d ... ", static_cast<long long>(in.s_q),
+                static_cast<long long>(in.s_kv), static_cast<long long>(in.h), static_cast<long long>(in.d),
+                dg_dtype_name(dtype), clean);
+    std::fflush(stdout);
+    const auto t0 = std::chrono::steady_clock::now();
+    const dg_status st = dg_fp8_mqa_logits(g.stream, tq.t, tkv.t, tsf.t, tw.t, tks.t, tke.t, tl.t, clean);
+    REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+    REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
+    std::printf("done in %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::fflush(stdout);
+    std::vector<uint32_t> out(in.s_q * ld);
+    if (dtype == DG_DTYPE_FLOAT32) {
+      logits.download(out.data(), out.size() * 4);
+    } else {
+      std::vector<uint16_t> half(out.size());
+      logits.download(half.data(), half.size() * 2);
+      for (size_t i = 0; i < half.size(); ++i) out[i] = half[i];
+    }
+    return out;
+  }
+};
+
+double value_of(uint32_t bits, dg_dtype dtype) {
+  if (dtype == DG_DTYPE_BFLOAT16) return bf2f(static_cast<uint16_t>(bits));
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Every entry: inside a row's range finite (not -inf); outside -inf with clean_logits; the row
+// padding untouched. Returns the number of entries that break this (0 expected).
+int64_t check_masks(const Inputs& in, const std::vector<uint32_t>& out, int64_t ld, dg_dtype dtype, bool clean) {
+  const uint32_t ninf = dtype == DG_DTYPE_FLOAT32 ? 0xff800000u : 0xff80u;
+  const uint32_t poison = dtype == DG_DTYPE_FLOAT32 ? 0xffffffffu : 0xffffu;
+  std::vector<int64_t> bad(in.s_q, 0);
+  parallel_for(in.s_q, [&](int64_t i) {
+    int64_t lo, hi;
+    clipped(in, i, &lo, &hi);
+    for (int64_t j = 0; j < ld; ++j) {
+      const uint32_t v = out[i * ld + j];
+      bool ok;
+      if (j >= in.s_kv) ok = v == poison;
+      else if (j >= lo && j < hi) ok = v != ninf && std::isfinite(value_of(v, dtype));
+      else ok = !clean || v == ninf;
+      bad[i] += !ok;
+    }
+  });
+  int64_t total = 0;
+  for (int64_t b : bad) total += b;
+  return total;
+}
+
+// calc_diff over `samples` entries drawn inside the rows' ranges (every entry when samples is 0).
+double value_diff(const Inputs& in, const std::vector<uint32_t>& out, int64_t ld, dg_dtype dtype, int64_t samples,
+                  uint64_t seed) {
+  std::vector<std::pair<int64_t, int64_t>> at;
+  if (samples == 0) {
+    for (int64_t i = 0; i < in.s_q; ++i) {
+      int64_t lo, hi;
+      clipped(in, i, &lo, &hi);
+      for (int64_t j = lo; j < hi; ++j) at.emplace_back(i, j);
+    }
+  } else {
+    Rng rng(seed);
+    while (static_cast<int64_t>(at.size()) < samples) {
+      const int64_t i = rng.below(in.s_q);
+      int64_t lo, hi;
+      clipped(in, i, &lo, &hi);
+      if (hi > lo) at.emplace_back(i, lo + rng.below(hi - lo));
+    }
+  }
+  std::vector<double> ref(at.size()), got(at.size());
+  parallel_for(static_cast<int64_t>(at.size()), [&](int64_t n) {
+    ref[n] = reference(in, at[n].first, at[n].second);
+    got[n] = value_of(out[at[n].first * ld + at[n].second], dtype);
+  });
+  return calc_diff(ref, got);
+}
+
+// Every logits dtype with clean_logits on and off on a small problem: 301 tokens (a partial last
+// tile for both H), 777 keys (a partial last block), random ranges including clipped, empty,
+// reversed and whole ones.
+void small_problem(int64_t h, int64_t d) {
+  Gpu g;
+  if (!g.sm90()) return;
+  Inputs in = make_inputs(301, 777, h, d, uint64_t(h * 1000 + d));
+  Rng rng(uint64_t(h + d));
+  for (int64_t i = 0; i < in.s_q; ++i) {
+    const int64_t pick = rng.below(8);
+    in.ks[i] = static_cast<int32_t>(rng.below(in.s_kv + 100) - 50);  // some below 0 or past S_kv
+    in.ke[i] = static_cast<int32_t>(in.ks[i] + rng.below(400));
+    if (pick == 0) in.ke[i] = in.ks[i];              // empty
+    if (pick == 1) in.ke[i] = in.ks[i] - 3;          // reversed: empty
+    if (pick == 2) in.ks[i] = 0, in.ke[i] = 1 << 30;  // every key
+  }
+  for (dg_dtype out : {DG_DTYPE_FLOAT32, DG_DTYPE_BFLOAT16}) {
+    Device dev(g, in, out);
+    for (int32_t clean : {1, 0}) {
+      CAPTURE(dg_dtype_name(out));
+      CAPTURE(clean);
+      const std::vector<uint32_t> got = dev.run(g, in, clean);
+      CHECK(check_masks(in, got, dev.ld, out, clean) == 0);
+      const double diff = value_diff(in, got, dev.ld, out, 0, 1);
+      MESSAGE("H " << h << " D " << d << " " << std::string(dg_dtype_name(out)) << " clean " << clean << ": calc_diff " << diff);
+      CHECK(diff < 1e-3);
+      CHECK(diff < (out == DG_DTYPE_FLOAT32 ? 5e-6 : 3e-5));
+      CHECK(dev.run(g, in, clean) == got);
+    }
+  }
+}
+
+// The indexer's causal and context-parallel ranges at H 64, D 128, FP32 logits: values at 2^16
+// sampled entries, the -inf mask at every entry, 20 runs bitwise identical.
+void indexer_problem(int64_t s_q, int64_t s_kv) {
+  Gpu g;
+  if (!g.sm90()) return;
+  Inputs in = make_inputs(s_q, s_kv, 64, 128, uint64_t(s_q + s_kv));
+  Device dev(g, in, DG_DTYPE_FLOAT32);
+  for (const char* pattern : {"causal", "context-parallel"}) {
+    CAPTURE(pattern);
+    if (pattern[0] == 'c' && pattern[1] == 'a') {
+      for (int64_t i = 0; i < s_q; ++i) in.ks[i] = 0, in.ke[i] = static_cast<int32_t>(i + s_kv - s_q);
+    } else {
+      // spec §6.3: two chunks of S_q / 2 tokens at mirrored positions of a cp = S_kv / S_q split.
+      const int64_t chunk = s_q / 2, cp = s_kv / s_q, id = cp / 3;
+      for (int64_t i = 0; i < chunk; ++i) {
+        in.ks[i] = in.ks[i + chunk] = 0;
+        in.ke[i] = static_cast<int32_t>(id * chunk + i);
+        in.ke[i + chunk] = static_cast<int32_t>((2 * cp - 1 - id) * chunk + i);
+      }
+    }
+    dev.ks.upload(in.ks);
+    dev.ke.upload(in.ke);
+    const std::vector<uint32_t> got = dev.run(g, in, 1);
+    CHECK(check_masks(in, got, dev.ld, DG_DTYPE_FLOAT32, true) == 0);
+    const double diff = value_diff(in, got, dev.ld, DG_DTYPE_FLOAT32, 1 << 16, uint64_t(s_q ^ s_kv));
+    MESSAGE("S_q " << s_q << " S_kv " << s_kv << " " << std::string(pattern) << ": calc_diff " << diff);
+    CHECK(diff < 1e-3);
+    CHECK(diff < 5e-6);
+    int differ = 0;
+    for (int r = 1; r < 20; ++r) differ += dev.run(g, in, 1) != got;
+    CHECK(differ == 0);
+  }
+}
+
+}  // namespace
+
+// One case per shape (no commas in the names: doctest filters split on them), so that each can
+// run in a process of its own under a time limit.
+TEST_CASE("MQA logits: small problem H 32 D 64 (every logits dtype; clean on and off)") { small_problem(32, 64); }
+TEST_CASE("MQA logits: small problem H 32 D 128 (every logits dtype; clean on and off)") { small_problem(32, 128); }
+TEST_CASE("MQA logits: small problem H 64 D 64 (every logits dtype; clean on and off)") { small_problem(64, 64); }
+TEST_CASE("MQA logits: small problem H 64 D 128 (every logits dtype; clean on and off)") { small_problem(64, 128); }
+TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 4096") { indexer_problem(2048, 4096); }
+TEST_CASE("MQA logits: indexer ranges S_q 4096 S_kv 4096") { indexer_problem(4096, 4096); }
+TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 65536") { indexer_problem(2048, 65536); }
+TEST_CASE("MQA logits: indexer ranges S_q 4096 S_kv 65536") { indexer_problem(4096, 65536); }

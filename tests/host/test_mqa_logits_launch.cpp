@@ -1,0 +1,151 @@
+// dg_fp8_mqa_logits against the fake driver: what reaches the driver is the chosen kernel with its
+// persistent grid and shared memory, TMA maps of q's (token, head) rows, kv's rows and the key
+// scales with the D-byte swizzle the kernel's WGMMA descriptors assume, and the scalars; empty
+// problems launch nothing; the layout query's numbers. No GPU.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "fake_driver.h"
+#include "ops/mqa_logits.h"
+
+namespace {
+
+using dg::ops::MqaLogitsParams;
+using dg::test::FakeDriver;
+using dg::test::Launch;
+
+constexpr int kSms = 132;  // the fake device's
+
+void* fake_address(int i) { return reinterpret_cast<void*>(0x7d0000000000ull + (uint64_t(i) << 36)); }
+
+struct Tensor {
+  dg_tensor* t = nullptr;
+  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
+    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
+                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
+  }
+  ~Tensor() { dg_tensor_destroy(t); }
+  Tensor(const Tensor&) = delete;
+  Tensor& operator=(const Tensor&) = delete;
+};
+
+fake_tensor_map map_of(const dg::tma::Descriptor& d) {
+  fake_tensor_map m;
+  std::memcpy(&m, &d, sizeof(m));
+  REQUIRE(m.magic == FAKE_TENSOR_MAP_MAGIC);
+  return m;
+}
+
+struct Problem {
+  int64_t s_q, s_kv, h, d;
+  int64_t ld_q;       // bytes between (token, head) rows
+  int64_t ld_kv;      // bytes between keys
+  int64_t ld_logits;  // 0: the layout query's stride
+  dg_dtype out;
+  int32_t clean;
+};
+
+std::vector<Launch> run(FakeDriver& fake, const Problem& p, dg_status* status) {
+  Tensor q(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {p.s_q, p.h, p.d}, {p.h * p.ld_q, p.ld_q, 1});
+  Tensor kv(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {p.s_kv, p.d}, {p.ld_kv, 1});
+  Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {p.s_kv});
+  Tensor w(fake_address(4), DG_DTYPE_FLOAT32, {p.s_q, p.h});
+  Tensor ks(fake_address(5), DG_DTYPE_INT32, {p.s_q});
+  Tensor ke(fake_address(6), DG_DTYPE_INT32, {p.s_q});
+  int64_t sizes[2], strides[2];
+  REQUIRE(dg_get_mqa_logits_layout(p.s_q, p.s_kv, p.out, sizes, strides, nullptr) == DG_SUCCESS);
+  if (p.ld_logits) strides[0] = p.ld_logits;
+  Tensor logits(fake_address(7), p.out, {sizes[0], sizes[1]}, {strides[0], strides[1]});
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  *status = dg_fp8_mqa_logits(stream, q.t, kv.t, sf.t, w.t, ks.t, ke.t, logits.t, p.clean);
+  dg_stream_destroy(stream);
+  return fake.take();
+}
+
+}  // namespace
+
+TEST_CASE("MQA logits: the chosen kernel, its grid and its TMA maps reach the driver") {
+  FakeDriver fake(sizeof(MqaLogitsParams));
+  const Problem problems[] = {
+      {4096, 65536, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 1},
+      {2048, 4096, 32, 64, 64, 64, 0, DG_DTYPE_BFLOAT16, 0},
+      {37, 1000, 64, 64, 80, 96, 1008, DG_DTYPE_FLOAT32, 1},  // strided rows, odd sizes, a tail tile
+      {300, 129, 32, 128, 144, 128, 136, DG_DTYPE_BFLOAT16, 1},
+  };
+  for (const Problem& p : problems) {
+    CAPTURE(p.s_q);
+    dg_status st;
+    const std::vector<Launch> launches = run(fake, p, &st);
+    REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+    REQUIRE(launches.size() == 1);
+    const dg::ops::MqaLogitsConfig c = dg::ops::choose_mqa_logits_config(int(p.h), int(p.d), p.out);
+    const Launch& l = launches[0];
+    CHECK(l.kernel == dg::ops::mqa_logits_kernel_spec(c).kernel_name);
+    CHECK(l.kernel.find("mqa_logits") != std::string::npos);
+    const int64_t tiles = (p.s_q + 128 / p.h - 1) / (128 / p.h);
+    CHECK(l.config.grid[0] == unsigned(std::min<int64_t>(tiles, kSms)));
+    CHECK(l.config.block[0] == c.threads());
+    CHECK(l.config.smem_bytes == c.smem_bytes());
+    REQUIRE(l.params.size() == sizeof(MqaLogitsParams));
+    MqaLogitsParams k;
+    std::memcpy(&k, l.params.data(), sizeof(k));
+    const CUtensorMapSwizzle sw = p.d == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+    const fake_tensor_map qm = map_of(k.tma_q), km = map_of(k.tma_kv), sm = map_of(k.tma_sf);
+    CHECK(qm.address == reinterpret_cast<uintptr_t>(fake_address(1)));
+    CHECK((qm.dims[0] == uint64_t(p.d) && qm.dims[1] == uint64_t(p.s_q * p.h) && qm.stride1 == uint64_t(p.ld_q)));
+    CHECK((qm.box[0] == uint32_t(p.d) && qm.box[1] == 128u && qm.swizzle == sw));
+    CHECK(km.address == reinterpret_cast<uintptr_t>(fake_address(2)));
+    CHECK((km.dims[0] == uint64_t(p.d) && km.dims[1] == uint64_t(p.s_kv) && km.stride1 == uint64_t(p.ld_kv)));
+    CHECK((km.box[0] == uint32_t(p.d) && km.box[1] == uint32_t(c.block_kv()) && km.swizzle == sw));
+    CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(3)));
+    CHECK((sm.dims[0] == uint64_t(p.s_kv) && sm.box[0] == uint32_t(c.block_kv()) && sm.box[1] == 1u));
+    CHECK(sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE);
+    CHECK(k.weights == fake_address(4));
+    CHECK(k.ld_weights == p.h);
+    CHECK((k.ks == fake_address(5) && k.ke == fake_address(6) && k.logits == fake_address(7)));
+    const int64_t eb = p.out == DG_DTYPE_FLOAT32 ? 4 : 2;
+    CHECK(k.ld_logits == (p.ld_logits ? p.ld_logits : (p.s_kv + 1024 / eb - 1) / (1024 / eb) * (1024 / eb)));
+    CHECK((k.s_q == uint32_t(p.s_q) && k.s_kv == uint32_t(p.s_kv) && k.clean == uint32_t(p.clean)));
+  }
+}
+
+TEST_CASE("MQA logits: empty problems launch nothing; H, D and strides outside the kernels are refused") {
+  FakeDriver fake(sizeof(MqaLogitsParams));
+  dg_status st;
+  CHECK(run(fake, {0, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 1}, &st).empty());
+  CHECK(st == DG_SUCCESS);
+  CHECK(run(fake, {16, 0, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 1}, &st).empty());
+  CHECK(st == DG_SUCCESS);
+  CHECK(run(fake, {16, 256, 16, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 1}, &st).empty());
+  CHECK(st == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("q: H = 16") == 0);
+  CHECK(run(fake, {16, 256, 64, 32, 32, 32, 0, DG_DTYPE_FLOAT32, 1}, &st).empty());
+  CHECK(st == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("q: D = 32") == 0);
+  CHECK(run(fake, {16, 256, 64, 128, 136, 128, 0, DG_DTYPE_FLOAT32, 1}, &st).empty());
+  CHECK(st == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("q: rows 136 bytes apart") == 0);
+  CHECK(run(fake, {16, 250, 64, 128, 128, 128, 250, DG_DTYPE_BFLOAT16, 1}, &st).empty());
+  CHECK(st == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("logits: row stride 250") == 0);
+}
+
+TEST_CASE("MQA logits layout: rows of 1024 bytes, checked arithmetic") {
+  int64_t sizes[2], strides[2];
+  size_t bytes = 0;
+  REQUIRE(dg_get_mqa_logits_layout(4096, 65537, DG_DTYPE_FLOAT32, sizes, strides, &bytes) == DG_SUCCESS);
+  CHECK((sizes[0] == 4096 && sizes[1] == 65537 && strides[0] == 65792 && strides[1] == 1));
+  CHECK(bytes == size_t(4096) * 65792 * 4);
+  REQUIRE(dg_get_mqa_logits_layout(3, 100, DG_DTYPE_BFLOAT16, sizes, strides, &bytes) == DG_SUCCESS);
+  CHECK((strides[0] == 512 && bytes == 3 * 512 * 2));
+  CHECK(dg_get_mqa_logits_layout(int64_t(1) << 40, int64_t(1) << 40, DG_DTYPE_FLOAT32, sizes, strides, &bytes) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("seq_len") == 0);
+  CHECK(dg_get_mqa_logits_layout(1, 1, DG_DTYPE_INT32, nullptr, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("logits_dtype") == 0);
+}
