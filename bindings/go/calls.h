@@ -187,6 +187,15 @@ static inline dgw_result dgw_get_mqa_logits_layout(int64_t seq_len, int64_t seq_
 static inline dgw_result dgw_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf, const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits) {
   return dgw_result_of(dg_fp8_mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits));
 }
+static inline dgw_result dgw_get_paged_mqa_logits_metadata(dg_stream* stream, const dg_tensor* context_lens, int32_t block_kv, int32_t num_sms, const dg_tensor* schedule_meta) {
+  return dgw_result_of(dg_get_paged_mqa_logits_metadata(stream, context_lens, block_kv, num_sms, schedule_meta));
+}
+static inline dgw_result dgw_fp8_paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv_cache, const dg_tensor* weights, const dg_tensor* context_lens, const dg_tensor* block_table, const dg_tensor* schedule_meta, int64_t max_context_len, const dg_tensor* logits, int32_t clean_logits) {
+  return dgw_result_of(dg_fp8_paged_mqa_logits(stream, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, logits, clean_logits));
+}
+static inline dgw_result dgw_paged_mqa_logits_prepare(dg_stream* stream, int32_t heads, int32_t head_dim, int32_t next_n, dg_dtype logits_dtype) {
+  return dgw_result_of(dg_paged_mqa_logits_prepare(stream, heads, head_dim, next_n, logits_dtype));
+}
 static inline dgw_result dgw_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options) {
   return dgw_result_of(dg_nvfp4_gemv(stream, a, sfa, b, sfb, c, options));
 }

@@ -38,6 +38,8 @@ enum FamilyId : uint32_t {
   kFamilyTranspose = 5,
   kFamilySkinnyGemm = 6,
   kFamilyMqaLogits = 7,
+  kFamilyPagedMqaLogits = 8,
+  kFamilyPagedMqaMetadata = 9,
 };
 
 struct KernelSpec {

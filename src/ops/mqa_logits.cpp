@@ -114,3 +114,156 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
 }
 
 }  // namespace dg::ops
+
+namespace dg::ops {
+
+// ---- paged (decoding) ----
+
+jit::KernelKey paged_mqa_metadata_kernel_key() { return jit::KernelKey(jit::kFamilyPagedMqaMetadata, {1}); }
+
+jit::KernelSpec paged_mqa_metadata_kernel_spec() {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/paged_mqa_metadata.cu.j2";
+  spec.kernel_name = "dg_paged_mqa_logits_metadata";
+  spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name}});
+  return spec;
+}
+
+dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetadataArgs& a, bool prepare_only) {
+  const Device& dev = *stream.device;
+  int device_sms = 0;  // the stream's SM cap is checked as for every launch
+  DG_TRY(num_sms_of(stream, &device_sms));
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(dev.kernels->get(
+      paged_mqa_metadata_kernel_key(),
+      [&](jit::KernelSpec* spec) {
+        *spec = paged_mqa_metadata_kernel_spec();
+        return DG_SUCCESS;
+      },
+      config_of(stream), &kernel));
+  if (prepare_only) return DG_SUCCESS;
+  ContextScope scope;
+  DG_TRY(scope.enter(dev));
+  const int* ctx = a.ctx;
+  long long batch = a.batch, ld = a.ld_ctx;
+  int cols = a.cols, num_sms = a.num_sms;
+  int* meta = a.schedule;
+  LaunchConfig lc;
+  lc.block[0] = 1024;
+  lc.pdl = config_of(stream).pdl;
+  void* args[] = {&ctx, &batch, &cols, &ld, &num_sms, &meta};
+  return launch(stream, *kernel, lc, args);
+}
+
+unsigned PagedMqaLogitsConfig::smem_bytes() const {
+  // Mirrors PagedMqaLogitsTraits: two Q stages, the KV and scale stages (math_wg blocks each),
+  // 2 barriers per stage and per Q stage.
+  const unsigned q = static_cast<unsigned>(next_n * heads * head_dim);
+  const unsigned kv = 64u * head_dim * math_wg, sf = 256u * math_wg;
+  return 2 * q + stages * (kv + sf) + (2 * stages + 4) * 8;
+}
+
+PagedMqaLogitsConfig choose_paged_mqa_logits_config(int heads, int head_dim, int next_n, dg_dtype logits_dtype) {
+  PagedMqaLogitsConfig c;
+  c.heads = heads;
+  c.head_dim = head_dim;
+  c.next_n = next_n;
+  c.bf16_out = logits_dtype == DG_DTYPE_BFLOAT16;
+  // Decoding reads the cache once: as many stages (two blocks each) as fit, up to 8 (135 KB of
+  // blocks in flight per SM at D = 128).
+  c.math_wg = 2;
+  c.stages = 8;
+  while (c.smem_bytes() > 232448u) --c.stages;
+  return c;
+}
+
+std::vector<PagedMqaLogitsConfig> all_paged_mqa_logits_configs() {
+  std::vector<PagedMqaLogitsConfig> out;
+  for (int h : {32, 64})
+    for (int d : {64, 128})
+      for (int n : {1, 2, 4})
+        for (dg_dtype t : {DG_DTYPE_FLOAT32, DG_DTYPE_BFLOAT16})
+          out.push_back(choose_paged_mqa_logits_config(h, d, n, t));
+  return out;
+}
+
+jit::KernelKey paged_mqa_logits_kernel_key(const PagedMqaLogitsConfig& c) {
+  return jit::KernelKey(jit::kFamilyPagedMqaLogits,
+                        {c.heads, c.head_dim, c.next_n, c.math_wg, c.stages, c.bf16_out});
+}
+
+jit::KernelSpec paged_mqa_logits_kernel_spec(const PagedMqaLogitsConfig& c) {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/paged_mqa_logits.cu.j2";
+  spec.kernel_name = fmt::format("dg_sm90_fp8_paged_mqa_logits_h{}_d{}_n{}_w{}_s{}_{}", c.heads, c.head_dim,
+                                 c.next_n, c.math_wg, c.stages, c.bf16_out ? "bf16" : "f32");
+  spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
+                                      {"heads", c.heads},
+                                      {"head_dim", c.head_dim},
+                                      {"next_n", c.next_n},
+                                      {"math_wg", c.math_wg},
+                                      {"stages", c.stages},
+                                      {"out_type", c.bf16_out ? "dg::bf16" : "float"},
+                                      {"smem_bytes", static_cast<int64_t>(c.smem_bytes())}});
+  return spec;
+}
+
+dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsArgs& a, bool prepare_only) {
+  const Device& dev = *stream.device;
+  if (dev.cc_major != 9)
+    return fail(DG_ERROR_UNSUPPORTED,
+                "stream: device {} is sm_{}{}; dg_fp8_paged_mqa_logits runs on SM90 (sm_90a) only", dev.name,
+                dev.cc_major, dev.cc_minor);
+  int device_sms = 0;  // the stream's SM cap is checked as for every launch; the grid is the schedule's
+  DG_TRY(num_sms_of(stream, &device_sms));
+  const PagedMqaLogitsConfig c = choose_paged_mqa_logits_config(a.heads, a.head_dim, a.next_n, a.logits_dtype);
+  if (!prepare_only && (a.batch == 0 || a.max_context_len == 0 || a.num_ctas == 0)) return DG_SUCCESS;
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(dev.kernels->get(
+      paged_mqa_logits_kernel_key(c),
+      [&](jit::KernelSpec* spec) {
+        *spec = paged_mqa_logits_kernel_spec(c);
+        return DG_SUCCESS;
+      },
+      config_of(stream), &kernel));
+  if (prepare_only) return DG_SUCCESS;
+
+  ContextScope scope;
+  DG_TRY(scope.enter(dev));
+  PagedMqaLogitsParams p;
+  std::memset(&p, 0, sizeof(p));
+  const uint32_t d = static_cast<uint32_t>(a.head_dim), n = static_cast<uint32_t>(a.next_n * a.heads);
+  DG_TRY(tma::encode_2d(&p.tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.batch * n, a.ld_q, d, n, d, "q"));
+  // Values: D-byte rows, 64 per block, blocks block_stride bytes apart; scales: the 64 FP32 after
+  // a block's values, a row of 64 per block.
+  const int64_t blocks = std::max<int64_t>(a.num_blocks, 1);
+  DG_TRY(tma::encode_3d(&p.tma_kv, a.kv_cache, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, 64, d, blocks, a.block_stride, d,
+                        64, d, "kv_cache"));
+  DG_TRY(tma::encode_2d(&p.tma_sf, static_cast<const uint8_t*>(a.kv_cache) + 64 * a.head_dim,
+                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, 64, blocks, a.block_stride / 4, 64, 1, 0,
+                        "kv_cache scales"));
+  p.weights = a.weights;
+  p.ld_weights = a.ld_weights;
+  p.ctx = a.ctx;
+  p.ld_ctx = a.ld_ctx;
+  p.block_table = a.block_table;
+  p.ld_block_table = a.ld_block_table;
+  p.schedule = a.schedule;
+  p.logits = a.logits;
+  p.ld_logits = a.ld_logits;
+  p.batch = static_cast<uint32_t>(a.batch);
+  p.max_blocks = static_cast<uint32_t>(a.max_blocks);
+  p.max_context_len = static_cast<uint32_t>(a.max_context_len);
+  p.ctx_2d = a.ctx_2d ? 1u : 0u;
+  p.clean = a.clean ? 1u : 0u;
+
+  LaunchConfig lc;
+  lc.grid[0] = static_cast<unsigned>(a.num_ctas);
+  lc.block[0] = c.threads();
+  lc.smem_bytes = c.smem_bytes();
+  lc.pdl = config_of(stream).pdl;
+  void* args[] = {&p};
+  return launch(stream, *kernel, lc, args);
+}
+
+}  // namespace dg::ops

@@ -77,4 +77,81 @@ static_assert(offsetof(MqaLogitsParams, weights) == 384 && offsetof(MqaLogitsPar
 // loaded and nothing runs.
 dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& args, bool prepare_only);
 
+// ---- paged (decoding) ----
+
+// The schedule: int32 [num_sms + 1, 2] from the context lengths, on the stream (one CTA).
+struct PagedMqaMetadataArgs {
+  const int32_t* ctx = nullptr;  // [batch, cols], row stride ld_ctx elements
+  int64_t batch = 0, ld_ctx = 1;
+  int cols = 1;  // 1 (1-D lengths) or next_n (2-D)
+  int num_sms = 0;
+  int32_t* schedule = nullptr;
+};
+jit::KernelKey paged_mqa_metadata_kernel_key();
+jit::KernelSpec paged_mqa_metadata_kernel_spec();
+dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetadataArgs& args, bool prepare_only);
+
+struct PagedMqaLogitsArgs {
+  int64_t batch = 0, num_blocks = 0, max_blocks = 0, max_context_len = 0;
+  int next_n = 1, heads = 0, head_dim = 0;
+  dg_dtype logits_dtype = DG_DTYPE_FLOAT32;
+  bool clean = false, ctx_2d = false;
+  int num_ctas = 0;              // the schedule's rows less one
+  const void* q = nullptr;       // [B * next_n * H, D] rows ld_q bytes apart
+  int64_t ld_q = 0;
+  const void* kv_cache = nullptr;  // blocks block_stride bytes apart: 64 rows of D bytes, then 64 FP32 scales
+  int64_t block_stride = 0;
+  const float* weights = nullptr;
+  int64_t ld_weights = 0;
+  const int32_t* ctx = nullptr;
+  int64_t ld_ctx = 1;
+  const int32_t* block_table = nullptr;
+  int64_t ld_block_table = 0;
+  const int32_t* schedule = nullptr;
+  void* logits = nullptr;
+  int64_t ld_logits = 0;
+};
+
+struct PagedMqaLogitsConfig {
+  int heads = 64, head_dim = 128, next_n = 1;
+  int math_wg = 2;  // consumer warp-groups: one 64-key block each per stage
+  int stages = 8;
+  bool bf16_out = false;
+  unsigned threads() const { return 128u * static_cast<unsigned>(math_wg + 1); }
+  unsigned smem_bytes() const;
+};
+
+PagedMqaLogitsConfig choose_paged_mqa_logits_config(int heads, int head_dim, int next_n, dg_dtype logits_dtype);
+// Every configuration the paged entry point can choose (the compile tests build each).
+std::vector<PagedMqaLogitsConfig> all_paged_mqa_logits_configs();
+jit::KernelKey paged_mqa_logits_kernel_key(const PagedMqaLogitsConfig& c);
+jit::KernelSpec paged_mqa_logits_kernel_spec(const PagedMqaLogitsConfig& c);
+
+// Host mirror of dg::attention::PagedMqaLogitsParams (templates/include/dg/attention/sm90_paged_mqa_logits.cuh).
+struct alignas(64) PagedMqaLogitsParams {
+  tma::Descriptor tma_q, tma_kv, tma_sf;
+  const float* weights;
+  int64_t ld_weights;
+  const int32_t* ctx;
+  int64_t ld_ctx;
+  const int32_t* block_table;
+  int64_t ld_block_table;
+  const int32_t* schedule;
+  void* logits;
+  int64_t ld_logits;
+  uint32_t batch, max_blocks, max_context_len;
+  uint32_t ctx_2d;
+  uint32_t clean;
+  uint32_t reserved[7];
+};
+static_assert(sizeof(PagedMqaLogitsParams) == 512, "must match the device struct");
+static_assert(offsetof(PagedMqaLogitsParams, weights) == 384 && offsetof(PagedMqaLogitsParams, schedule) == 432 &&
+                  offsetof(PagedMqaLogitsParams, ld_logits) == 448 && offsetof(PagedMqaLogitsParams, batch) == 456 &&
+                  offsetof(PagedMqaLogitsParams, clean) == 472,
+              "must match the device struct");
+
+// One launch of num_ctas CTAs on `stream` (none when there are no rows or columns). With
+// prepare_only the kernel is compiled and loaded and nothing runs.
+dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsArgs& args, bool prepare_only);
+
 }  // namespace dg::ops

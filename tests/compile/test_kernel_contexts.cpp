@@ -114,6 +114,9 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_specs() {
   add(dg::ops::transpose_kernel_spec());
 
   for (const dg::ops::MqaLogitsConfig& c : dg::ops::all_mqa_logits_configs()) add(dg::ops::mqa_logits_kernel_spec(c));
+  for (const dg::ops::PagedMqaLogitsConfig& c : dg::ops::all_paged_mqa_logits_configs())
+    add(dg::ops::paged_mqa_logits_kernel_spec(c));
+  add(dg::ops::paged_mqa_metadata_kernel_spec());
 
   for (int arch : {90, 100}) {
     for (const auto& [m, k, l] : {std::tuple{7168, 16384, 1}, std::tuple{1000, 256, 3}}) {

@@ -94,6 +94,8 @@ struct Entry {
   std::vector<std::string> outs;
   // Tensors that are optional (NULL handle allowed) and so skipped by the NULL-handle class.
   std::set<std::string> optional_tensors;
+  // Tensors whose last dimension no other argument fixes (skipped by the size-mismatch class).
+  std::set<std::string> free_last_dim;
   // Whether the baseline is expected to stop at the SM cap (launching entry points) rather than
   // succeed; `baseline_alt` names another outcome a valid baseline may have (cuBLASLt not loadable).
   bool stops_at_sm_cap = true;
@@ -718,6 +720,64 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // Paged MQA logits: B 4, next_n 2, H 64, D 128, 40 cache blocks, 10 per sequence, 600 keys.
+  {
+    Entry x;
+    x.name = "dg_get_paged_mqa_logits_metadata";
+    Args& a = x.baseline;
+    a.tensors["context_lens"] = i32(1, {4});
+    a.tensors["schedule_meta"] = i32(2, {133, 2});
+    a.ints = {{"block_kv", 64}, {"num_sms", 132}};
+    x.operands = {"context_lens", "schedule_meta"};
+    x.aligned = {"context_lens", "schedule_meta"};
+    x.enums = {"block_kv"};
+    x.sizes = {"num_sms"};
+    x.free_last_dim = {"context_lens"};  // B is the schedule's own
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_get_paged_mqa_logits_metadata(as_mut_stream(c, a), h["context_lens"], int32_t(a.ints.at("block_kv")),
+                                              int32_t(a.ints.at("num_sms")), h["schedule_meta"]);
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_fp8_paged_mqa_logits";
+    Args& a = x.baseline;
+    a.tensors["q"] = fp8(1, {4, 2, 64, 128});
+    a.tensors["kv_cache"] = Spec{address(2), DG_DTYPE_UINT8, {40, 64, 1, 132}, {}};
+    a.tensors["weights"] = f32(3, {8, 64});
+    a.tensors["context_lens"] = i32(4, {4});
+    a.tensors["block_table"] = i32(5, {4, 10});
+    a.tensors["schedule_meta"] = i32(6, {133, 2});
+    a.tensors["logits"] = f32(7, {8, 600});
+    a.ints = {{"max_context_len", 600}, {"clean_logits", 1}};
+    x.operands = {"q", "kv_cache", "weights", "context_lens", "block_table", "schedule_meta", "logits"};
+    x.aligned = x.operands;
+    x.enums = {"clean_logits"};
+    x.sizes = {"max_context_len"};
+    x.free_last_dim = {"block_table"};  // any number of blocks per sequence
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_fp8_paged_mqa_logits(as_mut_stream(c, a), h["q"], h["kv_cache"], h["weights"], h["context_lens"],
+                                     h["block_table"], h["schedule_meta"], a.ints.at("max_context_len"), h["logits"],
+                                     int32_t(a.ints.at("clean_logits")));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_paged_mqa_logits_prepare";
+    x.baseline.ints = {{"heads", 64}, {"head_dim", 128}, {"next_n", 2}, {"logits_dtype", DG_DTYPE_FLOAT32}};
+    x.enums = {"heads", "head_dim", "next_n", "logits_dtype"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      return dg_paged_mqa_logits_prepare(as_mut_stream(c, a), int32_t(a.ints.at("heads")),
+                                         int32_t(a.ints.at("head_dim")), int32_t(a.ints.at("next_n")),
+                                         dg_dtype(a.ints.at("logits_dtype")));
+    };
+    e.push_back(std::move(x));
+  }
   {
     Entry x;
     x.name = "dg_get_mqa_logits_layout";
@@ -858,7 +918,7 @@ std::vector<Case> generate(const Entry& x) {
         add("wrong_rank", name, a, invalid, {name});
       }
     }
-    {
+    if (!x.free_last_dim.count(name)) {
       // A size that disagrees with the other operands (the last dimension grows by 16).
       Args a = base;
       Spec& s = a.tensors[name];

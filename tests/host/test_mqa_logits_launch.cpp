@@ -4,6 +4,7 @@
 // problems launch nothing; the layout query's numbers. No GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -148,4 +149,110 @@ TEST_CASE("MQA logits layout: rows of 1024 bytes, checked arithmetic") {
   CHECK(std::string(dg_last_error()).find("seq_len") == 0);
   CHECK(dg_get_mqa_logits_layout(1, 1, DG_DTYPE_INT32, nullptr, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("logits_dtype") == 0);
+}
+
+namespace {
+
+using dg::ops::PagedMqaLogitsParams;
+
+struct PagedProblem {
+  int64_t batch, next_n, h, d, num_blocks, max_blocks, max_ctx;
+  int64_t block_stride;  // bytes between cache blocks
+  bool two_d;
+  int num_ctas;
+  dg_dtype out;
+  int32_t clean;
+};
+
+std::vector<Launch> run_paged(FakeDriver& fake, const PagedProblem& p, dg_status* status) {
+  Tensor q(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {p.batch, p.next_n, p.h, p.d});
+  Tensor cache(fake_address(2), DG_DTYPE_UINT8, {p.num_blocks, 64, 1, p.d + 4}, {p.block_stride, p.d + 4, p.d + 4, 1});
+  Tensor w(fake_address(3), DG_DTYPE_FLOAT32, {p.batch * p.next_n, p.h});
+  Tensor ctx(fake_address(4), DG_DTYPE_INT32,
+             p.two_d ? std::vector<int64_t>{p.batch, p.next_n} : std::vector<int64_t>{p.batch});
+  Tensor table(fake_address(5), DG_DTYPE_INT32, {p.batch, p.max_blocks});
+  Tensor meta(fake_address(6), DG_DTYPE_INT32, {p.num_ctas + 1, 2});
+  int64_t sizes[2], strides[2];
+  REQUIRE(dg_get_mqa_logits_layout(p.batch * p.next_n, p.max_ctx, p.out, sizes, strides, nullptr) == DG_SUCCESS);
+  Tensor logits(fake_address(7), p.out, {sizes[0], sizes[1]}, {strides[0], strides[1]});
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  *status = dg_get_paged_mqa_logits_metadata(stream, ctx.t, 64, p.num_ctas, meta.t);
+  if (*status == DG_SUCCESS)
+    *status = dg_fp8_paged_mqa_logits(stream, q.t, cache.t, w.t, ctx.t, table.t, meta.t, p.max_ctx, logits.t, p.clean);
+  dg_stream_destroy(stream);
+  return fake.take();
+}
+
+}  // namespace
+
+TEST_CASE("Paged MQA logits: the schedule kernel, then the chosen kernel with the schedule's grid and TMA maps") {
+  FakeDriver fake(sizeof(PagedMqaLogitsParams));
+  const PagedProblem problems[] = {
+      {256, 1, 64, 128, 5000, 40, 2500, 64 * 132, false, 132, DG_DTYPE_FLOAT32, 0},
+      {64, 2, 64, 128, 3000, 33, 2049, 64 * 132 + 16, true, 132, DG_DTYPE_BFLOAT16, 1},  // padded blocks
+      {3, 4, 32, 64, 9, 3, 150, 64 * 68, false, 7, DG_DTYPE_FLOAT32, 1},
+      {5, 4, 64, 128, 100, 20, 100, 64 * 132, true, 1, DG_DTYPE_FLOAT32, 0},  // table wider than the logits
+  };
+  for (const PagedProblem& p : problems) {
+    CAPTURE(p.batch);
+    CAPTURE(p.next_n);
+    dg_status st;
+    const std::vector<Launch> launches = run_paged(fake, p, &st);
+    REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+    REQUIRE(launches.size() == 2);
+    CHECK(launches[0].kernel == dg::ops::paged_mqa_metadata_kernel_spec().kernel_name);
+    CHECK((launches[0].config.grid[0] == 1u && launches[0].config.block[0] == 1024u));
+    const dg::ops::PagedMqaLogitsConfig c =
+        dg::ops::choose_paged_mqa_logits_config(int(p.h), int(p.d), int(p.next_n), p.out);
+    const Launch& l = launches[1];
+    CHECK(l.kernel == dg::ops::paged_mqa_logits_kernel_spec(c).kernel_name);
+    CHECK(l.config.grid[0] == unsigned(p.num_ctas));
+    CHECK(l.config.block[0] == c.threads());
+    CHECK(l.config.smem_bytes == c.smem_bytes());
+    REQUIRE(l.params.size() == sizeof(PagedMqaLogitsParams));
+    PagedMqaLogitsParams k;
+    std::memcpy(&k, l.params.data(), sizeof(k));
+    const CUtensorMapSwizzle sw = p.d == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+    const fake_tensor_map qm = map_of(k.tma_q), km = map_of(k.tma_kv), sm = map_of(k.tma_sf);
+    const uint64_t n = uint64_t(p.next_n * p.h);
+    CHECK(qm.address == reinterpret_cast<uintptr_t>(fake_address(1)));
+    CHECK((qm.dims[0] == uint64_t(p.d) && qm.dims[1] == uint64_t(p.batch) * n && qm.stride1 == uint64_t(p.d)));
+    CHECK((qm.box[0] == uint32_t(p.d) && qm.box[1] == n && qm.swizzle == sw));
+    CHECK(km.address == reinterpret_cast<uintptr_t>(fake_address(2)));
+    CHECK((km.rank == 3u && km.dims[0] == uint64_t(p.d) && km.dims[1] == 64u && km.dim2 == uint64_t(p.num_blocks)));
+    CHECK((km.stride1 == uint64_t(p.d) && km.stride2 == uint64_t(p.block_stride)));
+    CHECK((km.box[0] == uint32_t(p.d) && km.box[1] == 64u && km.box2 == 1u && km.swizzle == sw));
+    CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(2)) + uint64_t(64 * p.d));
+    CHECK((sm.dims[0] == 64u && sm.dims[1] == uint64_t(p.num_blocks) && sm.stride1 == uint64_t(p.block_stride)));
+    CHECK((sm.box[0] == 64u && sm.box[1] == 1u && sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE));
+    CHECK((k.weights == fake_address(3) && k.ld_weights == p.h));
+    CHECK((k.ctx == fake_address(4) && k.ld_ctx == (p.two_d ? p.next_n : 1) && k.ctx_2d == uint32_t(p.two_d)));
+    CHECK((k.block_table == fake_address(5) && k.ld_block_table == p.max_blocks));
+    CHECK(k.max_blocks == uint32_t(std::min<int64_t>(p.max_blocks, (p.max_ctx + 63) / 64)));
+    CHECK((k.schedule == fake_address(6) && k.logits == fake_address(7)));
+    const int64_t eb = p.out == DG_DTYPE_FLOAT32 ? 4 : 2;
+    CHECK(k.ld_logits == (p.max_ctx + 1024 / eb - 1) / (1024 / eb) * (1024 / eb));
+    CHECK((k.batch == uint32_t(p.batch) && k.max_context_len == uint32_t(p.max_ctx) && k.clean == uint32_t(p.clean)));
+  }
+}
+
+TEST_CASE("Paged MQA logits: empty problems run only the schedule; shapes outside the kernels are refused") {
+  FakeDriver fake(sizeof(PagedMqaLogitsParams));
+  dg_status st;
+  std::vector<Launch> l = run_paged(fake, {0, 1, 64, 128, 10, 4, 256, 64 * 132, false, 132, DG_DTYPE_FLOAT32, 1}, &st);
+  CHECK(st == DG_SUCCESS);
+  CHECK(l.size() == 1);
+  l = run_paged(fake, {2, 1, 64, 128, 10, 4, 0, 64 * 132, false, 132, DG_DTYPE_FLOAT32, 1}, &st);
+  CHECK(st == DG_SUCCESS);
+  CHECK(l.size() == 1);
+  CHECK(run_paged(fake, {2, 3, 64, 128, 10, 4, 256, 64 * 132, false, 132, DG_DTYPE_FLOAT32, 1}, &st).size() == 1);
+  CHECK(st == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("q: next_n = 3") == 0);
+  CHECK(run_paged(fake, {2, 1, 16, 128, 10, 4, 256, 64 * 132, false, 132, DG_DTYPE_FLOAT32, 1}, &st).size() == 1);
+  CHECK(st == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).find("q: H = 16") == 0);
+  CHECK(run_paged(fake, {2, 1, 64, 128, 10, 4, 256, 64 * 132 + 4, false, 132, DG_DTYPE_FLOAT32, 1}, &st).size() == 1);
+  CHECK(st == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("kv_cache: blocks 8452 bytes apart") == 0);
 }

@@ -101,6 +101,13 @@ from ._cublaslt import (  # noqa: E402
     cublaslt_gemm_tt,
 )
 from ._gemv import nvfp4_gemv  # noqa: E402
+from ._mqa import (  # noqa: E402
+    fp8_mqa_logits,
+    fp8_paged_mqa_logits,
+    get_mqa_logits_layout,
+    get_paged_mqa_logits_metadata,
+    paged_mqa_logits_prepare,
+)
 from .api import SfLayout  # noqa: E402
 
 __all__ = [
@@ -164,6 +171,12 @@ __all__ = [
     "cublaslt_gemm_tt",
     "nvfp4_gemv",
     "gemm_prepare",
+    # MQA logits (DeepSeek-V3.2 indexer)
+    "fp8_mqa_logits",
+    "fp8_paged_mqa_logits",
+    "get_mqa_logits_layout",
+    "get_paged_mqa_logits_metadata",
+    "paged_mqa_logits_prepare",
     # M-grouped GEMMs
     "m_grouped_fp8_gemm_nt_contiguous",
     "m_grouped_fp8_gemm_nn_contiguous",

@@ -592,3 +592,85 @@ def test_device_queries():
     assert dg.get_num_sms() == torch.cuda.get_device_properties(0).multi_processor_count
     stats = dg.jit_stats()
     assert set(stats) == {"compiled", "loaded_from_disk", "memory_hits"}
+
+
+def _mqa_inputs(rows, h, d, s_kv):
+    q = torch.randn(rows, h, d, device="cuda").to(torch.float8_e4m3fn)
+    kv_f = torch.randn(s_kv, d, device="cuda")
+    sf = kv_f.abs().amax(dim=1).clamp(min=1e-4) / 448.0
+    kv = (kv_f / sf[:, None]).to(torch.float8_e4m3fn)
+    w = torch.rand(rows, h, device="cuda")
+    return q, kv, sf, w
+
+
+def _mqa_reference(q, kv, sf, w):
+    """[rows, S_kv] in float64: sum_h w * relu(q . kv) times the key's scale."""
+    s = torch.einsum("rhd,kd->rhk", q.double(), kv.double()).clamp(min=0)
+    return (s * w.double()[:, :, None]).sum(dim=1) * sf.double()[None, :]
+
+
+@pytest.mark.parametrize("h,d", [(64, 128), (32, 64)])
+@pytest.mark.parametrize("logits_dtype", [torch.float32, torch.bfloat16])
+def test_fp8_mqa_logits(h, d, logits_dtype):
+    require("fp8_mqa_logits")
+    s_q, s_kv = 257, 1000
+    q, kv, sf, w = _mqa_inputs(s_q, h, d, s_kv)
+    ks = torch.randint(-20, s_kv // 2, (s_q,), dtype=torch.int32, device="cuda")
+    ke = ks + torch.randint(0, s_kv // 2, (s_q,), dtype=torch.int32, device="cuda")
+    logits = dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=True, logits_dtype=logits_dtype)
+    assert logits.shape == (s_q, s_kv) and logits.dtype == logits_dtype
+    assert logits.stride(0) * logits.element_size() % 1024 == 0
+    j = torch.arange(s_kv, device="cuda")[None, :]
+    inside = (j >= ks[:, None].long()) & (j < ke[:, None].long())
+    assert bool((logits[~inside] == float("-inf")).all())
+    ref = _mqa_reference(q, kv, sf, w)
+    assert calc_diff(logits[inside].double(), ref[inside]) < (1e-6 if logits_dtype == torch.float32 else 3e-5)
+
+
+def test_fp8_mqa_logits_errors():
+    require("fp8_mqa_logits")
+    q, kv, sf, w = _mqa_inputs(4, 16, 128, 64)
+    ks = torch.zeros(4, dtype=torch.int32, device="cuda")
+    with pytest.raises(dg.Unsupported, match="H = 16"):
+        dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks)
+    q, kv, sf, w = _mqa_inputs(4, 64, 128, 64)
+    with pytest.raises(dg.Unsupported, match="max_seqlen_k"):
+        dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks, max_seqlen_k=64)
+    with pytest.raises(dg.InvalidArgument, match="cu_seq_len_k_end"):
+        dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks[:3])
+
+
+@pytest.mark.parametrize("next_n,two_d", [(1, False), (2, False), (2, True)])
+def test_fp8_paged_mqa_logits(next_n, two_d):
+    require("fp8_paged_mqa_logits")
+    b, h, d, max_ctx = 7, 64, 128, 700
+    max_blocks = (max_ctx + 63) // 64
+    num_blocks = b * max_blocks + 5
+    q, kv, sf, w = _mqa_inputs(b * next_n, h, d, num_blocks * 64)
+    q = q.view(b, next_n, h, d)
+    cache = torch.empty(num_blocks, 64 * (d + 4), dtype=torch.uint8, device="cuda")
+    cache[:, : 64 * d] = kv.view(torch.uint8).view(num_blocks, 64 * d)
+    cache[:, 64 * d:] = sf.view(torch.uint8).view(num_blocks, 256)
+    table = torch.randperm(num_blocks, device="cuda")[: b * max_blocks].view(b, max_blocks).int()
+    lens = torch.tensor([0, 1, 63, 64, 65, 500, 700], dtype=torch.int32, device="cuda")
+    ctx = torch.stack([(lens - (next_n - 1 - j)).clamp(min=0) for j in range(next_n)], dim=1) if two_d else lens
+    schedule = dg.get_paged_mqa_logits_metadata(ctx, 64, dg.get_num_sms())
+    assert schedule.shape == (dg.get_num_sms() + 1, 2) and schedule.dtype == torch.int32
+    logits = dg.fp8_paged_mqa_logits(q, cache.view(num_blocks, 64, 1, d + 4), w, ctx, table, schedule, max_ctx,
+                                     clean_logits=True)
+    assert logits.shape == (b * next_n, max_ctx)
+    # Reference: each row against its sequence's keys, gathered through the block table.
+    keys = table.long()[:, :, None] * 64 + torch.arange(64, device="cuda")  # [B, max_blocks, 64]
+    keys = keys.view(b, -1)[:, :max_ctx]
+    r = torch.arange(b * next_n, device="cuda")
+    seq, j = r // next_n, r % next_n
+    end = ctx.long()[seq, j] if two_d else lens.long()[seq] - next_n + j + 1
+    t = torch.arange(max_ctx, device="cuda")[None, :]
+    inside = t < end[:, None]
+    ref = torch.empty(b * next_n, max_ctx, dtype=torch.float64, device="cuda")
+    for row in range(b * next_n):
+        k = keys[seq[row]]
+        ref[row] = _mqa_reference(q.view(-1, h, d)[row:row + 1], kv[k], sf[k], w[row:row + 1])[0]
+    assert bool((logits[~inside] == float("-inf")).all())
+    assert bool(torch.isfinite(logits[inside]).all())
+    assert calc_diff(logits[inside].double(), ref[inside]) < 1e-6

@@ -656,6 +656,55 @@ extern "C" {
     pub fn dg_fp8_mqa_logits(stream: *mut dg_stream, q: *const dg_tensor, kv: *const dg_tensor, kv_sf: *const dg_tensor, weights: *const dg_tensor, cu_seq_len_k_start: *const dg_tensor, cu_seq_len_k_end: *const dg_tensor, logits: *const dg_tensor, clean_logits: i32) -> dg_status;
 
     /// ```text
+    /// The schedule of dg_fp8_paged_mqa_logits, DeepGEMM's get_paged_mqa_logits_metadata, computed on
+    /// the stream (no host synchronisation, so it can be captured in a CUDA graph):
+    ///   context_lens   INT32 [B] or [B, next_n] (next_n 1, 2 or 4; stride 1 along next_n), as the
+    ///                  paged call gets them;
+    ///   block_kv       64 (keys per cache block on SM90; else DG_ERROR_UNSUPPORTED);
+    ///   num_sms        1 to 65535: the paged call runs this many CTAs (DeepGEMM passes the SM count);
+    ///   schedule_meta  INT32 [num_sms + 1, 2] contiguous, written.
+    /// Sequence b counts ceil(len_b / 256) segments of 256 keys, len_b its longest row (ctx[b], or the
+    /// largest of ctx[b, :]); the segments are split evenly over the CTAs (the first total % num_sms
+    /// get one more) and row s holds (sequence, segment) where CTA s starts; row num_sms is (B, 0).
+    /// ```
+    pub fn dg_get_paged_mqa_logits_metadata(stream: *mut dg_stream, context_lens: *const dg_tensor, block_kv: i32, num_sms: i32, schedule_meta: *const dg_tensor) -> dg_status;
+
+    /// ```text
+    /// Paged MQA logits (decoding), DeepGEMM's fp8_paged_mqa_logits: row r = b * next_n + j scores
+    /// the cached keys t of sequence b,
+    ///   logits[r, t] = sf(b, t) * sum_h weights[r, h] * relu(q[b, j, h, :] . kv(b, t, :)),
+    ///   q             FLOAT8_E4M3 [B, next_n, H, D] (next_n 1, 2 or 4): stride 1 along D, (token, head)
+    ///                 rows of D bytes evenly spaced by a multiple of 16 bytes, 16-byte aligned;
+    ///   kv_cache      UINT8 [num_blocks, 64, 1, D + 4], stride(1) = D + 4, stride(3) = 1, blocks a
+    ///                 multiple of 16 bytes apart, 16-byte aligned: a block holds the FP8 values of its
+    ///                 64 keys ([64, D], key-major), then their 64 FP32 scales;
+    ///   weights       FLOAT32 [B * next_n, H], stride 1 along H;
+    ///   context_lens  INT32 [B]: row j of sequence b covers t <= ctx[b] - next_n + j (the speculative
+    ///                 tokens are causal), or [B, next_n] (stride 1 along next_n): t < ctx[b, j];
+    ///   block_table   INT32 [B, max_blocks], stride 1 along blocks: key t of sequence b is slot t % 64
+    ///                 of block block_table[b, t / 64] (an index outside the cache reads zeros);
+    ///   schedule_meta INT32 [num_ctas + 1, 2] from dg_get_paged_mqa_logits_metadata with the same
+    ///                 context lengths (a stale one leaves entries unwritten, never more);
+    ///   logits        FLOAT32 or BFLOAT16 [B * next_n, max_context_len], stride 1 along keys, row
+    ///                 stride a multiple of 16 bytes, 16-byte aligned (dg_get_mqa_logits_layout gives
+    ///                 one).
+    /// A sequence's keys are those of its longest row, clipped to max_context_len and to the block
+    /// table's max_blocks * 64 keys; nothing is written past max_context_len. clean_logits 1: every
+    /// entry of a row past its end is -inf. 0: entries of a row up to its end are written, others may
+    /// hold values of no meaning or be left untouched. No host synchronisation: the call can be
+    /// captured in a CUDA graph (call dg_paged_mqa_logits_prepare first) and replayed with new context
+    /// lengths and block tables. B * next_n = 0 or max_context_len = 0: nothing runs.
+    /// ```
+    pub fn dg_fp8_paged_mqa_logits(stream: *mut dg_stream, q: *const dg_tensor, kv_cache: *const dg_tensor, weights: *const dg_tensor, context_lens: *const dg_tensor, block_table: *const dg_tensor, schedule_meta: *const dg_tensor, max_context_len: i64, logits: *const dg_tensor, clean_logits: i32) -> dg_status;
+
+    /// ```text
+    /// Compiles and loads (no launch, no device memory touched) the schedule kernel and the paged
+    /// kernel for H (heads 32 or 64), D (head_dim 64 or 128), next_n (1, 2 or 4) and logits_dtype
+    /// (FLOAT32 or BFLOAT16). Call it before capturing a CUDA graph.
+    /// ```
+    pub fn dg_paged_mqa_logits_prepare(stream: *mut dg_stream, heads: i32, head_dim: i32, next_n: i32, logits_dtype: dg_dtype) -> dg_status;
+
+    /// ```text
     /// Batched NVFP4 GEMV. Tensors (sizes as [rows, K-dimension, batch]; strides in elements, read
     /// from the descriptors, so PyTorch's permuted layouts work as they are):
     ///   a   [M, K/2, L]   DG_DTYPE_FLOAT4_E2M1X2 (one byte = two codes, even k in the low nibble)

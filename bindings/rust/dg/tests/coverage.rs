@@ -11,6 +11,9 @@ const NOT_WRAPPED: &[&str] = &[
     // MQA logits: bound in dg-sys; the safe wrappers are not written yet.
     "dg_get_mqa_logits_layout",
     "dg_fp8_mqa_logits",
+    "dg_get_paged_mqa_logits_metadata",
+    "dg_fp8_paged_mqa_logits",
+    "dg_paged_mqa_logits_prepare",
 ];
 
 fn repo() -> PathBuf {

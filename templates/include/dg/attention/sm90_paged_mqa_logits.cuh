@@ -1,0 +1,312 @@
+// The SM90 FP8 paged MQA logits kernel of the DeepSeek-V3.2 indexer in decoding (spec: DeepGEMM
+// §3.3, §3.4):
+//
+//   logits[b * next_n + j, t] = sf(b, t) * sum_h w[b * next_n + j, h] * relu(q[b, j, h, :] . kv(b, t, :))
+//
+// for the keys t of sequence b, which live in 64-key cache blocks: key t is slot t % 64 of physical
+// block block_table[b, t / 64]; a block holds 64 rows of D E4M3 values, then their 64 FP32 scales.
+// Row j of sequence b is valid up to ctx[b] - next_n + j + 1 (1-D context lengths) or ctx[b, j]
+// (2-D); a sequence's length is its longest row, clipped to max_context_len and to the block
+// table's capacity.
+//
+// Work: the schedule (dg_get_paged_mqa_logits_metadata) gives each CTA a run of 256-key segments,
+// sequence by sequence. One producer thread walks it: per sequence it loads the Q tile (the
+// next_n * H (token, head) rows of the sequence, the WGMMA's B operand, N = next_n * H) into a
+// ring of two Q stages; per segment it gathers the blocks, kMathWG per stage of the KV ring
+// (values by a 3-D TMA map over the cache, scales by a 2-D one), each consumer warp-group taking
+// one block as the WGMMA's A operand (M = 64 keys). The epilogue is the non-paged kernel's: ReLU,
+// head weights held in registers per sequence, the sum over heads in a fixed order (bitwise
+// reproducible), the key scale.
+//
+// Writes stay inside [0, max_context_len). clean_logits: computed entries past their row's end are
+// written -inf, and the producer warp-group's three idle warps write -inf past each sequence's
+// computed blocks for a share of the rows (rows split evenly over the CTAs). Without it, entries
+// past a row's end hold values of no meaning.
+#pragma once
+#include <dg/attention/sm90_mqa_logits.cuh>
+
+namespace dg::attention {
+
+// Kernel argument (by value, __grid_constant__). The host mirrors it (src/ops/mqa_logits.h).
+struct alignas(64) PagedMqaLogitsParams {
+  TmaDescriptor tma_q;   // (D, B * next_n * H) e4m3, box (D, next_n * H), swizzle D bytes
+  TmaDescriptor tma_kv;  // (D, 64, num_blocks) e4m3 with the cache's block stride, box (D, 64, 1), swizzle D
+  TmaDescriptor tma_sf;  // (64, num_blocks) fp32 from the first block's scales, box (64, 1)
+  const float* weights;  // [B * next_n, H], row stride ld_weights elements
+  int64_t ld_weights;
+  const int32_t* ctx;  // [B] or [B, next_n], row stride ld_ctx elements
+  int64_t ld_ctx;
+  const int32_t* block_table;  // [B, max_blocks], row stride ld_block_table elements
+  int64_t ld_block_table;
+  const int32_t* schedule;  // [num CTAs + 1, 2]
+  void* logits;             // [B * next_n, max_context_len] OutT, row stride ld_logits elements
+  int64_t ld_logits;
+  uint32_t batch, max_blocks, max_context_len;
+  uint32_t ctx_2d;  // context lengths per row ([B, next_n]) rather than per sequence
+  uint32_t clean;
+  uint32_t reserved[7];
+};
+static_assert(sizeof(PagedMqaLogitsParams) == 512, "the host mirrors this layout (src/ops/mqa_logits.h)");
+
+template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kNextN_, uint32_t kMathWG_, uint32_t kStages_,
+          typename OutT_>
+struct PagedMqaLogitsTraits {
+  using OutT = OutT_;
+  static constexpr uint32_t kHeads = kHeads_, kHeadDim = kHeadDim_, kNextN = kNextN_, kMathWG = kMathWG_,
+                            kStages = kStages_;
+  static constexpr uint32_t kN = kNextN * kHeads;  // (token, head) rows of a Q tile: the WGMMA's N
+  static constexpr uint32_t kBlockKv = 64;         // keys per cache block
+  static constexpr uint32_t kSegment = 256;        // keys per schedule segment
+  static constexpr uint32_t kQStages = 2;
+  static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
+  static constexpr uint32_t kSmemQ = kN * kHeadDim;
+  static constexpr uint32_t kSmemKv = kBlockKv * kHeadDim;  // one block's values
+  static constexpr uint32_t kSmemSf = kBlockKv * 4;         // one block's scales
+  static constexpr uint32_t kOffQ = 0;
+  static constexpr uint32_t kOffKv = kOffQ + kQStages * kSmemQ;
+  static constexpr uint32_t kOffSf = kOffKv + kStages * kMathWG * kSmemKv;
+  static constexpr uint32_t kOffBar = kOffSf + kStages * kMathWG * kSmemSf;
+  static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
+  static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
+
+  static_assert(kHeads == 32 || kHeads == 64, "H: 32 or 64");
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "D: 64 or 128 (rows of one swizzle span)");
+  static_assert(kNextN == 1 || kNextN == 2 || kNextN == 4, "next_n: 1, 2 or 4");
+  static_assert(kN <= 256, "WGMMA N <= 256");
+  static_assert(kMathWG == 1 || kMathWG == 2 || kMathWG == 4, "a segment's 4 blocks fill whole stages");
+  static_assert(kStages >= 2, "at least two stages");
+  static_assert(kSmemQ % 1024 == 0 && kSmemKv % 1024 == 0, "swizzled tiles start at 1024-byte boundaries");
+  static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
+};
+
+// What a CTA needs of sequence b.
+struct PagedSequence {
+  uint32_t segments;  // ceil(longest row / 256), as the schedule counts them
+  uint32_t blocks;    // blocks computed: ceil(length / 64), the length clipped as the header says
+};
+
+DG_DEVICE int32_t paged_length(const PagedMqaLogitsParams& p, uint32_t b, uint32_t next_n) {
+  const int32_t* row = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
+  int32_t len = row[0];
+  if (p.ctx_2d)
+    for (uint32_t j = 1; j < next_n; ++j) len = max(len, row[j]);
+  return len;
+}
+
+DG_DEVICE PagedSequence paged_sequence(const PagedMqaLogitsParams& p, uint32_t b, uint32_t next_n) {
+  const int32_t len = paged_length(p, b, next_n);
+  PagedSequence s;
+  s.segments = len > 0 ? ceil_div(static_cast<uint32_t>(len), 256u) : 0u;
+  const uint32_t cap = min_of(p.max_context_len, p.max_blocks * 64u);
+  s.blocks = ceil_div(clamp_u32(len, 0, cap), 64u);
+  return s;
+}
+
+// Calls f(b, segment, sequence) for this CTA's segments in order: from schedule[cta] up to (not
+// including) schedule[cta + 1]. Bounded by the batch and each sequence's segments whatever the
+// schedule holds, so every role of the CTA walks the same list.
+template <uint32_t kNextN, class F>
+DG_DEVICE void for_each_segment(const PagedMqaLogitsParams& p, F&& f) {
+  const int32_t* s = p.schedule + 2 * blockIdx.x;
+  uint32_t b = static_cast<uint32_t>(max(s[0], 0)), seg = static_cast<uint32_t>(max(s[1], 0));
+  const uint32_t b_end = static_cast<uint32_t>(max(s[2], 0)), seg_end = static_cast<uint32_t>(max(s[3], 0));
+  uint32_t cur = p.batch;
+  PagedSequence sq{0, 0};
+#pragma unroll 1
+  while (b < p.batch && (b < b_end || (b == b_end && seg < seg_end))) {
+    if (b != cur) cur = b, sq = paged_sequence(p, b, kNextN);
+    if (seg >= sq.segments) {
+      ++b, seg = 0;
+      continue;
+    }
+    f(b, seg, sq);
+    ++seg;
+  }
+}
+
+template <class T>
+DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
+  using OutT = typename T::OutT;
+  constexpr uint32_t kStages = T::kStages, kMathWG = T::kMathWG, kHeads = T::kHeads, kNextN = T::kNextN;
+  constexpr uint32_t kN = T::kN, kGroups = kN / 8, kQStages = T::kQStages;
+  constexpr uint32_t kStagesPerSegment = T::kSegment / (T::kBlockKv * kMathWG);
+  extern __shared__ __align__(1024) uint8_t smem[];
+
+  const uint32_t smem_base = ptx::smem_addr(smem);
+  ptx::Mbarrier* full = reinterpret_cast<ptx::Mbarrier*>(smem + T::kOffBar);
+  ptx::Mbarrier* empty = full + kStages;
+  ptx::Mbarrier* q_full = full + 2 * kStages;
+  ptx::Mbarrier* q_empty = q_full + kQStages;
+  const uint32_t full_addr = smem_base + T::kOffBar, empty_addr = full_addr + kStages * 8;
+  const uint32_t q_full_addr = full_addr + 2 * kStages * 8, q_empty_addr = q_full_addr + kQStages * 8;
+  const uint32_t warp = ptx::warp_uniform(threadIdx.x / 32), lane = ptx::lane_id(), wg = warp / 4;
+
+  if (threadIdx.x == kMathWG * 128) {
+    ptx::tma_prefetch_descriptor(&p.tma_q);
+    ptx::tma_prefetch_descriptor(&p.tma_kv);
+    ptx::tma_prefetch_descriptor(&p.tma_sf);
+#pragma unroll
+    for (uint32_t s = 0; s < kStages; ++s) {
+      ptx::mbar_init(&full[s], 1);
+      ptx::mbar_init(&empty[s], kMathWG * 4);  // one arrival per consumer warp
+    }
+#pragma unroll
+    for (uint32_t s = 0; s < kQStages; ++s) {
+      ptx::mbar_init(&q_full[s], 1);
+      ptx::mbar_init(&q_empty[s], kMathWG * 4);
+    }
+    ptx::fence_barrier_init();
+  }
+  __syncthreads();
+  ptx::grid_dependency_wait();
+
+  if (wg == kMathWG) {
+    // ------------------------------------------------------------------ producer warp-group
+    ptx::setmaxnreg_dec<40>();
+    if (warp == kMathWG * 4) {
+      if (ptx::elect_one()) {
+        uint32_t stage = 0, phase = 0, q_iter = 0, cur = p.batch;
+        for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
+          if (b != cur) {
+            // A new sequence: its Q tile goes to the next Q stage once the consumers released it.
+            cur = b;
+            const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+            ++q_iter;
+            ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
+            ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ);
+            ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
+                             static_cast<int32_t>(b * kN));
+          }
+#pragma unroll 1
+          for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
+            const uint32_t first = seg * 4 + h * kMathWG;
+            if (first >= sq.blocks) break;
+            const uint32_t n = min_of(kMathWG, sq.blocks - first);
+            ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
+            ptx::mbar_arrive_expect_tx(&full[stage], n * (T::kSmemKv + T::kSmemSf));
+            const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.ld_block_table + first;
+            for (uint32_t w = 0; w < n; ++w) {
+              const int32_t block = table[w];
+              const uint32_t slot = stage * kMathWG + w;
+              ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, block);
+              ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, block);
+            }
+            if (++stage == kStages) stage = 0, phase ^= 1;
+          }
+        });
+      }
+      __syncwarp();
+    } else if (p.clean) {
+      // -inf past each sequence's computed blocks, for this CTA's share of the rows.
+      const uint32_t tid = threadIdx.x - (kMathWG * 128 + 32);
+      const uint32_t rows = p.batch * kNextN;
+      const uint32_t r0 = static_cast<uint32_t>(static_cast<uint64_t>(rows) * blockIdx.x / gridDim.x);
+      const uint32_t r1 = static_cast<uint32_t>(static_cast<uint64_t>(rows) * (blockIdx.x + 1) / gridDim.x);
+#pragma unroll 1
+      for (uint32_t r = r0; r < r1; ++r) {
+        const PagedSequence sq = paged_sequence(p, r / kNextN, kNextN);
+        OutT* row = static_cast<OutT*>(p.logits) + static_cast<int64_t>(r) * p.ld_logits;
+        fill_neg_inf(row, min_of(sq.blocks * 64u, p.max_context_len), p.max_context_len, tid, 96);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------------- consumer warp-groups
+  ptx::setmaxnreg_inc<T::kMathRegs>();
+  const uint32_t warp_in_wg = warp % 4, quad = lane % 4;
+  const uint32_t r0 = warp_in_wg * 16 + lane / 4;  // this thread's keys of a block: r0 and r0 + 8
+  OutT* const out = static_cast<OutT*>(p.logits);
+  const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
+  float acc[kN / 2];
+  float w[kGroups][2];
+  uint32_t row_end[kNextN];
+  uint32_t stage = 0, phase = 0, q_iter = 0, q_stage = 0, cur = p.batch;
+  for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
+    if (b != cur) {
+      // A new sequence: release the previous Q tile, take this one, its weights and row ends.
+      if (cur != p.batch) {
+        __syncwarp();
+        if (lane == 0) ptx::mbar_arrive(q_empty_addr + q_stage * 8);
+      }
+      cur = b;
+      q_stage = q_iter % kQStages;
+      const uint32_t qp = (q_iter / kQStages) & 1;
+      ++q_iter;
+#pragma unroll
+      for (uint32_t g = 0; g < kGroups; ++g)
+#pragma unroll
+        for (uint32_t e = 0; e < 2; ++e) {
+          const uint32_t col = g * 8 + quad * 2 + e;
+          w[g][e] = p.weights[static_cast<int64_t>(b * kNextN + col / kHeads) * p.ld_weights + col % kHeads];
+        }
+      const int32_t* ctx = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
+#pragma unroll
+      for (uint32_t j = 0; j < kNextN; ++j) {
+        const int32_t end = p.ctx_2d ? ctx[j] : ctx[0] - static_cast<int32_t>(kNextN - 1 - j);
+        row_end[j] = clamp_u32(end, 0, p.max_context_len);
+      }
+      ptx::mbar_wait(q_full_addr + q_stage * 8, qp);
+    }
+    const uint32_t q_addr = smem_base + T::kOffQ + q_stage * T::kSmemQ;
+#pragma unroll 1
+    for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
+      const uint32_t first = seg * 4 + h * kMathWG;
+      if (first >= sq.blocks) break;
+      const uint32_t block = first + wg;
+      ptx::mbar_wait(full_addr + stage * 8, phase);
+      const uint32_t slot = stage * kMathWG + wg;
+      float sf_row[2] = {0.f, 0.f};
+      if (block < sq.blocks) {
+        const uint32_t kv_addr = smem_base + T::kOffKv + slot * T::kSmemKv;
+#pragma unroll
+        for (uint32_t r = 0; r < kN / 2; ++r) ptx::fence_operand(acc[r]);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (uint32_t kk = 0; kk < T::kHeadDim / 32; ++kk)
+          ptx::WgmmaE4m3<kN>::mma(operand_desc<T::kHeadDim>(kv_addr, kk), operand_desc<T::kHeadDim>(q_addr, kk), acc,
+                                  kk > 0);
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<0>();
+#pragma unroll
+        for (uint32_t r = 0; r < kN / 2; ++r) ptx::fence_operand(acc[r]);
+        const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + slot * T::kSmemSf);
+        sf_row[0] = sf[r0];
+        sf_row[1] = sf[r0 + 8];
+      }
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
+      if (++stage == kStages) stage = 0, phase ^= 1;
+      if (block >= sq.blocks) continue;
+
+      // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
+      float v[2][kNextN];
+#pragma unroll
+      for (uint32_t hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (uint32_t j = 0; j < kNextN; ++j) {
+          float s = 0.f;
+#pragma unroll
+          for (uint32_t g = j * (kHeads / 8); g < (j + 1) * (kHeads / 8); ++g) {
+            s += fmaxf(acc[g * 4 + 2 * hh], 0.f) * w[g][0];
+            s += fmaxf(acc[g * 4 + 2 * hh + 1], 0.f) * w[g][1];
+          }
+          s += __shfl_xor_sync(0xffffffffu, s, 1);
+          s += __shfl_xor_sync(0xffffffffu, s, 2);
+          v[hh][j] = s * sf_row[hh];
+        }
+      // The quad's lanes share the 2 x next_n results: lane `quad` stores pairs quad, quad + 4, ...
+      const uint32_t t0 = block * 64 + r0;
+#pragma unroll
+      for (uint32_t pr = 0; pr < 2 * kNextN; ++pr) {
+        if (pr % 4 != quad) continue;
+        const uint32_t hh = pr / kNextN, j = pr % kNextN, t = t0 + 8 * hh;
+        if (t >= p.max_context_len) continue;
+        const bool masked = p.clean && t >= row_end[j];
+        out[static_cast<int64_t>(b * kNextN + j) * p.ld_logits + t] = masked ? ninf : out_value<OutT>(v[hh][j]);
+      }
+    }
+  });
+}
+
+}  // namespace dg::attention
