@@ -172,7 +172,8 @@ def test_every_bound_prototype_that_exists_has_types():
 
 def test_available_reports_kernel_symbols():
     av = dg.available()
-    assert set(av) >= {"bf16_gemm_nt", "fp8_gemm_nt", "nvfp4_gemv", "cublaslt_gemm_nt"}
+    assert set(av) >= {"bf16_gemm_nt", "fp8_gemm_nt", "nvfp4_gemv", "cublaslt_gemm_nt", "fp8_mqa_logits",
+                       "fp8_paged_mqa_logits"}
     assert all(isinstance(v, bool) for v in av.values())
 
 
