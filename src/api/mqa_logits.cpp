@@ -107,7 +107,12 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   if (heads > 1 && weights->strides[1] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "weights: stride {} along H (expected 1); got {}", weights->strides[1],
                     dg::describe(*weights));
-  DG_TRY(dg::check_alignment(*weights, "weights", 4));
+  // Read by TMA with the Q tiles: rows a multiple of 16 bytes apart, 16-byte aligned.
+  if (s_q > 1 && (weights->strides[0] % 4 != 0 || weights->strides[0] < heads))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "weights: row stride {} (expected a multiple of 4 elements (16 bytes, TMA), at least H = {}); got {}",
+                    weights->strides[0], heads, dg::describe(*weights));
+  DG_TRY(dg::check_alignment(*weights, "weights", 16));
   const int64_t eb = static_cast<int64_t>(dg::dtype_size(logits->dtype));
   if (s_kv > 1 && logits->strides[1] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "logits: stride {} along keys (expected 1); got {}", logits->strides[1],
@@ -138,7 +143,7 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   a.ld_kv = s_kv > 1 ? kv->strides[0] : head_dim;
   a.kv_sf = static_cast<const float*>(kv_sf->data);
   a.weights = static_cast<const float*>(weights->data);
-  a.ld_weights = weights->strides[0];
+  a.ld_weights = s_q > 1 ? weights->strides[0] : heads;
   a.ks = static_cast<const int32_t*>(ks->data);
   a.ke = static_cast<const int32_t*>(ke->data);
   a.logits = logits->data;

@@ -19,9 +19,10 @@ int64_t mqa_logits_row_stride(int64_t cols, dg_dtype dtype) {
 }
 
 unsigned MqaLogitsConfig::smem_bytes() const {
-  // Mirrors MqaLogitsTraits: Q tile, KV stages, scale stages, 2 barriers per stage + 2 for the Q tile.
+  // Mirrors MqaLogitsTraits: two Q stages, the KV and scale stages, two weight and range stages,
+  // 2 barriers per stage and per Q stage.
   const unsigned q = 128u * head_dim, kv = 64u * math_wg * head_dim, sf = 64u * math_wg * 4;
-  return q + stages * (kv + sf) + (2 * stages + 2) * 8;
+  return 2 * q + stages * (kv + sf) + 2 * (512 + 128) + (2 * stages + 4) * 8;
 }
 
 MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype) {
@@ -29,7 +30,7 @@ MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logit
   c.heads = heads;
   c.head_dim = head_dim;
   c.bf16_out = logits_dtype == DG_DTYPE_BFLOAT16;
-  // Two consumer warp-groups (128 KV rows a stage) and six stages: 118 KB of shared memory for
+  // Two consumer warp-groups (128 KV rows a stage) and six stages: 135 KB of shared memory for
   // D = 128, so the producer stays a few blocks ahead of the math.
   c.math_wg = 2;
   c.stages = 6;
@@ -92,8 +93,10 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
                         static_cast<uint32_t>(c.block_kv()), d, "kv"));
   DG_TRY(tma::encode_2d(&p.tma_sf, a.kv_sf, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.s_kv, 1, a.s_kv,
                         static_cast<uint32_t>(c.block_kv()), 1, 0, "kv_sf"));
-  p.weights = a.weights;
-  p.ld_weights = a.ld_weights;
+  // The tile's weights ride with its Q tile: rows of H floats, a box of 128 / H rows.
+  DG_TRY(tma::encode_2d(&p.tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, static_cast<uint64_t>(a.heads),
+                        a.s_q, a.ld_weights, static_cast<uint32_t>(a.heads), static_cast<uint32_t>(c.block_q()), 0,
+                        "weights"));
   p.ks = a.ks;
   p.ke = a.ke;
   p.logits = a.logits;

@@ -28,7 +28,7 @@ struct MqaLogitsArgs {
   const void* kv = nullptr;     // [S_kv, D] rows ld_kv bytes apart
   int64_t ld_kv = 0;
   const float* kv_sf = nullptr;  // [S_kv], 16-byte aligned
-  const float* weights = nullptr;
+  const float* weights = nullptr;  // rows ld_weights elements apart (a multiple of 4), 16-byte aligned
   int64_t ld_weights = 0;
   const int32_t* ks = nullptr;
   const int32_t* ke = nullptr;
@@ -57,9 +57,7 @@ jit::KernelSpec mqa_logits_kernel_spec(const MqaLogitsConfig& c);
 
 // Host mirror of dg::attention::MqaLogitsParams (templates/include/dg/attention/sm90_mqa_logits.cuh).
 struct alignas(64) MqaLogitsParams {
-  tma::Descriptor tma_q, tma_kv, tma_sf;
-  const float* weights;
-  int64_t ld_weights;
+  tma::Descriptor tma_q, tma_kv, tma_sf, tma_w;
   const int32_t* ks;
   const int32_t* ke;
   void* logits;
@@ -68,9 +66,9 @@ struct alignas(64) MqaLogitsParams {
   uint32_t clean;
   uint32_t reserved;
 };
-static_assert(sizeof(MqaLogitsParams) == 448, "must match the device struct");
-static_assert(offsetof(MqaLogitsParams, weights) == 384 && offsetof(MqaLogitsParams, logits) == 416 &&
-                  offsetof(MqaLogitsParams, s_q) == 432 && offsetof(MqaLogitsParams, clean) == 440,
+static_assert(sizeof(MqaLogitsParams) == 576, "must match the device struct");
+static_assert(offsetof(MqaLogitsParams, ks) == 512 && offsetof(MqaLogitsParams, logits) == 528 &&
+                  offsetof(MqaLogitsParams, s_q) == 544 && offsetof(MqaLogitsParams, clean) == 552,
               "must match the device struct");
 
 // One launch on `stream` (none when S_q or S_kv is 0). With prepare_only the kernel is compiled and

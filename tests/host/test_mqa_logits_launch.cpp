@@ -1,7 +1,7 @@
 // dg_fp8_mqa_logits against the fake driver: what reaches the driver is the chosen kernel with its
-// persistent grid and shared memory, TMA maps of q's (token, head) rows, kv's rows and the key
-// scales with the D-byte swizzle the kernel's WGMMA descriptors assume, and the scalars; empty
-// problems launch nothing; the layout query's numbers. No GPU.
+// persistent grid and shared memory, TMA maps of q's (token, head) rows, kv's rows (with the D-byte
+// swizzle the kernel's WGMMA descriptors assume), the key scales and the weights, and the scalars;
+// empty problems launch nothing; the layout query's numbers. No GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -106,8 +106,10 @@ TEST_CASE("MQA logits: the chosen kernel, its grid and its TMA maps reach the dr
     CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(3)));
     CHECK((sm.dims[0] == uint64_t(p.s_kv) && sm.box[0] == uint32_t(c.block_kv()) && sm.box[1] == 1u));
     CHECK(sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE);
-    CHECK(k.weights == fake_address(4));
-    CHECK(k.ld_weights == p.h);
+    const fake_tensor_map wm = map_of(k.tma_w);
+    CHECK(wm.address == reinterpret_cast<uintptr_t>(fake_address(4)));
+    CHECK((wm.dims[0] == uint64_t(p.h) && wm.dims[1] == uint64_t(p.s_q) && wm.stride1 == uint64_t(p.h * 4)));
+    CHECK((wm.box[0] == uint32_t(p.h) && wm.box[1] == uint32_t(128 / p.h) && wm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE));
     CHECK((k.ks == fake_address(5) && k.ke == fake_address(6) && k.logits == fake_address(7)));
     const int64_t eb = p.out == DG_DTYPE_FLOAT32 ? 4 : 2;
     CHECK(k.ld_logits == (p.ld_logits ? p.ld_logits : (p.s_kv + 1024 / eb - 1) / (1024 / eb) * (1024 / eb)));

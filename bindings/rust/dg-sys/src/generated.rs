@@ -644,7 +644,8 @@ extern "C" {
     ///            (stride(1)), stride(0) = H * stride(1), 16-byte aligned;
     ///   kv       FLOAT8_E4M3 [S_kv, D]: stride 1 along D, stride(0) a multiple of 16, 16-byte aligned;
     ///   kv_sf    FLOAT32 [S_kv] contiguous, 16-byte aligned: one scale per key;
-    ///   weights  FLOAT32 [S_q, H], stride 1 along H;
+    ///   weights  FLOAT32 [S_q, H], stride 1 along H, rows a multiple of 16 bytes apart, 16-byte
+    ///            aligned;
     ///   cu_seq_len_k_start, cu_seq_len_k_end   INT32 [S_q] contiguous: token i scores the keys
     ///            [start[i], end[i]) (clipped to [0, S_kv); an empty range is allowed);
     ///   logits   FLOAT32 or BFLOAT16 [S_q, S_kv], stride 1 along keys, row stride a multiple of 16

@@ -3,21 +3,25 @@
 //   logits[i, j] = kv_sf[j] * sum_h w[i, h] * relu(q[i, h, :] . kv[j, :])   for j in [ks[i], ke[i])
 //
 // Persistent CTAs stride over Q tiles of kBlockQ = 128 / H tokens, i.e. 128 (token, head) rows: a
-// tile is the WGMMA's B operand (N = 128, K = D), loaded once. The tile scans the KV rows its tokens need,
-// [min ks, max ke) (start rounded down to 64), in blocks of kBlockKv = 64 * kMathWG rows that one
-// producer thread streams by TMA through a ring of kStages stages (rows, then their scales). Each
-// consumer warp-group takes 64 rows of a block as the WGMMA's A operand (M = 64), so a WGMMA
-// computes q.kv for 64 keys x 128 (token, head) pairs; the thread then applies ReLU, the head
-// weights (held in registers for the tile) and the sum over heads (its own columns, then the four
-// lanes of its quad), scales by kv_sf and stores. The summation order is fixed: results are
-// bitwise reproducible.
+// tile is the WGMMA's B operand (N = 128, K = D). One producer thread walks the CTA's tiles: per
+// tile it computes the KV rows the tile's tokens need, [min ks, max ke) (start rounded down to
+// 64), loads the Q tile and the tile's [kBlockQ, H] weights by TMA into one of two Q stages (with
+// the ranges, so the consumers read no global memory), then streams the KV rows in blocks of
+// kBlockKv = 64 * kMathWG through a ring of kStages stages (rows, then their scales); with two Q
+// stages the next tile's Q and first blocks load while the current tile computes. Each consumer
+// warp-group takes 64 rows of a block as the WGMMA's A operand (M = 64), so a WGMMA computes q.kv
+// for 64 keys x 128 (token, head) pairs; the thread then applies ReLU, the head weights (held in
+// registers for the tile) and the sum over heads (its own columns, then the four lanes of its
+// quad), scales by kv_sf and stores. The summation order is fixed: results are bitwise
+// reproducible.
 //
 // clean_logits: entries of a computed block outside their row's [ks, ke) are written -inf, and
 // the producer warp-group's three idle warps write -inf over the columns of [0, S_kv) the tile does
 // not scan, in parallel with the math (no second kernel). Without it only the scanned blocks are
 // written (entries outside [ks, ke) there hold values of no meaning, as in DeepGEMM).
 //
-// Shared memory (dynamic, 1024-byte aligned): [Q tile] [KV stages] [scale stages] [barriers].
+// Shared memory (dynamic, 1024-byte aligned): [Q stages] [KV stages] [scale stages] [weight
+// stages] [range stages] [barriers].
 // Rows are D bytes (64 or 128) with the D-byte TMA swizzle, which the WGMMA descriptors mirror.
 #pragma once
 #include <dg/types.cuh>
@@ -33,8 +37,7 @@ struct alignas(64) MqaLogitsParams {
   TmaDescriptor tma_q;   // (D, S_q * H) e4m3, box (D, 128), swizzle D bytes
   TmaDescriptor tma_kv;  // (D, S_kv) e4m3, box (D, kBlockKv), swizzle D bytes
   TmaDescriptor tma_sf;  // (S_kv, 1) fp32, box (kBlockKv, 1)
-  const float* weights;  // [S_q, H], row stride ld_weights elements
-  int64_t ld_weights;
+  TmaDescriptor tma_w;   // weights (H, S_q) fp32, rows ld_weights elements apart, box (H, kBlockQ)
   const int32_t* ks;     // [S_q]
   const int32_t* ke;     // [S_q]
   void* logits;          // [S_q, S_kv] OutT, row stride ld_logits elements (16-byte multiple)
@@ -43,7 +46,7 @@ struct alignas(64) MqaLogitsParams {
   uint32_t clean;
   uint32_t reserved;
 };
-static_assert(sizeof(MqaLogitsParams) == 448, "the host mirrors this layout (src/ops/mqa_logits.h)");
+static_assert(sizeof(MqaLogitsParams) == 576, "the host mirrors this layout (src/ops/mqa_logits.h)");
 
 template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kMathWG_, uint32_t kStages_, typename OutT_>
 struct MqaLogitsTraits {
@@ -55,11 +58,16 @@ struct MqaLogitsTraits {
   static constexpr uint32_t kSmemQ = 128 * kHeadDim;
   static constexpr uint32_t kSmemKv = kBlockKv * kHeadDim;
   static constexpr uint32_t kSmemSf = kBlockKv * 4;
+  static constexpr uint32_t kQStages = 2;  // the next tile's Q loads while the current one computes
+  static constexpr uint32_t kSmemW = 128 * 4;       // the tile's [kBlockQ, H] weights
+  static constexpr uint32_t kSmemInfo = 128;        // the tile's ranges (TileRange)
   static constexpr uint32_t kOffQ = 0;
-  static constexpr uint32_t kOffKv = kOffQ + kSmemQ;
+  static constexpr uint32_t kOffKv = kOffQ + kQStages * kSmemQ;
   static constexpr uint32_t kOffSf = kOffKv + kStages * kSmemKv;
-  static constexpr uint32_t kOffBar = kOffSf + kStages * kSmemSf;
-  static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2) * 8;
+  static constexpr uint32_t kOffW = kOffSf + kStages * kSmemSf;
+  static constexpr uint32_t kOffInfo = kOffW + kQStages * kSmemW;
+  static constexpr uint32_t kOffBar = kOffInfo + kQStages * kSmemInfo;
+  static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
   // Registers: the producer warp-group drops to 40; the consumers share the rest (multiple of 8).
   static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
 
@@ -130,17 +138,20 @@ struct TileRange {
 template <class T>
 DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   using OutT = typename T::OutT;
-  constexpr uint32_t kStages = T::kStages, kBlockQ = T::kBlockQ, kBlockKv = T::kBlockKv, kHeads = T::kHeads;
+  constexpr uint32_t kStages = T::kStages, kQStages = T::kQStages, kBlockQ = T::kBlockQ, kBlockKv = T::kBlockKv,
+                     kHeads = T::kHeads;
   constexpr uint32_t kGroups = 128 / 8;  // 8-column groups of the accumulator
   using Range = TileRange<kBlockQ, kBlockKv>;
+  static_assert(sizeof(Range) <= T::kSmemInfo, "a tile's ranges fit their slot");
   extern __shared__ __align__(1024) uint8_t smem[];
 
   const uint32_t smem_base = ptx::smem_addr(smem);
   ptx::Mbarrier* full = reinterpret_cast<ptx::Mbarrier*>(smem + T::kOffBar);
   ptx::Mbarrier* empty = full + kStages;
   ptx::Mbarrier* q_full = full + 2 * kStages;
-  ptx::Mbarrier* q_empty = q_full + 1;
+  ptx::Mbarrier* q_empty = q_full + kQStages;
   const uint32_t full_addr = smem_base + T::kOffBar, empty_addr = full_addr + kStages * 8;
+  const uint32_t q_full_addr = full_addr + 2 * kStages * 8, q_empty_addr = q_full_addr + kQStages * 8;
   const uint32_t warp = ptx::warp_uniform(threadIdx.x / 32), lane = ptx::lane_id(), wg = warp / 4;
   const uint32_t num_tiles = ceil_div(p.s_q, kBlockQ);
 
@@ -148,13 +159,17 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_kv);
     ptx::tma_prefetch_descriptor(&p.tma_sf);
+    ptx::tma_prefetch_descriptor(&p.tma_w);
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);
       ptx::mbar_init(&empty[s], T::kMathWG * 4);  // one arrival per consumer warp
     }
-    ptx::mbar_init(q_full, 1);
-    ptx::mbar_init(q_empty, T::kMathWG * 4);
+#pragma unroll
+    for (uint32_t s = 0; s < kQStages; ++s) {
+      ptx::mbar_init(&q_full[s], 1);
+      ptx::mbar_init(&q_empty[s], T::kMathWG * 4);
+    }
     ptx::fence_barrier_init();
   }
   __syncthreads();
@@ -166,15 +181,20 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
     ptx::setmaxnreg_dec<40>();
     if (warp == T::kMathWG * 4) {
       if (ptx::elect_one()) {
-        uint32_t stage = 0, phase = 0, q_phase = 0;
+        uint32_t stage = 0, phase = 0, q_iter = 0;
 #pragma unroll 1
-        for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, q_phase ^= 1) {
+        for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++q_iter) {
           const uint32_t q0 = tile * kBlockQ;
           const Range range(p, q0);
-          // The Q tile is overwritten once every consumer warp is done with the previous one.
-          ptx::mbar_wait(q_empty, q_phase ^ 1);
-          ptx::mbar_arrive_expect_tx(q_full, T::kSmemQ);
-          ptx::tma_load_2d(&p.tma_q, q_full, smem + T::kOffQ, 0, static_cast<int32_t>(q0 * kHeads));
+          // A Q stage is refilled once every consumer warp is done with its previous tile; the
+          // tile's ranges go with it (written before the arrive, whose release publishes them).
+          const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+          ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
+          *reinterpret_cast<Range*>(smem + T::kOffInfo + qs * T::kSmemInfo) = range;
+          ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ + T::kSmemW);
+          ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
+                           static_cast<int32_t>(q0 * kHeads));
+          ptx::tma_load_2d(&p.tma_w, &q_full[qs], smem + T::kOffW + qs * T::kSmemW, 0, static_cast<int32_t>(q0));
 #pragma unroll 1
           for (uint32_t b = 0; b < range.num_blocks; ++b) {
             ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
@@ -214,23 +234,25 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   const uint32_t r0 = warp_in_wg * 16 + lane / 4;
   OutT* const out = static_cast<OutT*>(p.logits);
   const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
-  const uint32_t q_addr = smem_base + T::kOffQ;
   float acc[64];
-  uint32_t stage = 0, phase = 0, q_phase = 0;
+  uint32_t stage = 0, phase = 0, q_iter = 0;
 #pragma unroll 1
-  for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, q_phase ^= 1) {
+  for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++q_iter) {
     const uint32_t q0 = tile * kBlockQ;
-    const Range range(p, q0);
-    // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
+    const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+    ptx::mbar_wait(q_full_addr + qs * 8, qp);
+    const Range range = *reinterpret_cast<const Range*>(smem + T::kOffInfo + qs * T::kSmemInfo);
+    const uint32_t q_addr = smem_base + T::kOffQ + qs * T::kSmemQ;
+    // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights
+    // (the tile's [kBlockQ, H] block, zeros past S_q).
+    const float* wt = reinterpret_cast<const float*>(smem + T::kOffW + qs * T::kSmemW);
     float w[kGroups][2];
 #pragma unroll
-    for (uint32_t g = 0; g < kGroups; ++g)
-#pragma unroll
-      for (uint32_t e = 0; e < 2; ++e) {
-        const uint32_t col = g * 8 + quad * 2 + e, t = col / kHeads;
-        w[g][e] = q0 + t < p.s_q ? p.weights[static_cast<int64_t>(q0 + t) * p.ld_weights + col % kHeads] : 0.f;
-      }
-    ptx::mbar_wait(q_full, q_phase);
+    for (uint32_t g = 0; g < kGroups; ++g) {
+      const float2 pair = *reinterpret_cast<const float2*>(wt + g * 8 + quad * 2);
+      w[g][0] = pair.x;
+      w[g][1] = pair.y;
+    }
 
 #pragma unroll 1
     for (uint32_t b = 0; b < range.num_blocks; ++b) {
@@ -280,9 +302,10 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
         out[static_cast<int64_t>(q0 + t) * p.ld_logits + j] = masked ? ninf : out_value<OutT>(v[h][t]);
       }
     }
-    // The Q tile's last WGMMA has completed (wait<0> above): the producer may replace it.
+    // The Q tile's last WGMMA has completed (wait<0> above) and its ranges and weights are in
+    // registers: the producer may replace the stage.
     __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(q_empty);
+    if (lane == 0) ptx::mbar_arrive(q_empty_addr + qs * 8);
   }
 }
 
