@@ -624,7 +624,8 @@ DG_API dg_status dg_get_paged_mqa_logits_metadata(dg_stream* stream, const dg_te
  *   kv_cache      UINT8 [num_blocks, 64, 1, D + 4], stride(1) = D + 4, stride(3) = 1, blocks a
  *                 multiple of 16 bytes apart, 16-byte aligned: a block holds the FP8 values of its
  *                 64 keys ([64, D], key-major), then their 64 FP32 scales;
- *   weights       FLOAT32 [B * next_n, H], stride 1 along H;
+ *   weights       FLOAT32 [B * next_n, H], stride 1 along H, rows a multiple of 16 bytes apart,
+ *                 16-byte aligned;
  *   context_lens  INT32 [B]: row j of sequence b covers t <= ctx[b] - next_n + j (the speculative
  *                 tokens are causal), or [B, next_n] (stride 1 along next_n): t < ctx[b, j];
  *   block_table   INT32 [B, max_blocks], stride 1 along blocks: key t of sequence b is slot t % 64

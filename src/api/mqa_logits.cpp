@@ -306,7 +306,12 @@ dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tenso
   if (heads > 1 && weights->strides[1] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "weights: stride {} along H (expected 1); got {}", weights->strides[1],
                     dg::describe(*weights));
-  DG_TRY(dg::check_alignment(*weights, "weights", 4));
+  // Read by TMA with the Q tiles: rows a multiple of 16 bytes apart, 16-byte aligned.
+  if (rows > 1 && (weights->strides[0] % 4 != 0 || weights->strides[0] < heads))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "weights: row stride {} (expected a multiple of 4 elements (16 bytes, TMA), at least H = {}); got {}",
+                    weights->strides[0], heads, dg::describe(*weights));
+  DG_TRY(dg::check_alignment(*weights, "weights", 16));
   bool two_d = false;
   DG_TRY(check_context_lens(*context_lens, batch, next_n, &two_d));
   DG_TRY(check_dim(*block_table, "block_table", 0, batch, "B of q"));
@@ -368,7 +373,7 @@ dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tenso
   a.kv_cache = kv_cache->data;
   a.block_stride = block_stride;
   a.weights = static_cast<const float*>(weights->data);
-  a.ld_weights = weights->strides[0];
+  a.ld_weights = rows > 1 ? weights->strides[0] : heads;
   a.ctx = static_cast<const int32_t*>(context_lens->data);
   a.ld_ctx = batch > 1 ? context_lens->strides[0] : (two_d ? next_n : 1);
   a.block_table = static_cast<const int32_t*>(block_table->data);

@@ -160,10 +160,10 @@ dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetada
 
 unsigned PagedMqaLogitsConfig::smem_bytes() const {
   // Mirrors PagedMqaLogitsTraits: two Q stages, the KV and scale stages (math_wg blocks each),
-  // 2 barriers per stage and per Q stage.
-  const unsigned q = static_cast<unsigned>(next_n * heads * head_dim);
+  // two weight stages, 2 barriers per stage and per Q stage.
+  const unsigned q = static_cast<unsigned>(next_n * heads * head_dim), w = static_cast<unsigned>(next_n * heads * 4);
   const unsigned kv = 64u * head_dim * math_wg, sf = 256u * math_wg;
-  return 2 * q + stages * (kv + sf) + (2 * stages + 4) * 8;
+  return 2 * q + stages * (kv + sf) + 2 * w + (2 * stages + 4) * 8;
 }
 
 PagedMqaLogitsConfig choose_paged_mqa_logits_config(int heads, int head_dim, int next_n, dg_dtype logits_dtype) {
@@ -245,8 +245,10 @@ dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsAr
   DG_TRY(tma::encode_2d(&p.tma_sf, static_cast<const uint8_t*>(a.kv_cache) + 64 * a.head_dim,
                         CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, 64, blocks, a.block_stride / 4, 64, 1, 0,
                         "kv_cache scales"));
-  p.weights = a.weights;
-  p.ld_weights = a.ld_weights;
+  // A sequence's weights ride with its Q tile: rows of H floats, a box of next_n rows.
+  DG_TRY(tma::encode_2d(&p.tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, static_cast<uint64_t>(a.heads),
+                        a.batch * a.next_n, a.ld_weights, static_cast<uint32_t>(a.heads),
+                        static_cast<uint32_t>(a.next_n), 0, "weights"));
   p.ctx = a.ctx;
   p.ld_ctx = a.ld_ctx;
   p.block_table = a.block_table;

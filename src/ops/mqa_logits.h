@@ -99,7 +99,7 @@ struct PagedMqaLogitsArgs {
   int64_t ld_q = 0;
   const void* kv_cache = nullptr;  // blocks block_stride bytes apart: 64 rows of D bytes, then 64 FP32 scales
   int64_t block_stride = 0;
-  const float* weights = nullptr;
+  const float* weights = nullptr;  // rows ld_weights elements apart (a multiple of 4), 16-byte aligned
   int64_t ld_weights = 0;
   const int32_t* ctx = nullptr;
   int64_t ld_ctx = 1;
@@ -127,9 +127,7 @@ jit::KernelSpec paged_mqa_logits_kernel_spec(const PagedMqaLogitsConfig& c);
 
 // Host mirror of dg::attention::PagedMqaLogitsParams (templates/include/dg/attention/sm90_paged_mqa_logits.cuh).
 struct alignas(64) PagedMqaLogitsParams {
-  tma::Descriptor tma_q, tma_kv, tma_sf;
-  const float* weights;
-  int64_t ld_weights;
+  tma::Descriptor tma_q, tma_kv, tma_sf, tma_w;
   const int32_t* ctx;
   int64_t ld_ctx;
   const int32_t* block_table;
@@ -140,12 +138,12 @@ struct alignas(64) PagedMqaLogitsParams {
   uint32_t batch, max_blocks, max_context_len;
   uint32_t ctx_2d;
   uint32_t clean;
-  uint32_t reserved[7];
+  uint32_t reserved[9];
 };
-static_assert(sizeof(PagedMqaLogitsParams) == 512, "must match the device struct");
-static_assert(offsetof(PagedMqaLogitsParams, weights) == 384 && offsetof(PagedMqaLogitsParams, schedule) == 432 &&
-                  offsetof(PagedMqaLogitsParams, ld_logits) == 448 && offsetof(PagedMqaLogitsParams, batch) == 456 &&
-                  offsetof(PagedMqaLogitsParams, clean) == 472,
+static_assert(sizeof(PagedMqaLogitsParams) == 640, "must match the device struct");
+static_assert(offsetof(PagedMqaLogitsParams, ctx) == 512 && offsetof(PagedMqaLogitsParams, schedule) == 544 &&
+                  offsetof(PagedMqaLogitsParams, ld_logits) == 560 && offsetof(PagedMqaLogitsParams, batch) == 568 &&
+                  offsetof(PagedMqaLogitsParams, clean) == 584,
               "must match the device struct");
 
 // One launch of num_ctas CTAs on `stream` (none when there are no rows or columns). With

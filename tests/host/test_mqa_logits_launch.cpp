@@ -228,7 +228,10 @@ TEST_CASE("Paged MQA logits: the schedule kernel, then the chosen kernel with th
     CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(2)) + uint64_t(64 * p.d));
     CHECK((sm.dims[0] == 64u && sm.dims[1] == uint64_t(p.num_blocks) && sm.stride1 == uint64_t(p.block_stride)));
     CHECK((sm.box[0] == 64u && sm.box[1] == 1u && sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE));
-    CHECK((k.weights == fake_address(3) && k.ld_weights == p.h));
+    const fake_tensor_map wm = map_of(k.tma_w);
+    CHECK(wm.address == reinterpret_cast<uintptr_t>(fake_address(3)));
+    CHECK((wm.dims[0] == uint64_t(p.h) && wm.dims[1] == uint64_t(p.batch * p.next_n) && wm.stride1 == uint64_t(p.h * 4)));
+    CHECK((wm.box[0] == uint32_t(p.h) && wm.box[1] == uint32_t(p.next_n)));
     CHECK((k.ctx == fake_address(4) && k.ld_ctx == (p.two_d ? p.next_n : 1) && k.ctx_2d == uint32_t(p.two_d)));
     CHECK((k.block_table == fake_address(5) && k.ld_block_table == p.max_blocks));
     CHECK(k.max_blocks == uint32_t(std::min<int64_t>(p.max_blocks, (p.max_ctx + 63) / 64)));

@@ -10,11 +10,12 @@
 // table's capacity.
 //
 // Work: the schedule (dg_get_paged_mqa_logits_metadata) gives each CTA a run of 256-key segments,
-// sequence by sequence. One producer thread walks it: per sequence it loads the Q tile (the
-// next_n * H (token, head) rows of the sequence, the WGMMA's B operand, N = next_n * H) into a
-// ring of two Q stages; per segment it gathers the blocks, kMathWG per stage of the KV ring
-// (values by a 3-D TMA map over the cache, scales by a 2-D one), each consumer warp-group taking
-// one block as the WGMMA's A operand (M = 64 keys). The epilogue is the non-paged kernel's: ReLU,
+// sequence by sequence. One producer warp walks it: per sequence it loads the Q tile (the
+// next_n * H (token, head) rows of the sequence, the WGMMA's B operand, N = next_n * H) and the
+// sequence's weights into a ring of two Q stages; per segment it gathers the blocks, kMathWG per
+// stage of the KV ring (values by a 3-D TMA map over the cache, scales by a 2-D one), reading the
+// block table 32 entries at a time (one per lane); each consumer warp-group takes one block as
+// the WGMMA's A operand (M = 64 keys). The epilogue is the non-paged kernel's: ReLU,
 // head weights held in registers per sequence, the sum over heads in a fixed order (bitwise
 // reproducible), the key scale.
 //
@@ -32,8 +33,7 @@ struct alignas(64) PagedMqaLogitsParams {
   TmaDescriptor tma_q;   // (D, B * next_n * H) e4m3, box (D, next_n * H), swizzle D bytes
   TmaDescriptor tma_kv;  // (D, 64, num_blocks) e4m3 with the cache's block stride, box (D, 64, 1), swizzle D
   TmaDescriptor tma_sf;  // (64, num_blocks) fp32 from the first block's scales, box (64, 1)
-  const float* weights;  // [B * next_n, H], row stride ld_weights elements
-  int64_t ld_weights;
+  TmaDescriptor tma_w;   // weights (H, B * next_n) fp32, box (H, next_n)
   const int32_t* ctx;  // [B] or [B, next_n], row stride ld_ctx elements
   int64_t ld_ctx;
   const int32_t* block_table;  // [B, max_blocks], row stride ld_block_table elements
@@ -44,9 +44,9 @@ struct alignas(64) PagedMqaLogitsParams {
   uint32_t batch, max_blocks, max_context_len;
   uint32_t ctx_2d;  // context lengths per row ([B, next_n]) rather than per sequence
   uint32_t clean;
-  uint32_t reserved[7];
+  uint32_t reserved[9];
 };
-static_assert(sizeof(PagedMqaLogitsParams) == 512, "the host mirrors this layout (src/ops/mqa_logits.h)");
+static_assert(sizeof(PagedMqaLogitsParams) == 640, "the host mirrors this layout (src/ops/mqa_logits.h)");
 
 template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kNextN_, uint32_t kMathWG_, uint32_t kStages_,
           typename OutT_>
@@ -62,10 +62,12 @@ struct PagedMqaLogitsTraits {
   static constexpr uint32_t kSmemQ = kN * kHeadDim;
   static constexpr uint32_t kSmemKv = kBlockKv * kHeadDim;  // one block's values
   static constexpr uint32_t kSmemSf = kBlockKv * 4;         // one block's scales
+  static constexpr uint32_t kSmemW = kNextN * kHeads * 4;    // the sequence's weights
   static constexpr uint32_t kOffQ = 0;
   static constexpr uint32_t kOffKv = kOffQ + kQStages * kSmemQ;
   static constexpr uint32_t kOffSf = kOffKv + kStages * kMathWG * kSmemKv;
-  static constexpr uint32_t kOffBar = kOffSf + kStages * kMathWG * kSmemSf;
+  static constexpr uint32_t kOffW = kOffSf + kStages * kMathWG * kSmemSf;
+  static constexpr uint32_t kOffBar = kOffW + kQStages * kSmemW;
   static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
   static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
 
@@ -145,6 +147,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
     ptx::tma_prefetch_descriptor(&p.tma_q);
     ptx::tma_prefetch_descriptor(&p.tma_kv);
     ptx::tma_prefetch_descriptor(&p.tma_sf);
+    ptx::tma_prefetch_descriptor(&p.tma_w);
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);
@@ -164,38 +167,53 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
     // ------------------------------------------------------------------ producer warp-group
     ptx::setmaxnreg_dec<40>();
     if (warp == kMathWG * 4) {
-      if (ptx::elect_one()) {
-        uint32_t stage = 0, phase = 0, q_iter = 0, cur = p.batch;
-        for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
-          if (b != cur) {
-            // A new sequence: its Q tile goes to the next Q stage once the consumers released it.
-            cur = b;
-            const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
-            ++q_iter;
+      // The whole warp walks the schedule: each lane holds one entry of a 32-block window of the
+      // block table, so one load latency serves 32 blocks; lane 0 issues the barriers and copies.
+      uint32_t stage = 0, phase = 0, q_iter = 0, cur = p.batch;
+      uint32_t window_b = p.batch, window_first = 0;
+      int32_t window = 0;
+      for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
+        if (b != cur) {
+          // A new sequence: its Q tile and weights go to the next Q stage once the consumers
+          // released it.
+          cur = b;
+          const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+          ++q_iter;
+          if (lane == 0) {
             ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
-            ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ);
+            ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ + T::kSmemW);
             ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
                              static_cast<int32_t>(b * kN));
+            ptx::tma_load_2d(&p.tma_w, &q_full[qs], smem + T::kOffW + qs * T::kSmemW, 0,
+                             static_cast<int32_t>(b * kNextN));
           }
+        }
 #pragma unroll 1
-          for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
-            const uint32_t first = seg * 4 + h * kMathWG;
-            if (first >= sq.blocks) break;
-            const uint32_t n = min_of(kMathWG, sq.blocks - first);
+        for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
+          const uint32_t first = seg * 4 + h * kMathWG;
+          if (first >= sq.blocks) break;
+          const uint32_t n = min_of(kMathWG, sq.blocks - first);
+          if (b != window_b || first + n > window_first + 32) {
+            window_b = b, window_first = first;
+            const uint32_t i = first + lane;
+            window = i < sq.blocks ? p.block_table[static_cast<int64_t>(b) * p.ld_block_table + i] : 0;
+          }
+          int32_t blocks[kMathWG];
+#pragma unroll
+          for (uint32_t w = 0; w < kMathWG; ++w) blocks[w] = __shfl_sync(0xffffffffu, window, first - window_first + w);
+          if (lane == 0) {
             ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
             ptx::mbar_arrive_expect_tx(&full[stage], n * (T::kSmemKv + T::kSmemSf));
-            const int32_t* table = p.block_table + static_cast<int64_t>(b) * p.ld_block_table + first;
             for (uint32_t w = 0; w < n; ++w) {
-              const int32_t block = table[w];
               const uint32_t slot = stage * kMathWG + w;
-              ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, block);
-              ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, block);
+              ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, blocks[w]);
+              ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, blocks[w]);
             }
-            if (++stage == kStages) stage = 0, phase ^= 1;
           }
-        });
-      }
-      __syncwarp();
+          __syncwarp();
+          if (++stage == kStages) stage = 0, phase ^= 1;
+        }
+      });
     } else if (p.clean) {
       // -inf past each sequence's computed blocks, for this CTA's share of the rows.
       const uint32_t tid = threadIdx.x - (kMathWG * 128 + 32);
@@ -233,13 +251,6 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       q_stage = q_iter % kQStages;
       const uint32_t qp = (q_iter / kQStages) & 1;
       ++q_iter;
-#pragma unroll
-      for (uint32_t g = 0; g < kGroups; ++g)
-#pragma unroll
-        for (uint32_t e = 0; e < 2; ++e) {
-          const uint32_t col = g * 8 + quad * 2 + e;
-          w[g][e] = p.weights[static_cast<int64_t>(b * kNextN + col / kHeads) * p.ld_weights + col % kHeads];
-        }
       const int32_t* ctx = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
 #pragma unroll
       for (uint32_t j = 0; j < kNextN; ++j) {
@@ -247,6 +258,14 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
         row_end[j] = clamp_u32(end, 0, p.max_context_len);
       }
       ptx::mbar_wait(q_full_addr + q_stage * 8, qp);
+      // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
+      const float* wt = reinterpret_cast<const float*>(smem + T::kOffW + q_stage * T::kSmemW);
+#pragma unroll
+      for (uint32_t g = 0; g < kGroups; ++g) {
+        const float2 pair = *reinterpret_cast<const float2*>(wt + g * 8 + quad * 2);
+        w[g][0] = pair.x;
+        w[g][1] = pair.y;
+      }
     }
     const uint32_t q_addr = smem_base + T::kOffQ + q_stage * T::kSmemQ;
 #pragma unroll 1
