@@ -116,10 +116,6 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
   return launch(stream, *kernel, lc, args);
 }
 
-}  // namespace dg::ops
-
-namespace dg::ops {
-
 // ---- paged (decoding) ----
 
 jit::KernelKey paged_mqa_metadata_kernel_key() { return jit::KernelKey(jit::kFamilyPagedMqaMetadata, {1}); }
