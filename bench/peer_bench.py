@@ -1,8 +1,11 @@
 """libdg beside DeepGEMM and cuBLAS in one process, on the same tensors, timed the same way.
 
 Suites: `dense` (FP8 1D2D nt and BF16 nt on the DeepSeek-V3 (N, K) shapes at M in DENSE_M), `contiguous`
-and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16) and `k-grouped` (the
-K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn).
+and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16), `k-grouped` (the
+K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn), `mqa` and
+`paged-mqa` (the DeepSeek-V3.2 indexer's MQA logits, H 64, D 128, the sizes of
+perf/anchors_h100.md; for paged-mqa a device copy moving the bytes the call reads stands in the
+cuBLAS column).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. Contenders:
@@ -14,8 +17,9 @@ hit every contender alike. Contenders:
 A's per-token scales are passed already in the MN-major TMA-aligned layout, so no contender
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
-Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [--fp8-only|--bf16-only]
-                                   [--m M,M,...] [--out DIR] [--name NAME] [--alt NAME=field:value,...]
+Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
+                                   [--fp8-only|--bf16-only] [--m M,M,...] [--out DIR] [--name NAME]
+                                   [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice.
@@ -57,7 +61,11 @@ K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096)
 # The dense suite: DeepSeek-V3's projection shapes (N, K), at these M.
 DENSE_NK = [(2112, 7168), (576, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
 DENSE_M = [128, 2048, 4096, 8192]
-SUITES = ("dense", "contiguous", "masked", "k-grouped")
+# MQA logits (H 64, D 128, FP32 logits, no clean pass): non-paged (S_q, S_kv) with causal ranges, and
+# paged (B, next_n, average context length) with 2-D context lengths, as perf/anchors_h100.md.
+MQA = [(2048, 8192), (4096, 65536), (8192, 65536)]
+PAGED_MQA = [(256, 1, 8192), (256, 2, 8192), (1024, 1, 16384)]
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa")
 NAME = "grouped"
 
 
@@ -339,6 +347,93 @@ def k_grouped(kind, groups, m, n, expected_k):
     race(row, contenders)
 
 
+def mqa_inputs(rows, heads, dim, keys):
+    q = torch.randn(rows, heads, dim, device="cuda").to(torch.float8_e4m3fn)
+    kv_f = torch.randn(keys, dim, device="cuda")
+    sf = kv_f.abs().amax(dim=1).clamp(min=1e-4) / 448.0
+    return q, (kv_f / sf[:, None]).to(torch.float8_e4m3fn), sf, torch.rand(rows, heads, device="cuda")
+
+
+def mqa(s_q, s_kv):
+    """Non-paged MQA logits; row fields: G = H, m = S_q, n = S_kv, k = D."""
+    heads, dim = 64, 128
+    q, kv, sf, w = mqa_inputs(s_q, heads, dim, s_kv)
+    ks = torch.zeros(s_q, dtype=torch.int32, device="cuda")
+    ke = torch.arange(s_q, dtype=torch.int32, device="cuda") + (s_kv - s_q)
+    pairs = int((ke - ks).clamp(min=0).sum())
+    row = dict(suite="mqa", kind="fp8", groups=heads, expected_m=s_q, n=s_kv, k=dim, flops=2.0 * pairs * heads * dim)
+    contenders = {"libdg": lambda: dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False)}
+    if deep_gemm is not None:
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False)
+    # Values on sampled rows against float64 (the whole reference would not fit at S_kv 65536).
+    sample = torch.randint(0, s_q, (16,), device="cuda")
+    j = torch.arange(s_kv, device="cuda")[None, :]
+    inside = (j >= ks[sample, None]) & (j < ke[sample, None])
+    ref = torch.einsum("rhd,kd->rhk", q[sample].double(), kv.double()).clamp(min=0)
+    ref = (ref * w[sample].double()[:, :, None]).sum(dim=1) * sf.double()[None, :]
+    for name in ("libdg", "deepgemm"):
+        if name in contenders:
+            got = contenders[name]()[sample]
+            row["diff_" + name] = "%.1e" % calc_diff(got[inside], ref[inside])
+    del ref
+    torch.cuda.synchronize()
+    race(row, contenders)
+
+
+def paged_mqa(batch, next_n, avg):
+    """Paged MQA logits; row fields: G = H, m = B, n = the average context, k = next_n. The cuBLAS
+    column is a device copy that moves as many bytes as the call reads (half read, half written):
+    the bandwidth bound."""
+    heads, dim = 64, 128
+    lens = [int(avg * random.uniform(0.7, 1.3)) for _ in range(batch)]
+    max_ctx = max(lens)
+    max_blocks = (max_ctx + 63) // 64
+    num_blocks = batch * max_blocks
+    q, _, _, w = mqa_inputs(batch * next_n, heads, dim, 1)
+    q = q.view(batch, next_n, heads, dim)
+    # The cache's values straight in FP8 (in chunks: an FP32 copy of 16 K-token contexts would not fit).
+    kv = torch.empty(num_blocks * 64, dim, dtype=torch.float8_e4m3fn, device="cuda")
+    for r0 in range(0, kv.shape[0], 1 << 20):
+        kv[r0:r0 + (1 << 20)] = torch.randn(min(1 << 20, kv.shape[0] - r0), dim, device="cuda",
+                                            dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    sf = torch.rand(num_blocks * 64, device="cuda") * 0.01 + 0.001
+    cache = torch.empty(num_blocks, 64 * (dim + 4), dtype=torch.uint8, device="cuda")
+    cache[:, :64 * dim] = kv.view(torch.uint8).view(num_blocks, 64 * dim)
+    cache[:, 64 * dim:] = sf.view(torch.uint8).view(num_blocks, 256)
+    cache = cache.view(num_blocks, 64, 1, dim + 4)
+    table = torch.randperm(num_blocks, device="cuda").view(batch, max_blocks).int()
+    ctx = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    ctx = torch.stack([(ctx - (next_n - 1 - j)).clamp(min=0) for j in range(next_n)], dim=1).contiguous()
+    read = sum((n + 63) // 64 for n in lens) * 64 * (dim + 4)
+    src = torch.empty(read // 2, dtype=torch.uint8, device="cuda")  # the copy moves as many bytes
+    dst = torch.empty_like(src)
+    row = dict(suite="paged-mqa", kind="fp8", groups=heads, expected_m=batch, n=avg, k=next_n,
+               flops=2.0 * sum(lens) * next_n * heads * dim, bytes=read)
+    sched = dg.get_paged_mqa_logits_metadata(ctx, 64, dg.get_num_sms())
+    contenders = {"libdg": lambda: dg.fp8_paged_mqa_logits(q, cache, w, ctx, table, sched, max_ctx),
+                  "cublas": lambda: dst.copy_(src)}
+    if deep_gemm is not None:
+        sched2 = deep_gemm.get_paged_mqa_logits_metadata(ctx, 64, deep_gemm.get_num_sms())
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_paged_mqa_logits(q, cache, w, ctx, table, sched2, max_ctx)
+    # Values of a few sequences against float64, through the block table.
+    for name in ("libdg", "deepgemm"):
+        if name not in contenders:
+            continue
+        logits = contenders[name]()
+        got, ref = [], []
+        for b in range(0, batch, max(1, batch // 4)):
+            keys = (table[b].long()[:, None] * 64 + torch.arange(64, device="cuda")).view(-1)[:max_ctx]
+            for j in range(next_n):
+                end = int(ctx[b, j])
+                r = b * next_n + j
+                s = torch.einsum("hd,kd->hk", q[b, j].double(), kv[keys[:end]].double()).clamp(min=0)
+                ref.append((s * w[r].double()[:, None]).sum(dim=0) * sf[keys[:end]].double())
+                got.append(logits[r, :end].double())
+        row["diff_" + name] = "%.1e" % calc_diff(torch.cat(got), torch.cat(ref))
+    torch.cuda.synchronize()
+    race(row, contenders)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -346,7 +441,9 @@ def geomean(sel, peer):
 
 def report(out_dir, meta=None):
     lines = ["m: M (dense, K-grouped) or expected rows per group (M-grouped); k: K (dense, M-grouped) or expected K"
-             " per group (K-grouped).", "",
+             " per group (K-grouped). mqa: G = H, m = S_q, n = S_kv, k = D. paged-mqa: G = H, m = B, n = the"
+             " average context, k = next_n, and the cuBLAS column is a device copy moving as many bytes as the"
+             " call reads.", "",
              "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -486,6 +583,12 @@ def main():
         if "k-grouped" in args.suites:
             for g, m, n, k in K_GROUPED:
                 k_grouped(kind, g, m, n, k)
+    if "mqa" in args.suites and not args.bf16_only:
+        for s_q, s_kv in MQA:
+            mqa(s_q, s_kv)
+    if "paged-mqa" in args.suites and not args.bf16_only:
+        for b, next_n, avg in PAGED_MQA:
+            paged_mqa(b, next_n, avg)
     report(args.out)
 
 
