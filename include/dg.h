@@ -267,6 +267,30 @@ DG_API dg_status dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int32_t 
 DG_API dg_status dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf,
                                                                  const dg_tensor* out);
 
+/* K-grouped scales (the K-grouped GEMMs' per-token x 128-K scales in their [K blocks, MN] form):
+ * FP32 [sum(ks) / 128, MN], one row per 128-wide K block, group g's ks[g] / 128 rows after those
+ * of groups 0 .. g-1. ks: num_groups host entries, each >= 0 and a multiple of 128, sum below 2^31.
+ * The packed output is INT32 (UE8M0X4) [P, MN] with strides (align(MN, 4), 1) (row-major, as
+ * DeepGEMM's for MN % 4 == 0), P = sum over groups of ceil(ks[g] / 512): each group is packed on
+ * its own, four K blocks per word as dg_get_mn_major_tma_aligned_packed_ue8m0_tensor does (first
+ * block in the low byte, a group's missing tail blocks 0), and the groups' rows follow each other
+ * in order. Padding columns MN .. align(MN, 4) - 1 are written as 0. This gives P, the sizes,
+ * strides (elements) and bytes of that output for MN = mn; any out-pointer may be NULL. */
+DG_API dg_status dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int64_t mn, const int64_t* ks,
+                                                                                  int64_t num_groups,
+                                                                                  int64_t* out_sizes,
+                                                                                  int64_t* out_strides,
+                                                                                  size_t* out_bytes);
+/* Packs K-grouped FP32 scales `sf` (powers of two, as for the packer above; any strides, fastest
+ * with stride 1 along MN) into `out`, which must have the layout above (16-byte aligned). ks_tensor:
+ * NULL or the INT32 [num_groups] device copy of ks that DeepGEMM's API takes; its shape and dtype
+ * are checked and nothing reads it: the launch is built from the host ks (a captured CUDA graph
+ * replays the ks it was captured with). DeepGEMM: get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor. */
+DG_API dg_status dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf,
+                                                                           const int64_t* ks, int64_t num_groups,
+                                                                           const dg_tensor* ks_tensor,
+                                                                           const dg_tensor* out);
+
 /* How a GEMM expects a scale tensor: one scale per (gran_mn x gran_k) tile. */
 typedef struct dg_sf_recipe {
   size_t struct_size;

@@ -109,6 +109,12 @@ static inline dgw_result dgw_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout
 static inline dgw_result dgw_get_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf, const dg_tensor* out) {
   return dgw_result_of(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(stream, sf, out));
 }
+static inline dgw_result dgw_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int64_t mn, const int64_t* ks, int64_t num_groups, int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes) {
+  return dgw_result_of(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn, ks, num_groups, out_sizes, out_strides, out_bytes));
+}
+static inline dgw_result dgw_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf, const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, const dg_tensor* out) {
+  return dgw_result_of(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(stream, sf, ks, num_groups, ks_tensor, out));
+}
 static inline dgw_result dgw_transform_sf_layout(const dg_stream* stream, const dg_tensor* sf, int64_t mn, int64_t k, const dg_sf_recipe* recipe, int32_t* out_is_input, dg_dtype* out_dtype, int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes) {
   return dgw_result_of(dg_transform_sf_layout(stream, sf, mn, k, recipe, out_is_input, out_dtype, out_sizes, out_strides, out_bytes));
 }

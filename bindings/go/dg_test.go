@@ -168,6 +168,15 @@ func TestValidationErrors(t *testing.T) {
 	}
 	_, err = MNMajorTMAAlignedTensorLayout(nil)
 	wantError(t, err, ErrInvalidArgument, "rank")
+	// K-grouped packing: 4 + 0 + 5 K blocks -> 1 + 0 + 2 packed rows, rows padded to 4 words.
+	kg, err := KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout(1001, []int64{512, 0, 640})
+	if err != nil || fmt.Sprint(kg.Sizes, kg.Strides, kg.Bytes) != fmt.Sprint([]int64{3, 1001}, []int64{1004, 1}, 3*1004*4) {
+		t.Errorf("KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout = %+v, %v", kg, err)
+	}
+	_, err = KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout(1001, []int64{512, 100})
+	wantError(t, err, ErrInvalidArgument, "ks[1]: 100")
+	_, err = KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout(1001, nil)
+	wantError(t, err, ErrInvalidArgument, "num_groups")
 }
 
 func TestTensorRoundTrip(t *testing.T) {

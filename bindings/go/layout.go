@@ -66,6 +66,20 @@ func MNMajorTMAAlignedPackedUE8M0TensorLayout(sizes []int64) (ScaleLayout, error
 	return scaleLayout(len(sizes), &outSizes, &outStrides, bytes), nil
 }
 
+// KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout is the output layout of
+// GetKGroupedMNMajorTMAAlignedPackedUE8M0Tensor for K-grouped scales of mn columns and groups of ks
+// K (multiples of 128): INT32 (UE8M0X4) [P, MN] with strides (align(MN, 4), 1), P the sum of
+// ceil(k / 512) over ks (dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout).
+func KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout(mn int64, ks []int64) (ScaleLayout, error) {
+	var outSizes, outStrides [MaxRank]C.int64_t
+	var bytes C.size_t
+	if err := check(C.dgw_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(C.int64_t(mn), int64Ptr(ks),
+		C.int64_t(len(ks)), &outSizes[0], &outStrides[0], &bytes)); err != nil {
+		return ScaleLayout{}, err
+	}
+	return scaleLayout(2, &outSizes, &outStrides, bytes), nil
+}
+
 // SfRecipe is how a GEMM expects a scale tensor (dg_sf_recipe): one scale per GranMN x GranK
 // tile. Start from DefaultSfRecipe (a zero SfRecipe has GranMN and GranK 0, which libdg rejects).
 type SfRecipe struct {
@@ -145,6 +159,18 @@ func (s *Stream) GetMNMajorTMAAlignedTensor(sf, out *Tensor) error {
 func (s *Stream) GetMNMajorTMAAlignedPackedUE8M0Tensor(sf, out *Tensor) error {
 	err := check(C.dgw_get_mn_major_tma_aligned_packed_ue8m0_tensor(s.ptr, sf.raw(), out.raw()))
 	keep(s, sf, out)
+	return err
+}
+
+// GetKGroupedMNMajorTMAAlignedPackedUE8M0Tensor packs K-grouped FP32 power-of-two scales sf
+// (FLOAT32 [sum(ks) / 128, MN], one row per 128-wide K block, the groups' blocks concatenated) into
+// UE8M0X4 per group, with the layout of KGroupedMNMajorTMAAlignedPackedUE8M0TensorLayout
+// (dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor). ksTensor: nil or the INT32 [G]
+// device copy of ks (checked, not read).
+func (s *Stream) GetKGroupedMNMajorTMAAlignedPackedUE8M0Tensor(sf *Tensor, ks []int64, ksTensor, out *Tensor) error {
+	err := check(C.dgw_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(s.ptr, sf.raw(), int64Ptr(ks),
+		C.int64_t(len(ks)), ksTensor.raw(), out.raw()))
+	keep(s, sf, ksTensor, out)
 	return err
 }
 

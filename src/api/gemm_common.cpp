@@ -171,4 +171,23 @@ dg_status check_int_vector(const dg_tensor_s& t, const char* arg, int64_t size, 
   return DG_SUCCESS;
 }
 
+dg_status check_ks(const int64_t* ks, int64_t num_groups, int64_t* total) {
+  if (num_groups < 1 || num_groups > INT32_MAX)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "num_groups: {} (expected 1 .. 2^31 - 1)", num_groups);
+  if (ks == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ks: NULL (expected num_groups = {} entries)", num_groups);
+  constexpr int64_t kAlignment = 128;
+  int64_t sum = 0;
+  for (int64_t g = 0; g < num_groups; ++g) {
+    if (ks[g] < 0 || ks[g] % kAlignment != 0)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                      "ks[{}]: {} (expected >= 0 and a multiple of {}, dg_get_mk_alignment_for_contiguous_layout())", g,
+                      ks[g], kAlignment);
+    sum += ks[g];
+    if (sum > INT32_MAX)
+      return dg::fail(DG_ERROR_UNSUPPORTED, "ks: the sum of the first {} entries is {} (expected below 2^31)", g + 1, sum);
+  }
+  *total = sum;
+  return DG_SUCCESS;
+}
+
 }  // namespace dg::api

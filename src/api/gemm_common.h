@@ -35,4 +35,8 @@ dg_status check_workspace(const dg_gemm_options& o, const ops::GemmShape& s, con
 // the size is in the message.
 dg_status check_int_vector(const dg_tensor_s& t, const char* arg, int64_t size, const char* what);
 
+// The K-grouped calls' host ks: num_groups (1 .. 2^31 - 1) entries, each >= 0 and a multiple of
+// 128 (dg_get_mk_alignment_for_contiguous_layout()); their sum, below 2^31, in *total.
+dg_status check_ks(const int64_t* ks, int64_t num_groups, int64_t* total);
+
 }  // namespace dg::api

@@ -19,8 +19,6 @@ using dg::ops::KGroupedArgs;
 using dg::ops::KGroupedOperand;
 using dg::ops::Major;
 
-constexpr int64_t kKAlignment = 128;  // dg_get_mk_alignment_for_contiguous_layout
-
 // Which operand form an entry point takes.
 enum class Form { kFp8Nt, kFp8Tn, kBf16Tn };
 
@@ -55,25 +53,6 @@ dg::ops::GemmOverride k_grouped_override(const dg_gemm_options& o) {
   dg::ops::GemmOverride r = dg::api::override_of(o);
   r.split_k = 0, r.kernel = 0, r.multicast_a = -1;
   return r;
-}
-
-// ks: G host entries, each >= 0 and a multiple of 128; their sum (below 2^31) in *total.
-dg_status check_ks(const int64_t* ks, int64_t num_groups, int64_t* total) {
-  if (num_groups < 1 || num_groups > INT32_MAX)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "num_groups: {} (expected 1 .. 2^31 - 1)", num_groups);
-  if (ks == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ks: NULL (expected num_groups = {} entries)", num_groups);
-  int64_t sum = 0;
-  for (int64_t g = 0; g < num_groups; ++g) {
-    if (ks[g] < 0 || ks[g] % kKAlignment != 0)
-      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                      "ks[{}]: {} (expected >= 0 and a multiple of {}, dg_get_mk_alignment_for_contiguous_layout())", g,
-                      ks[g], kKAlignment);
-    sum += ks[g];
-    if (sum > INT32_MAX)
-      return dg::fail(DG_ERROR_UNSUPPORTED, "ks: the sum of the first {} entries is {} (expected below 2^31)", g + 1, sum);
-  }
-  *total = sum;
-  return DG_SUCCESS;
 }
 
 // D (or C): FLOAT32 [G, M, N], contiguous, 16-byte aligned.
@@ -154,7 +133,7 @@ dg_status k_grouped(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
     return dg::fail(DG_ERROR_UNSUPPORTED, "stream: device {} is sm_{}{}; the K-grouped GEMMs run on SM90 (sm_90a) only",
                     stream->device->name, stream->device->cc_major, stream->device->cc_minor);
   int64_t total_k = 0;
-  DG_TRY(check_ks(ks, num_groups, &total_k));
+  DG_TRY(dg::api::check_ks(ks, num_groups, &total_k));
   if (ks_tensor != nullptr)
     DG_TRY(dg::api::check_int_vector(*ks_tensor, "ks_tensor", num_groups, "num_groups, one K per group"));
   DG_TRY(check_output(*d, "d", num_groups, -1, -1));
@@ -224,7 +203,7 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "m, n: {}, {} (expected 0 .. 2^31 - 1)", m, n);
   if (with_c != 0 && with_c != 1) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "with_c: {} (expected 0 or 1)", with_c);
   int64_t total_k = 0;
-  DG_TRY(check_ks(ks, num_groups, &total_k));
+  DG_TRY(dg::api::check_ks(ks, num_groups, &total_k));
   if (num_groups * m > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "num_groups x m = {} (expected below 2^31)", num_groups * m);
   if (stream->device->cc_major != 9)

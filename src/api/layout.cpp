@@ -1,4 +1,5 @@
 // Host utilities and the scaling-factor layout entry points.
+#include "api/gemm_common.h"
 #include "jit/kernel_cache.h"
 #include "ops/layout.h"
 #include "runtime/checked.h"
@@ -67,6 +68,16 @@ dg_status plan_transform(const dg_stream* stream, const dg_tensor* sf, int64_t m
                                     recipe->disable_ue8m0_cast != 0, plan);
 }
 
+// The K-grouped packer's host ks and, when given, ks_tensor; the scales' K blocks in *sf_rows.
+dg_status check_k_grouped_ks(const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, int64_t* sf_rows) {
+  int64_t total_k = 0;
+  DG_TRY(dg::api::check_ks(ks, num_groups, &total_k));
+  if (ks_tensor != nullptr)
+    DG_TRY(dg::api::check_int_vector(*ks_tensor, "ks_tensor", num_groups, "num_groups, one K per group"));
+  *sf_rows = total_k / dg::ops::kKGroupedSfGranK;
+  return DG_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -107,6 +118,56 @@ DG_API dg_status dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stre
     DG_TRY(check_sf_input(sf, "sf"));
     DG_TRY(check_out(out, {DG_DTYPE_UE8M0X4, DG_DTYPE_INT32}));
     return run(stream, LayoutOp::kPackUe8m0, sf, out, sf->sizes[sf->rank - 2], 1);
+  })
+}
+
+DG_API dg_status dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(int64_t mn, const int64_t* ks,
+                                                                                  int64_t num_groups,
+                                                                                  int64_t* out_sizes,
+                                                                                  int64_t* out_strides,
+                                                                                  size_t* out_bytes) {
+  DG_API_GUARD({
+    if (mn < 0) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "mn: {} is negative", mn);
+    int64_t sf_rows = 0;
+    DG_TRY(check_k_grouped_ks(ks, num_groups, nullptr, &sf_rows));
+    dg::ops::SfLayout l;
+    DG_TRY(dg::ops::k_grouped_packed_layout(mn, ks, num_groups, &l));
+    for (int i = 0; i < 2; ++i) {
+      if (out_sizes) out_sizes[i] = l.sizes[i];
+      if (out_strides) out_strides[i] = l.strides[i];
+    }
+    if (out_bytes) *out_bytes = l.bytes;
+    return DG_SUCCESS;
+  })
+}
+
+DG_API dg_status dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(dg_stream* stream, const dg_tensor* sf,
+                                                                           const int64_t* ks, int64_t num_groups,
+                                                                           const dg_tensor* ks_tensor,
+                                                                           const dg_tensor* out) {
+  DG_API_GUARD({
+    DG_TRY(dg::check_stream(stream, "stream"));
+    DG_TRY(dg::check_tensor(sf, "sf"));
+    if (ks_tensor != nullptr) DG_TRY(dg::check_tensor(ks_tensor, "ks_tensor"));
+    DG_TRY(dg::check_tensor(out, "out"));
+    DG_TRY(dg::check_dtype(*sf, "sf", {DG_DTYPE_FLOAT32}));
+    DG_TRY(dg::check_rank(*sf, "sf", {2}));
+    DG_TRY(dg::check_alignment(*sf, "sf", 4));
+    int64_t sf_rows = 0;
+    DG_TRY(check_k_grouped_ks(ks, num_groups, ks_tensor, &sf_rows));
+    if (sf->sizes[0] != sf_rows)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                      "sf: has {} rows of K blocks but sum(ks) / 128 = {} (expected [sum(ks) / 128, MN]); shape {}",
+                      sf->sizes[0], sf_rows, dg::describe(*sf));
+    dg::ops::SfLayout want;
+    DG_TRY(dg::ops::k_grouped_packed_layout(sf->sizes[1], ks, num_groups, &want));
+    DG_TRY(check_out(out, {DG_DTYPE_INT32, DG_DTYPE_UE8M0X4}));
+    if (!dg::ops::has_layout(*out, want))
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                      "out: has shape {} (expected [{}, {}] strides [{}, 1]; see "
+                      "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout)",
+                      dg::describe(*out), want.sizes[0], want.sizes[1], want.strides[0]);
+    return dg::ops::run_k_grouped_pack(*stream, *sf, ks, num_groups, *out);
   })
 }
 

@@ -1,5 +1,7 @@
 #include "ops/layout.h"
 
+#include <algorithm>
+
 #include "jit/kernel_cache.h"
 #include "runtime/checked.h"
 #include "runtime/launch.h"
@@ -179,6 +181,98 @@ dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gr
   }
   return fail(DG_ERROR_UNSUPPORTED, "sf: no transform for dtype {} with recipe (gran_mn {}, gran_k {}) on SM{}0",
               dtype_name(sf.dtype), gran_mn, gran_k, arch_major);
+}
+
+dg_status k_grouped_packed_layout(int64_t mn, const int64_t* ks, int64_t num_groups, SfLayout* out) {
+  int64_t rows = 0, aligned_mn = 0, elems = 0;
+  for (int64_t g = 0; g < num_groups; ++g) DG_TRY(checked_add(rows, ceil_div(ks[g], 4 * kKGroupedSfGranK), &rows, "ks"));
+  DG_TRY(checked_align(mn, 4, &aligned_mn, "mn"));  // rows of 4-byte words start 16-byte aligned (TMA)
+  DG_TRY(checked_mul(rows, aligned_mn, &elems, "mn"));
+  DG_TRY(checked_mul(elems, 4, &elems, "mn"));
+  SfLayout l;
+  l.rank = 2;
+  l.sizes[0] = rows;
+  l.sizes[1] = mn;
+  l.strides[0] = aligned_mn;
+  l.strides[1] = 1;
+  l.bytes = static_cast<size_t>(elems);
+  *out = l;
+  return DG_SUCCESS;
+}
+
+jit::KernelSpec k_grouped_pack_kernel_spec(int vec) {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/layout.cu.j2";
+  spec.kernel_name = fmt::format("dg_k_grouped_pack_ue8m0_fp32_v{}", vec);
+  spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name}, {"op", "k_grouped_pack_ue8m0"}, {"vec", vec}});
+  return spec;
+}
+
+int k_grouped_pack_vec(const void* sf, int64_t sf_ld, int64_t sf_mn_stride, int64_t mn, int64_t out_ld) {
+  const bool vec4 = (sf_mn_stride == 1 || mn == 1) && mn % 4 == 0 && sf_ld % 4 == 0 &&
+                    reinterpret_cast<uintptr_t>(sf) % 16 == 0 && out_ld == mn;
+  return vec4 ? 4 : 1;
+}
+
+dg_status for_each_k_grouped_pack_launch(const float* sf, int64_t sf_ld, int64_t sf_mn_stride, int64_t mn, uint32_t* out,
+                                         int64_t out_ld, const int64_t* ks, int64_t num_groups, int vec,
+                                         const std::function<dg_status(const KGroupedPackLaunch&)>& each) {
+  KGroupedPackLaunch l;
+  l.grid[1] = static_cast<unsigned>(std::min<int64_t>(ceil_div(out_ld, kKGroupedPackThreadsX * vec), 65535));
+  int64_t sf_row = 0, packed_row = 0;  // where the next launch's groups start
+  for (int64_t g0 = 0; g0 < num_groups; g0 += kKGroupedPackMaxGroups) {
+    KGroupedPackParams& p = l.params;
+    p = KGroupedPackParams{};
+    p.num_groups = static_cast<int32_t>(std::min<int64_t>(num_groups - g0, kKGroupedPackMaxGroups));
+    p.sf = sf + sf_row * sf_ld;
+    p.out = out + packed_row * out_ld;
+    p.sf_ld = sf_ld;
+    p.sf_mn_stride = sf_mn_stride;
+    p.out_ld = out_ld;
+    p.mn = static_cast<int32_t>(mn);
+    for (int g = 0; g < p.num_groups; ++g) {
+      const int64_t blocks = ks[g0 + g] / kKGroupedSfGranK;
+      p.sf_row[g + 1] = p.sf_row[g] + static_cast<int32_t>(blocks);
+      p.packed_row[g + 1] = p.packed_row[g] + static_cast<int32_t>(ceil_div(blocks, 4));
+    }
+    sf_row += p.sf_row[p.num_groups];
+    packed_row += p.packed_row[p.num_groups];
+    if (p.packed_row[p.num_groups] == 0) continue;
+    l.grid[0] = static_cast<unsigned>(ceil_div(p.packed_row[p.num_groups], kKGroupedPackRowsPerBlock));
+    DG_TRY(each(l));
+  }
+  return DG_SUCCESS;
+}
+
+dg_status run_k_grouped_pack(const dg_stream_s& stream, const dg_tensor_s& sf, const int64_t* ks, int64_t num_groups,
+                             const dg_tensor_s& out) {
+  const int64_t mn = sf.sizes[1];
+  if (mn == 0 || out.sizes[0] == 0) return DG_SUCCESS;
+  if (sf.data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "sf: data is NULL");
+  if (out.data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "out: data is NULL");
+  if (mn > INT32_MAX - 3)
+    return fail(DG_ERROR_UNSUPPORTED, "sf: MN = {} (the packing kernel takes MN up to 2^31 - 4)", mn);
+  const int64_t sf_ld = sf.sizes[0] > 1 ? sf.strides[0] : 0, mn_stride = sf.strides[1];
+  const int64_t out_ld = out.sizes[0] > 1 ? out.strides[0] : ceil_div(mn, 4) * 4;
+  const int vec = k_grouped_pack_vec(sf.data, sf_ld, mn_stride, mn, out_ld);
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(stream.device->kernels->get(
+      jit::KernelKey(jit::kFamilyLayout, {static_cast<int64_t>(LayoutOp::kKGroupedPackUe8m0), vec}),
+      [&](jit::KernelSpec* spec) { *spec = k_grouped_pack_kernel_spec(vec); return DG_SUCCESS; }, config_of(stream),
+      &kernel));
+  LaunchConfig lc;
+  lc.block[0] = kKGroupedPackThreadsX;
+  lc.block[1] = kKGroupedPackRowsPerBlock;
+  lc.pdl = config_of(stream).pdl;
+  return for_each_k_grouped_pack_launch(
+      static_cast<const float*>(sf.data), sf_ld, mn_stride, mn, static_cast<uint32_t*>(out.data), out_ld, ks,
+      num_groups, vec, [&](const KGroupedPackLaunch& l) {
+        KGroupedPackParams p = l.params;
+        void* args[] = {&p};
+        lc.grid[0] = l.grid[0];
+        lc.grid[1] = l.grid[1];
+        return launch(stream, *kernel, lc, args);
+      });
 }
 
 }  // namespace dg::ops

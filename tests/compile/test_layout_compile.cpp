@@ -27,6 +27,26 @@ TEST_CASE("layout kernels compile for sm_90a and sm_100a") {
         CHECK(result.source.find("{{") == std::string::npos);
       }
     }
+    for (int vec : {1, 4}) {
+      dg::Config with_ptx = config;
+      with_ptx.dump_ptx = true;
+      const dg::jit::KernelSpec spec = dg::ops::k_grouped_pack_kernel_spec(vec);
+      CAPTURE(arch);
+      CAPTURE(spec.kernel_name);
+      dg::jit::CompileResult result;
+      const dg_status s = dg::jit::compile(spec, arch, with_ptx, &result);
+      REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+      CHECK(result.cubin.size() > 1000);
+      CHECK(result.source.find(spec.kernel_name) != std::string::npos);
+      CHECK(result.source.find("constexpr int kVec = " + std::to_string(vec) + ";") != std::string::npos);
+      if (!result.ptx.empty()) {
+        // The 16-byte path must load and store 16 bytes at a time; the prefix tables stay in the
+        // kernel's parameter space (no per-thread copy to local memory).
+        CHECK((result.ptx.find("ld.global.v4") != std::string::npos) == (vec == 4));
+        CHECK((result.ptx.find("st.global.v4") != std::string::npos) == (vec == 4));
+        CHECK(result.ptx.find(".local") == std::string::npos);
+      }
+    }
   }
 }
 

@@ -2,9 +2,11 @@
 // already-transposed inputs, UE8M0 packing bit-exact, poisoned outputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "dg.h"
@@ -152,4 +154,106 @@ TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales") {
   for (int64_t i = 0; i < mn; ++i)
     for (int64_t kb = 0; kb < sf_k; ++kb) bad += got[static_cast<size_t>(kb * 4100 + i)] != host[static_cast<size_t>(i * sf_k + kb)];
   CHECK(bad == 0);
+}
+
+namespace {
+
+// One K-grouped packing on the device against a per-group host reference, bit for bit: scales
+// [sum(ks) / 128, mn] with row stride sf_ld, the output poisoned (and a poisoned guard after it).
+void run_k_grouped(Fixture& fx, int64_t mn, const std::vector<int64_t>& ks, int64_t sf_ld, std::mt19937& rng) {
+  const int64_t g = static_cast<int64_t>(ks.size());
+  int64_t rows = 0, sum_k = 0;
+  for (int64_t k : ks) rows += k / 128, sum_k += k;
+  CAPTURE(mn);
+  CAPTURE(g);
+  CAPTURE(sum_k);
+  CAPTURE(sf_ld);
+  // Scales as DeepGEMM's per-channel cast makes them for UE8M0: powers of two; a few with sign or
+  // mantissa bits (only the exponent field is packed).
+  std::vector<float> host = random_scales(static_cast<size_t>(rows * sf_ld), true, rng);
+  for (size_t i = 0; i < host.size(); i += 97) host[i] *= -1.5f;
+  DeviceBuffer in(fx.device, host.size() * 4);
+  in.upload(host);
+
+  int64_t sizes[2], strides[2];
+  size_t bytes = 0;
+  REQUIRE(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn, ks.data(), g, sizes, strides, &bytes) ==
+          DG_SUCCESS);
+  const int64_t aligned = (mn + 3) / 4 * 4;
+  int64_t packed = 0;
+  for (int64_t k : ks) packed += (k / 128 + 3) / 4;
+  REQUIRE(sizes[0] == packed);
+  REQUIRE(strides[0] == aligned);
+  REQUIRE(bytes == static_cast<size_t>(packed * aligned * 4));
+
+  std::vector<int32_t> ks32(ks.begin(), ks.end());
+  DeviceBuffer ks_dev(fx.device, ks32.size() * 4);
+  ks_dev.upload(ks32);
+  constexpr size_t kGuardBytes = 4096;
+  DeviceBuffer out(fx.device, bytes + kGuardBytes);
+  out.poison();
+  dg::test::Tensor tin(in.data(), DG_DTYPE_FLOAT32, {rows, mn}, {sf_ld, 1});
+  dg::test::Tensor tks(ks_dev.data(), DG_DTYPE_INT32, {g});
+  dg::test::Tensor tout(out.data(), DG_DTYPE_INT32, {sizes[0], sizes[1]}, {strides[0], strides[1]});
+  REQUIRE_MESSAGE(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(fx.stream, tin.t, ks.data(), g, tks.t,
+                                                                              tout.t) == DG_SUCCESS,
+                  dg_last_error());
+  REQUIRE(dg_stream_synchronize(fx.stream) == DG_SUCCESS);
+  const std::vector<uint32_t> got = out.download<uint32_t>();
+
+  int64_t mismatches = 0, first = 0, row = 0;
+  for (int64_t gi = 0; gi < g; ++gi) {
+    const int64_t blocks = ks[static_cast<size_t>(gi)] / 128;
+    for (int64_t j = 0; j < (blocks + 3) / 4; ++j, ++row) {
+      for (int64_t i = 0; i < aligned; ++i) {
+        uint32_t want = 0;  // padding columns are written as zeros
+        for (int t = 0; t < 4 && i < mn && 4 * j + t < blocks; ++t) {
+          uint32_t bits;
+          std::memcpy(&bits, &host[static_cast<size_t>((first + 4 * j + t) * sf_ld + i)], 4);
+          want |= ((bits >> 23) & 0xffu) << (8 * t);
+        }
+        const uint32_t have = got[static_cast<size_t>(row * aligned + i)];
+        if (have != want && mismatches++ < 5)
+          FAIL_CHECK("group ", gi, " packed row ", j, " column ", i, ": got ", have, " want ", want);
+      }
+    }
+    first += blocks;
+  }
+  CHECK(mismatches == 0);
+  int64_t guard_hits = 0;
+  for (size_t w = bytes / 4; w < got.size(); ++w) guard_hits += got[w] != 0xffffffffu;
+  CHECK(guard_hits == 0);
+}
+
+// Each group's K: align(U(lo, hi) * avg, 128), as DeepGEMM's test draws them.
+std::vector<int64_t> draw_ks(int64_t groups, double lo, double hi, int64_t avg, std::mt19937& rng) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<int64_t> ks(static_cast<size_t>(groups));
+  for (auto& k : ks) k = (static_cast<int64_t>(u(rng) * avg) + 127) / 128 * 128;
+  return ks;
+}
+
+}  // namespace
+
+TEST_CASE("K-grouped UE8M0 packing is bit-exact against a per-group reference") {
+  Fixture fx;
+  std::mt19937 rng(2020);
+  for (int64_t mn : {4096, 7168}) {
+    // DeepGEMM's test_layout sets: (G, average K per group), K drawn in [0.7, 1.3] x average.
+    for (const auto& [g, avg] : {std::pair<int64_t, int64_t>{16, 2048}, {8, 4096}, {72, 384}, {128, 256}})
+      run_k_grouped(fx, mn, draw_ks(g, 0.7, 1.3, avg, rng), mn, rng);
+    // K per group anywhere from 256 to 4096, one group empty.
+    for (int64_t g : {8, 16, 72, 128}) {
+      std::vector<int64_t> ks = draw_ks(g, 256.0 / 128, 4096.0 / 128, 128, rng);
+      for (auto& k : ks) k = std::min<int64_t>(std::max<int64_t>(k, 256), 4096);
+      ks[static_cast<size_t>(g / 3)] = 0;
+      run_k_grouped(fx, mn, ks, mn, rng);
+    }
+  }
+  // Odd forms: padded scale rows (16-byte path), rows not 16-byte aligned and MN % 4 != 0 (one
+  // column per thread, padded output rows), more groups than one launch takes.
+  run_k_grouped(fx, 4096, draw_ks(16, 0.7, 1.3, 2048, rng), 4100, rng);
+  run_k_grouped(fx, 4096, draw_ks(16, 0.7, 1.3, 2048, rng), 4098, rng);
+  run_k_grouped(fx, 4097, draw_ks(16, 0.7, 1.3, 2048, rng), 4097, rng);
+  run_k_grouped(fx, 7168, draw_ks(200, 0.7, 1.3, 384, rng), 7168, rng);
 }

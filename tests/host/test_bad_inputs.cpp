@@ -456,6 +456,44 @@ std::vector<Entry> entries() {
     x.outs = {"sizes"};
     e.push_back(std::move(x));
   }
+  // K-grouped UE8M0 packing: sf [sum(ks) / 128, MN], ks on the host (2 + 0 + 5 K blocks, 1 + 0 + 2
+  // packed rows). ks is listed with the out-pointers for the NULL class.
+  static const int64_t kPackKs[3] = {256, 0, 640};
+  for (const bool run : {false, true}) {
+    Entry x;
+    x.name = run ? "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"
+                 : "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout";
+    Args& a = x.baseline;
+    a.ints = {{"num_groups", 3}};
+    x.sizes = {"num_groups"};
+    x.outs = {"ks"};
+    x.stops_at_sm_cap = false;
+    if (run) {
+      a.tensors["sf"] = f32(1, {7, 128});
+      a.tensors["out"] = i32(2, {3, 128});
+      a.tensors["ks_tensor"] = i32(3, {3});
+      x.operands = {"sf", "out", "ks_tensor"};
+      x.aligned = {"sf", "out", "ks_tensor"};
+      x.optional_tensors = {"ks_tensor"};
+      x.stream = true;
+    } else {
+      a.ints["mn"] = 128;
+      x.sizes.push_back("mn");
+    }
+    x.call = [run](const Context& c, const Args& a, const Handles& h) {
+      const int64_t* ks = out_or_null(a, "ks", kPackKs);
+      if (run)
+        return dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(as_mut_stream(c, a), h["sf"], ks,
+                                                                          a.ints.at("num_groups"), h["ks_tensor"],
+                                                                          h["out"]);
+      int64_t sizes[2], strides[2];
+      size_t bytes = 0;
+      return dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(a.ints.at("mn"), ks,
+                                                                              a.ints.at("num_groups"), sizes, strides,
+                                                                              &bytes);
+    };
+    e.push_back(std::move(x));
+  }
   for (const bool run : {false, true}) {
     Entry x;
     x.name = run ? "dg_transform_sf_into_required_layout" : "dg_transform_sf_layout";

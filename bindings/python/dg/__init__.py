@@ -55,6 +55,8 @@ from ._core import (  # noqa: E402
     version_number,
 )
 from ._layout import (  # noqa: E402
+    get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
+    get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout,
     get_mk_alignment_for_contiguous_layout,
     get_mn_major_tma_aligned_packed_ue8m0_tensor,
     get_mn_major_tma_aligned_packed_ue8m0_tensor_layout,
@@ -152,6 +154,8 @@ __all__ = [
     "get_mn_major_tma_aligned_tensor_layout",
     "get_mn_major_tma_aligned_packed_ue8m0_tensor",
     "get_mn_major_tma_aligned_packed_ue8m0_tensor_layout",
+    "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor",
+    "get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout",
     "get_transform_sf_layout",
     "transform_sf_into_required_layout",
     # kernels

@@ -251,7 +251,7 @@ def available() -> Dict[str, bool]:
     names += ["dg_m_grouped_%s_gemm_%s" % (k, f) for k in ("bf16", "fp8")
               for f in ("nt_contiguous", "nn_contiguous", "nt_masked")]
     names += ["dg_k_grouped_fp8_gemm_nt_contiguous", "dg_k_grouped_fp8_gemm_tn_contiguous",
-              "dg_k_grouped_bf16_gemm_tn_contiguous"]
+              "dg_k_grouped_bf16_gemm_tn_contiguous", "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"]
     names += ["dg_fp8_mqa_logits", "dg_get_paged_mqa_logits_metadata", "dg_fp8_paged_mqa_logits"]
     lib = _lib.get()
     out = {n[3:]: lib.has(n) for n in names}

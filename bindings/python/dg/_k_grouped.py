@@ -9,24 +9,19 @@ takes) is checked for shape and dtype and never read. FP8 scales are per token x
 
 from __future__ import annotations
 
-from ctypes import byref, c_int64
+from ctypes import byref
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import _lib, _stream
 from ._gemm import fp8_gemm_workspace_size
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
-from .api import StreamLike, Tensor, _dtype_arg, _gemm_options, _nbytes, _pair, _prepare_call, _sf_recipe, _transform_info, _writable
+from .api import (
+    StreamLike, Tensor, _dtype_arg, _gemm_options, _ks_array, _nbytes, _pair, _prepare_call, _sf_recipe, _transform_info,
+    _writable,
+)
 from .errors import InvalidArgument, Unsupported
 
 _RECIPE = (1, 1, 128)
-
-
-def _ks_array(ks: Sequence[int]) -> Tuple[Any, int]:
-    try:
-        values = [int(x) for x in ks]
-    except TypeError:
-        raise InvalidArgument("ks: expected a sequence of ints (each group's K), got %s" % type(ks).__name__) from None
-    return (c_int64 * max(len(values), 1))(*values), len(values)
 
 
 def _check_recipe(recipe: Optional[Sequence[int]]) -> None:

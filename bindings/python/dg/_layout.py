@@ -8,8 +8,8 @@ from typing import Callable, Optional, Sequence, Tuple
 
 from . import _lib
 from ._tensor import FLOAT32, ROLE_SF, UE8M0X4, Descriptors, TensorInfo, allocate_torch, describe
-from .errors import InvalidArgument
-from .api import SfLayout, StreamLike, Tensor, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
+from .errors import InvalidArgument, Unsupported
+from .api import SfLayout, StreamLike, Tensor, _ks_array, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
 
 
 def get_tma_aligned_size(x: int, element_size: int) -> int:
@@ -95,6 +95,75 @@ def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: Tensor, out: Optional[Tenso
     return _layout_transform(
         "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor", get_mn_major_tma_aligned_packed_ue8m0_tensor_layout, sf, out, stream
     )
+
+
+def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn: int, ks: Sequence[int]) -> SfLayout:
+    """Sizes, strides (elements) and bytes of
+    :func:`get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor`'s output for scales of ``mn``
+    columns and groups of ``ks`` K (each a multiple of 128): int32 ``[P, mn]`` with strides
+    ``(align(mn, 4), 1)``, ``P = sum(ceil(k / 512) for k in ks)``."""
+    ks_arr, groups = _ks_array(ks)
+    sizes = (c_int64 * 2)()
+    strides = (c_int64 * 2)()
+    nbytes = c_size_t()
+    _lib.get().call("dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout", int(mn), ks_arr, groups, sizes,
+                    strides, byref(nbytes))
+    return SfLayout(False, UE8M0X4, tuple(sizes), tuple(strides), nbytes.value)
+
+
+def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
+    sf: Tensor,
+    ks_tensor: Optional[Tensor],
+    ks: Sequence[int],
+    gran_k: int = 128,
+    k_alignment: int = 128,
+    use_psum_layout: bool = False,
+    out: Optional[Tensor] = None,
+    stream: StreamLike = None,
+) -> Tensor:
+    """Packs K-grouped FP32 power-of-two scales into UE8M0 per group (DeepGEMM's function of the
+    same name; the SM100 K-grouped GEMMs' scale format).
+
+    Args:
+        sf: FP32 ``[sum(ks) / 128, MN]``: one row of MN scales per 128-wide K block, the groups'
+            blocks concatenated (any strides; fastest with stride 1 along MN).
+        ks_tensor: int32 ``[G]`` device copy of ``ks`` (checked, not read), or None.
+        ks: each group's K (host ints, multiples of 128, 0 allowed).
+        gran_k, k_alignment, use_psum_layout: DeepGEMM's later arguments; libdg packs 128-wide K
+            blocks of contiguous groups only (gran_k 128, no psum layout).
+        out: a caller-allocated output (see
+            :func:`get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout`); allocated with
+            torch for torch inputs when omitted.
+    Returns:
+        int32 ``[sum(ceil(k / 512)), MN]`` with strides ``(align(MN, 4), 1)``: group g's rows
+        follow those of groups before it, row j of a group packs its K blocks 4j .. 4j + 3 (the
+        first in the low byte; blocks past the group's end are 0).
+    """
+    if int(gran_k) != 128:
+        raise Unsupported("gran_k = %d: libdg packs 128-wide K blocks (gran_k 32 is SM100's MXFP8 format)" % int(gran_k))
+    if int(k_alignment) <= 0 or int(k_alignment) % 32 != 0:
+        raise InvalidArgument("k_alignment = %d (expected a positive multiple of 32)" % int(k_alignment))
+    if use_psum_layout:
+        raise Unsupported("use_psum_layout: libdg packs contiguous groups of the given ks only")
+    ks_arr, groups = _ks_array(ks)
+    handle, _dev, cu, (sf_info, ks_info, out_info) = _prepare_call(
+        [(sf, "sf", ROLE_SF), (ks_tensor, "ks_tensor", None), (out, "out", ROLE_SF)], stream
+    )
+    assert sf_info is not None
+    result = out
+    if out_info is None:
+        if sf_info.rank != 2:
+            raise InvalidArgument("sf: expected [sum(ks) / 128, MN], got rank %d" % sf_info.rank)
+        layout = get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(sf_info.shape[1], ks_arr[:groups])
+        result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes, cu)
+        out_info = describe(result, "out", ROLE_SF)
+    _writable(out_info, "out")
+    lib = _lib.get()
+    name = "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"
+    with Descriptors() as ds:
+        status = lib.fn(name)(handle, ds.add(sf_info), ks_arr, groups, ds.add(ks_info), ds.add(out_info))
+        lib.check(status, name)
+    return result
 
 
 def _gran(recipe: Sequence[int], is_sfa: bool) -> Tuple[int, int]:

@@ -429,6 +429,13 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
         [c_int32, _i64p, _i64p, _i64p, POINTER(c_size_t)],
     ),
     "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor": (dg_status, [_p, _T, _T]),
+    # mn, const int64_t* ks, num_groups, out_sizes, out_strides, out_bytes
+    "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout": (
+        dg_status,
+        [c_int64, _i64p, c_int64, _i64p, _i64p, POINTER(c_size_t)],
+    ),
+    # stream, sf, const int64_t* ks, num_groups, ks_tensor, out
+    "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor": (dg_status, [_p, _T, _i64p, c_int64, _T, _T]),
     "dg_transform_sf_layout": (
         dg_status,
         [_p, _T, c_int64, c_int64, POINTER(SfRecipe), POINTER(c_int32), POINTER(dg_dtype), _i64p, _i64p, POINTER(c_size_t)],

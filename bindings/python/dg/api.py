@@ -113,6 +113,15 @@ def _prepare_call(
     return handle, dev, cu, infos
 
 
+def _ks_array(ks: Sequence[int]) -> Tuple[Any, int]:
+    """The K-grouped calls' host ``ks`` as an ``int64_t`` array and its length."""
+    try:
+        values = [int(x) for x in ks]
+    except TypeError:
+        raise InvalidArgument("ks: expected a sequence of ints (each group's K), got %s" % type(ks).__name__) from None
+    return (c_int64 * max(len(values), 1))(*values), len(values)
+
+
 def _writable(info: Optional[TensorInfo], name: str) -> None:
     if info is not None and info.readonly:
         raise InvalidArgument("%s: the tensor is read-only (DLPack/CUDA array interface flag); libdg writes to it" % name)

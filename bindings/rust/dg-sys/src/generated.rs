@@ -483,6 +483,28 @@ extern "C" {
     pub fn dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(stream: *mut dg_stream, sf: *const dg_tensor, out: *const dg_tensor) -> dg_status;
 
     /// ```text
+    /// K-grouped scales (the K-grouped GEMMs' per-token x 128-K scales in their [K blocks, MN] form):
+    /// FP32 [sum(ks) / 128, MN], one row per 128-wide K block, group g's ks[g] / 128 rows after those
+    /// of groups 0 .. g-1. ks: num_groups host entries, each >= 0 and a multiple of 128, sum below 2^31.
+    /// The packed output is INT32 (UE8M0X4) [P, MN] with strides (align(MN, 4), 1) (row-major, as
+    /// DeepGEMM's for MN % 4 == 0), P = sum over groups of ceil(ks[g] / 512): each group is packed on
+    /// its own, four K blocks per word as dg_get_mn_major_tma_aligned_packed_ue8m0_tensor does (first
+    /// block in the low byte, a group's missing tail blocks 0), and the groups' rows follow each other
+    /// in order. Padding columns MN .. align(MN, 4) - 1 are written as 0. This gives P, the sizes,
+    /// strides (elements) and bytes of that output for MN = mn; any out-pointer may be NULL.
+    /// ```
+    pub fn dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn: i64, ks: *const i64, num_groups: i64, out_sizes: *mut i64, out_strides: *mut i64, out_bytes: *mut usize) -> dg_status;
+
+    /// ```text
+    /// Packs K-grouped FP32 scales `sf` (powers of two, as for the packer above; any strides, fastest
+    /// with stride 1 along MN) into `out`, which must have the layout above (16-byte aligned). ks_tensor:
+    /// NULL or the INT32 [num_groups] device copy of ks that DeepGEMM's API takes; its shape and dtype
+    /// are checked and nothing reads it: the launch is built from the host ks (a captured CUDA graph
+    /// replays the ks it was captured with). DeepGEMM: get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor.
+    /// ```
+    pub fn dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(stream: *mut dg_stream, sf: *const dg_tensor, ks: *const i64, num_groups: i64, ks_tensor: *const dg_tensor, out: *const dg_tensor) -> dg_status;
+
+    /// ```text
     /// What dg_transform_sf_into_required_layout will produce for `sf` describing scales of an
     /// [MN, K] operand: *out_is_input = 1 when `sf` already has the required layout (no copy needed;
     /// sizes/strides then repeat the input's), else the dtype, sizes, strides and bytes of the

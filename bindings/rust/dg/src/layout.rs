@@ -71,6 +71,22 @@ pub fn mn_major_tma_aligned_packed_ue8m0_tensor_layout(sizes: &[i64]) -> Result<
     query_layout(sizes, sys::dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout)
 }
 
+/// The output layout of [`Stream::get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor`] for
+/// K-grouped scales of `mn` columns and groups of `ks` K (multiples of 128): INT32 (UE8M0X4)
+/// [P, MN] with strides (align(MN, 4), 1), P the sum of ceil(k / 512) over `ks`
+/// (`dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout`).
+pub fn k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn: i64, ks: &[i64]) -> Result<ScaleLayout> {
+    let mut sizes = [0i64; 2];
+    let mut strides = [0i64; 2];
+    let mut bytes = 0;
+    // SAFETY: a slice of ks.len() values; the outputs hold 2 entries each.
+    check(unsafe {
+        sys::dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(
+            mn, ks.as_ptr(), ks.len() as i64, sizes.as_mut_ptr(), strides.as_mut_ptr(), &mut bytes)
+    })?;
+    Ok(ScaleLayout { sizes: sizes.to_vec(), strides: strides.to_vec(), bytes })
+}
+
 /// How a GEMM expects a scale tensor (`dg_sf_recipe`, started from `DG_SF_RECIPE_INIT`): one
 /// scale per (gran_mn x gran_k) tile. Setters chain.
 #[derive(Clone, Copy, Debug)]
@@ -189,6 +205,22 @@ impl Stream {
     pub fn get_mn_major_tma_aligned_packed_ue8m0_tensor(&self, sf: &Tensor, out: &Tensor) -> Result<()> {
         // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
         check(unsafe { sys::dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(self.as_raw(), sf.as_raw(), out.as_raw()) })
+    }
+
+    /// Packs K-grouped FP32 power-of-two scales `sf` (FLOAT32 [sum(ks) / 128, MN], one row per
+    /// 128-wide K block, the groups' blocks concatenated) into UE8M0X4 per group, with the layout
+    /// of [`k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout`]
+    /// (`dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor`). `ks_tensor`: `None` or the
+    /// INT32 [G] device copy of `ks` (checked, not read).
+    pub fn get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(&self, sf: &Tensor, ks: &[i64],
+                                                                  ks_tensor: Option<&Tensor>, out: &Tensor)
+                                                                  -> Result<()> {
+        // SAFETY: live handles and a slice of ks.len() values; the memory the tensors describe is
+        // covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
+                self.as_raw(), sf.as_raw(), ks.as_ptr(), ks.len() as i64, opt_tensor(ks_tensor), out.as_raw())
+        })
     }
 
     /// Transforms `sf` into the layout the GEMMs need (`dg_transform_sf_into_required_layout`,

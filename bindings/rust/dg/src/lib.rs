@@ -53,7 +53,8 @@ pub use gemm::{
 pub use gemv::Nvfp4GemvOptions;
 pub use grouped::MGroupedLayout;
 pub use layout::{
-    mk_alignment_for_contiguous_layout, mn_major_tma_aligned_packed_ue8m0_tensor_layout,
+    k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout, mk_alignment_for_contiguous_layout,
+    mn_major_tma_aligned_packed_ue8m0_tensor_layout,
     mn_major_tma_aligned_tensor_layout, tma_aligned_size, transform_sf_layout, ScaleLayout, SfLayout, SfRecipe,
 };
 pub use log::{log_level, set_log_callback, set_log_level, LogLevel};

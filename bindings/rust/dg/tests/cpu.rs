@@ -123,6 +123,17 @@ fn validation_errors_carry_libdg_messages() {
     assert_eq!(packed.strides, vec![3 * 1004, 1, 1004]);
     let e = dg::mn_major_tma_aligned_tensor_layout(&[]).unwrap_err();
     assert!(e.message().contains("rank"), "{}", e);
+
+    // K-grouped packing: 4 + 0 + 5 K blocks -> 1 + 0 + 2 packed rows, rows padded to 4 words.
+    let kg = dg::k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, &[512, 0, 640]).unwrap();
+    assert_eq!(kg.sizes, vec![3, 1001]);
+    assert_eq!(kg.strides, vec![1004, 1]);
+    assert_eq!(kg.bytes, 3 * 1004 * 4);
+    let e = dg::k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, &[512, 100]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.message().contains("ks[1]: 100"), "{}", e);
+    let e = dg::k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, &[]).unwrap_err();
+    assert!(e.message().contains("num_groups"), "{}", e);
 }
 
 #[test]
