@@ -42,10 +42,13 @@ dg_status mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* size
 
 bool has_layout(const dg_tensor_s& t, const SfLayout& layout) {
   if (t.rank != layout.rank) return false;
+  bool empty = false;
   for (int i = 0; i < t.rank; ++i) {
     if (t.sizes[i] != layout.sizes[i]) return false;
-    if (t.sizes[i] > 1 && t.strides[i] != layout.strides[i]) return false;
+    empty = empty || t.sizes[i] == 0;
   }
+  for (int i = 0; i < t.rank && !empty; ++i)  // an empty tensor addresses nothing: any strides
+    if (t.sizes[i] > 1 && t.strides[i] != layout.strides[i]) return false;
   return true;
 }
 

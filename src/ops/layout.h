@@ -24,7 +24,8 @@ struct SfLayout {
 };
 dg_status mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* sizes, const char* arg, SfLayout* out);
 
-// True when `t` already has exactly that layout (padding rows excluded from the check).
+// True when `t` already has that layout in memory: the same sizes, and the same strides along every
+// dimension of more than one entry (any strides when `t` is empty).
 bool has_layout(const dg_tensor_s& t, const SfLayout& layout);
 
 // The kernel's specification; the compile tests enumerate it without a device.

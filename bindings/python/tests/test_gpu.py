@@ -491,6 +491,44 @@ def test_packed_ue8m0(mn, k, groups):
     assert out.stride()[-2:] == (1, align(mn, 4))
 
 
+@pytest.mark.parametrize("mn", [4096, 7168])
+@pytest.mark.parametrize("groups,avg_k", [(16, 2048), (8, 4096), (72, 384), (128, 256)])
+def test_k_grouped_packed_ue8m0(mn, groups, avg_k):
+    require("get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor")
+    gen = torch.Generator().manual_seed(mn + groups)
+    ks = [align(int(float(torch.empty(1).uniform_(0.7, 1.3, generator=gen)) * avg_k), 128) for _ in range(groups)]
+    ks[groups // 3] = 0
+    blocks = [k // 128 for k in ks]
+    sf = torch.pow(2.0, torch.randint(-30, 30, (sum(blocks), mn), device="cuda").float())
+    ks_tensor = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    packed = dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor, ks)
+    rows = [ceil_div(b, 4) for b in blocks]
+    assert packed.dtype == torch.int32
+    assert packed.shape == (sum(rows), mn) and packed.stride() == (mn, 1)
+    # Per group: the group's [K blocks, MN] scales packed along K blocks, as DeepGEMM's test checks.
+    ref = torch.cat([ref_pack_ue8m0(g.T).T for g in sf.split(blocks)])
+    assert torch.equal(packed, ref)
+    # Into a caller's poisoned buffer; HEAD's argument form (grouped_layout, ks_cpu, gran_k, k_alignment).
+    out = torch.full_like(packed, -1)
+    assert dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor, ks, 128, 128, out=out) is out
+    assert torch.equal(out, ref)
+
+
+def test_k_grouped_packed_ue8m0_errors():
+    require("get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor")
+    sf = torch.ones(7, 256, device="cuda")
+    ks = [256, 0, 640]
+    ks_tensor = torch.tensor(ks, dtype=torch.int32, device="cuda")
+    with pytest.raises(dg.InvalidArgument, match=r"sf: has 7 rows of K blocks but sum\(ks\) / 128 = 6"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor, [256, 0, 512])
+    with pytest.raises(dg.InvalidArgument, match=r"ks\[1\]: 64"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor, [256, 64, 576])
+    with pytest.raises(dg.InvalidArgument, match="ks_tensor: has 2 entries"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor[:2], ks)
+    with pytest.raises(dg.Unsupported, match="gran_k"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_tensor, ks, 32, 32)
+
+
 def test_transform_sf_into_required_layout_sm90():
     if dg.get_device_capability(torch.cuda.current_device())[0] != 9:
         pytest.skip("SM90 layouts")

@@ -114,3 +114,44 @@ def test_prepare_arguments(monkeypatch):
     (got,) = seen
     assert got == (None, T.FLOAT8_E4M3, _lib.GEMM_LAYOUTS["tn"], 4096, [1024, 0, 2048], 3, 1)
 
+
+
+def test_packed_ue8m0_layout_query():
+    layout = dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, [512, 0, 640])
+    assert (layout.sizes, layout.strides, layout.nbytes) == ((3, 1001), (1004, 1), 3 * 1004 * 4)
+    assert layout.dtype == T.UE8M0X4
+    with pytest.raises(dg.InvalidArgument, match=r"ks\[1\]: 100"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, [512, 100])
+    with pytest.raises(dg.InvalidArgument, match="num_groups"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(1001, [])
+
+
+def test_packed_ue8m0_passes_sf_ks_and_out(monkeypatch):
+    seen = []
+
+    def record(handle, sf, ks_ptr, groups, ks_tensor, out):
+        seen.append([T.read_descriptor(h) if h is not None else None for h in (sf, ks_tensor, out)] + [list(ks_ptr[:groups])])
+        return 0
+
+    name = "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"
+    monkeypatch.setitem(_lib.get().functions, name, record)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    ks = [512, 0, 640]
+    sf = FakeCAI((9, 256), "<f4", ptr=0x1000)
+    ks_t = FakeCAI((3,), "<i4", ptr=0x2000)
+    out = FakeCAI((3, 256), "<i4", ptr=0x3000)
+    assert dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_t, ks, out=out) is out
+    dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, None, ks, 128, 256, out=out)  # HEAD's argument form
+    (s, kt, o, got_ks), (_s, kt2, _o, _ks) = seen
+    assert (s[0], s[2:], kt[0], o[0], o[2:], got_ks) == (0x1000, ((9, 256), (256, 1)), 0x2000, 0x3000, ((3, 256), (256, 1)), ks)
+    assert kt2 is None
+    # Non-torch input without out: nothing to allocate with.
+    with pytest.raises(dg.InvalidArgument, match="out="):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_t, ks)
+    with pytest.raises(dg.Unsupported, match="gran_k"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_t, ks, 32, 32, out=out)
+    with pytest.raises(dg.Unsupported, match="psum"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_t, ks, use_psum_layout=True, out=out)
+    with pytest.raises(dg.InvalidArgument, match="k_alignment"):
+        dg.get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, ks_t, ks, 128, 100, out=out)
+    assert len(seen) == 2

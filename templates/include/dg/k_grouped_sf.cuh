@@ -58,12 +58,18 @@ DG_HOST_DEVICE void pack_words(const Params& p, int32_t row, int64_t col) {
   uint32_t words[kVec] = {};
   if constexpr (kVec == 4) {
     struct alignas(16) F4 { float v[4]; };
-    struct alignas(16) U4 { uint32_t v[4]; };
     for (int t = 0; t < 4 && t < rows; ++t) {
       const F4 in = *reinterpret_cast<const F4*>(p.sf + (first + t) * p.sf_ld + col);
       for (int c = 0; c < 4; ++c) words[c] |= ue8m0_of(__float_as_uint(in.v[c])) << (8 * t);
     }
-    *reinterpret_cast<U4*>(p.out + row * p.out_ld + col) = U4{{words[0], words[1], words[2], words[3]}};
+    uint32_t* dst = p.out + row * p.out_ld + col;
+#if defined(__CUDA_ARCH__)
+    // One 16-byte store (a plain struct store is split into four).
+    asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst), "r"(words[0]), "r"(words[1]), "r"(words[2]),
+                 "r"(words[3]) : "memory");
+#else
+    for (int c = 0; c < 4; ++c) dst[c] = words[c];
+#endif
   } else {
     if (col < p.mn)
       for (int t = 0; t < 4 && t < rows; ++t)
