@@ -53,10 +53,23 @@ def get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(sizes: Sequence[int]) ->
     return SfLayout(False, UE8M0X4, s, st, n)
 
 
-def _same_layout(info: TensorInfo, sizes: Sequence[int], strides: Sequence[int]) -> bool:
+def _same_memory(info: TensorInfo, sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether ``info`` puts its elements where the layout ``(sizes, strides)`` does: the same sizes
+    and the same strides along every dimension of more than one entry (any, with no elements)."""
     if tuple(info.shape) != tuple(sizes):
         return False
-    return all(sz <= 1 or a == b for sz, a, b in zip(sizes, info.strides, strides))
+    return 0 in info.shape or all(sz <= 1 or a == b for sz, a, b in zip(sizes, info.strides, strides))
+
+
+def _with_strides(info: TensorInfo, sizes: Sequence[int], strides: Sequence[int]) -> Tensor:
+    """The tensor of ``info`` (which has the layout in memory) with exactly the layout's strides, as
+    DeepGEMM returns it (code may check the layout by its strides): the tensor itself when they are
+    its strides already, else for torch a view of the same memory with them (the strides differ
+    only along dimensions of one entry, which address nothing). Other tensor types come back as
+    they are."""
+    if tuple(info.strides) == tuple(strides) or not info.is_torch:
+        return info.source
+    return info.source.as_strided(tuple(sizes), tuple(strides))
 
 
 def _layout_transform(fn_name: str, layout_fn: Callable, sf: Tensor, out: Optional[Tensor], stream: StreamLike) -> Tensor:
@@ -66,8 +79,8 @@ def _layout_transform(fn_name: str, layout_fn: Callable, sf: Tensor, out: Option
     layout = layout_fn(sf_info.shape)
     result = out
     if out_info is None:
-        if layout.dtype == FLOAT32 and sf_info.dtype == FLOAT32 and _same_layout(sf_info, layout.sizes, layout.strides):
-            return sf  # already MN-major and TMA-aligned: DeepGEMM returns it as is
+        if layout.dtype == FLOAT32 and sf_info.dtype == FLOAT32 and _same_memory(sf_info, layout.sizes, layout.strides):
+            return _with_strides(sf_info, layout.sizes, layout.strides)  # already in the layout: no copy
         result = allocate_torch(sf_info, layout.dtype, layout.sizes, layout.strides, layout.nbytes, cu)
         out_info = describe(result, "out", ROLE_SF)
     _writable(out_info, "out")
@@ -81,9 +94,11 @@ def _layout_transform(fn_name: str, layout_fn: Callable, sf: Tensor, out: Option
 def get_mn_major_tma_aligned_tensor(sf: Tensor, out: Optional[Tensor] = None, stream: StreamLike = None) -> Tensor:
     """Returns FP32 scales ``sf`` (``[MN, SF_K]`` or ``[G, MN, SF_K]``, any strides) in the
     MN-major, TMA-aligned layout the SM90 kernels read: same shape, strides
-    ``(.., 1, align(MN, 4))``. An input already in that layout is returned as is. The output is
-    allocated with torch for torch inputs; other callers pass ``out`` (see
-    :func:`get_mn_major_tma_aligned_tensor_layout`)."""
+    ``(.., 1, align(MN, 4))`` and batch stride ``align(MN, 4) * SF_K``, DeepGEMM's for every shape
+    (``[MN, 1]`` included). An input whose memory already has that layout is not copied: it is
+    returned as is, or (torch) as a view with those strides where its own differ along dimensions
+    of size 1. The output is allocated with torch for torch inputs; other callers pass ``out``
+    (see :func:`get_mn_major_tma_aligned_tensor_layout`)."""
     return _layout_transform("dg_get_mn_major_tma_aligned_tensor", get_mn_major_tma_aligned_tensor_layout, sf, out, stream)
 
 
@@ -232,7 +247,9 @@ def transform_sf_into_required_layout(
         num_groups: G for a 3-D input (default: its first dimension).
         out: a caller-allocated output (required for non-torch inputs that need a copy).
     Returns:
-        ``sf`` itself when no copy is needed, else the new tensor (``out`` when given).
+        ``sf`` itself when no copy is needed (for torch, a view of it with the layout's strides
+        where its own differ along dimensions of size 1, as DeepGEMM's copy would have), else the
+        new tensor (``out`` when given).
     """
     gran_mn, gran_k = _gran(recipe, is_sfa)
     handle, dev, cu, infos = _prepare_call([(sf, "sf", ROLE_SF)], stream)
@@ -240,4 +257,7 @@ def transform_sf_into_required_layout(
     assert info is not None
     rec = _sf_recipe(gran_mn, gran_k, _num_groups(info, num_groups), disable_ue8m0_cast)
     _, result = _transform_info(handle, info, mn, k, rec, out, "sf", dev, cu)
-    return sf if result is info.source else result
+    if result is not info.source:
+        return result
+    layout = _query_sf(handle, info, mn, k, rec, dev)  # memoised: the answer _transform_info used
+    return _with_strides(info, layout.sizes, layout.strides)

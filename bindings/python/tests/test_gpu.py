@@ -455,25 +455,32 @@ def ref_pack_ue8m0(sf):
     return w.to(torch.int32)
 
 
-@pytest.mark.parametrize("mn,k", [(4096, 128), (4097, 7168), (8192, 7296)])
-@pytest.mark.parametrize("groups", [None, 2])
+def deepgemm_strides(shape):
+    """DeepGEMM's get_mn_major_tma_aligned_tensor strides: (.., 1, align(MN, 4)), batch stride
+    align(MN, 4) * SF_K, for every shape (dimensions of size 1 included)."""
+    am = align(shape[-2], 4)
+    return ((am * shape[-1],) if len(shape) == 3 else ()) + (1, am)
+
+
+@pytest.mark.parametrize("mn,k", [(4096, 128), (4097, 128), (1, 128), (3, 256), (1, 7168), (4097, 7168), (8192, 7296)])
+@pytest.mark.parametrize("groups", [None, 1, 2])
 def test_mn_major_tma_aligned_tensor(mn, k, groups):
     sf_k = ceil_div(k, 128)
     shape = (mn, sf_k) if groups is None else (groups, mn, sf_k)
     sf = torch.randn(*shape, device="cuda")
     out = dg.get_mn_major_tma_aligned_tensor(sf)
     torch.cuda.synchronize()
-    am = align(mn, 4)
     assert torch.equal(out, sf)
-    # Strides of size-1 dimensions carry no layout (a [MN, 1] input already has the layout).
-    assert out.stride(-2) == 1
-    assert sf_k == 1 or out.stride(-1) == am
-    if groups:
-        assert out.stride(0) == am * sf_k
+    assert out.stride() == deepgemm_strides(shape)  # [MN, 1] included: (1, align(MN, 4))
     assert dg.get_mn_major_tma_aligned_tensor(out) is out  # already in layout: no copy
     # A transposed input (MN-major storage, unaligned) goes through the same function.
     src = sf.transpose(-1, -2).contiguous().transpose(-1, -2)
-    assert torch.equal(dg.get_mn_major_tma_aligned_tensor(src), sf)
+    got = dg.get_mn_major_tma_aligned_tensor(src)
+    assert torch.equal(got, sf) and got.stride() == deepgemm_strides(shape)
+    # transform_sf_into_required_layout answers the same for per-token SM90 scales.
+    if dg.get_device_capability(torch.cuda.current_device())[0] == 9:
+        t = dg.transform_sf_into_required_layout(sf, mn, k, (1, 128), num_groups=groups)
+        assert torch.equal(t, sf) and t.stride() == deepgemm_strides(shape)
 
 
 @pytest.mark.parametrize("mn,k", [(4096, 128), (4097, 7168), (8192, 7296)])

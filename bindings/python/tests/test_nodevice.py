@@ -96,6 +96,38 @@ def test_transform_sf_layout_query_sm90_without_a_device():
     assert dg.get_transform_sf_layout(sfb, n, k, (1, 128, 128), arch_major=9).is_input
 
 
+def _deepgemm_strides(shape):
+    """DeepGEMM's get_mn_major_tma_aligned_tensor output strides: (.., 1, align(MN, 4)), batch
+    align(MN, 4) * SF_K, whatever the sizes (ones and zeros included)."""
+    mn, sf_k = shape[-2], shape[-1]
+    am = (mn + 3) // 4 * 4
+    return ((am * sf_k,) if len(shape) == 3 else ()) + (1, am)
+
+
+SHAPE_CLASSES = [(4096, 1), (4097, 1), (3, 1), (1, 1), (1, 56), (4097, 56), (0, 56), (4096, 0),
+                 (2, 4096, 1), (2, 4097, 1), (1, 4096, 1), (1, 4097, 56), (3, 1, 56), (2, 1, 1), (0, 128, 2)]
+
+
+@pytest.mark.parametrize("shape", SHAPE_CLASSES)
+def test_mn_major_strides_are_deepgemms_for_every_shape(shape):
+    assert dg.get_mn_major_tma_aligned_tensor_layout(list(shape)).strides == _deepgemm_strides(shape)
+    # The transform plan gives the same strides, whether the input needs a copy (contiguous,
+    # row-major) or already has the layout in memory (DeepGEMM's strides, or strides that differ
+    # only along dimensions of size 1).
+    mn, sf_k = shape[-2], shape[-1]
+    groups = shape[0] if len(shape) == 3 else None
+    if groups == 0:
+        return  # a recipe's num_groups 0 means a 2-D input
+    want = _deepgemm_strides(shape)
+    for strides in (None, want, tuple(1 if size == 1 else st for size, st in zip(shape, want))):
+        sf = FakeCAI(shape, "<f4", strides=strides)
+        lay = dg.get_transform_sf_layout(sf, mn, sf_k * 128, (1, 128), num_groups=groups, arch_major=9)
+        assert lay.strides == want, (strides, lay)
+        assert lay.sizes == tuple(shape)
+        if strides is not None:
+            assert lay.is_input
+
+
 def test_transform_sf_layout_query_rejects_wrong_shape():
     sfa = FakeCAI((100, 4), "<f4")
     with pytest.raises(dg.InvalidArgument) as info:
