@@ -246,7 +246,8 @@ DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void);
  * ========================================================================================== */
 
 /* Output layout of dg_get_mn_major_tma_aligned_tensor for FP32 scales: same sizes, strides
- * (.., 1, align(MN, 4)) and batch stride align(MN, 4) * SF_K. */
+ * (.., 1, align(MN, 4)) and batch stride align(MN, 4) * SF_K, for every shape (DeepGEMM's strides,
+ * also along dimensions of size 1: [MN, 1] gives (1, align(MN, 4))). */
 DG_API dg_status dg_get_mn_major_tma_aligned_tensor_layout(int32_t rank, const int64_t* sizes,
                                                            int64_t* out_sizes, int64_t* out_strides,
                                                            size_t* out_bytes);
@@ -303,9 +304,14 @@ typedef struct dg_sf_recipe {
 #define DG_SF_RECIPE_INIT {sizeof(dg_sf_recipe), 1, 128, 0, 0, 0}
 
 /* What dg_transform_sf_into_required_layout will produce for `sf` describing scales of an
- * [MN, K] operand: *out_is_input = 1 when `sf` already has the required layout (no copy needed;
- * sizes/strides then repeat the input's), else the dtype, sizes, strides and bytes of the
- * buffer to pass as `out`. `stream` is only read when recipe->arch_major is 0. */
+ * [MN, K] operand: *out_is_input = 1 when the memory of `sf` already has the required layout (no
+ * copy needed), else 0 and the dtype, sizes, strides and bytes of the buffer to pass as `out`.
+ * The sizes and strides are those of the tensor DeepGEMM's function returns: for per-token FP32
+ * scales (the dg_get_mn_major_tma_aligned_tensor layout) always (.., 1, align(MN, 4)) with batch
+ * stride align(MN, 4) * SF_K, also when *out_is_input is 1 for an input whose strides differ only
+ * along dimensions of size 1 (describing `sf` with them gives the same memory); for scales that
+ * are only checked (SM90 per-block, SM100 packed) the input's own. `stream` is only read when
+ * recipe->arch_major is 0. */
 DG_API dg_status dg_transform_sf_layout(const dg_stream* stream, const dg_tensor* sf, int64_t mn, int64_t k,
                                         const dg_sf_recipe* recipe, int32_t* out_is_input,
                                         dg_dtype* out_dtype, int64_t* out_sizes, int64_t* out_strides,

@@ -179,7 +179,9 @@ dg_status plan_sf_transform(const dg_tensor_s& sf, int64_t mn, int64_t k, int gr
     if (!has_layout(sf, plan->layout))
       return fail(DG_ERROR_INVALID_ARGUMENT, "sf: packed UE8M0 scales must already be MN-major TMA-aligned; got {}",
                   describe(sf));
+    // Only checked, as DeepGEMM does, which then returns sf itself: its own strides are the answer.
     plan->is_input = true;
+    for (int i = 0; i < sf.rank; ++i) plan->layout.strides[i] = sf.strides[i];
     return DG_SUCCESS;
   }
   return fail(DG_ERROR_UNSUPPORTED, "sf: no transform for dtype {} with recipe (gran_mn {}, gran_k {}) on SM{}0",

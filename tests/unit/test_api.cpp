@@ -1,6 +1,7 @@
 // The C API's handles, settings and argument validation, without a GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -230,6 +231,54 @@ TEST_CASE("scaling-factor layout queries") {
                DG_ERROR_INVALID_ARGUMENT, "sizes");
 }
 
+// DeepGEMM's get_mn_major_tma_aligned_tensor strides, whatever the sizes: (.., 1, align(MN, 4)),
+// batch stride align(MN, 4) * SF_K.
+std::vector<int64_t> deepgemm_strides(const std::vector<int64_t>& sizes) {
+  const int64_t mn = sizes[sizes.size() - 2], sf_k = sizes.back(), am = (mn + 3) / 4 * 4;
+  std::vector<int64_t> s = {1, am};
+  if (sizes.size() == 3) s.insert(s.begin(), am * sf_k);
+  return s;
+}
+
+TEST_CASE("scaling-factor layouts have DeepGEMM's strides for every shape class") {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4096, 1}, {4097, 1}, {3, 1}, {1, 1}, {1, 56}, {4097, 56}, {0, 56}, {4096, 0},
+      {2, 4096, 1}, {2, 4097, 1}, {1, 4096, 1}, {1, 4097, 56}, {3, 1, 56}, {2, 1, 1}};
+  for (const auto& sizes : shapes) {
+    CAPTURE(sizes.size());
+    CAPTURE(sizes[0]);
+    CAPTURE(sizes[1]);
+    const int32_t rank = static_cast<int32_t>(sizes.size());
+    const std::vector<int64_t> want = deepgemm_strides(sizes);
+    int64_t out_sizes[3], out_strides[3];
+    size_t bytes = 0;
+    REQUIRE(dg_get_mn_major_tma_aligned_tensor_layout(rank, sizes.data(), out_sizes, out_strides, &bytes) == DG_SUCCESS);
+    CHECK(std::vector<int64_t>(out_strides, out_strides + rank) == want);
+    CHECK(std::vector<int64_t>(out_sizes, out_sizes + rank) == sizes);
+    // The transform plan answers the same strides for a row-major input (a copy) and for inputs
+    // that already have the layout in memory: DeepGEMM's strides, or ones that differ only along
+    // dimensions of size 1 (no copy).
+    dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
+    recipe.arch_major = 9;
+    recipe.num_groups = rank == 3 ? static_cast<int32_t>(sizes[0]) : 0;
+    const int64_t mn = sizes[rank - 2], k = sizes[rank - 1] * 128;
+    std::vector<int64_t> loose = want;
+    for (int i = 0; i < rank; ++i)
+      if (sizes[i] == 1) loose[i] = 1;
+    const bool empty = std::find(sizes.begin(), sizes.end(), 0) != sizes.end();
+    for (const std::vector<int64_t>& strides : {std::vector<int64_t>{}, want, loose}) {
+      Tensor sf(reinterpret_cast<void*>(0x1000), DG_DTYPE_FLOAT32, sizes, strides);
+      int32_t is_input = -1;
+      dg_dtype dtype = 0;
+      int64_t s[3], st[3];
+      REQUIRE(dg_transform_sf_layout(nullptr, sf.t, mn, k, &recipe, &is_input, &dtype, s, st, &bytes) == DG_SUCCESS);
+      CHECK(std::vector<int64_t>(st, st + rank) == want);
+      if (!strides.empty()) CHECK(is_input == 1);
+      if (strides.empty() && !empty && sizes[rank - 1] > 1) CHECK(is_input == 0);  // row-major: a copy
+    }
+  }
+}
+
 TEST_CASE("scaling-factor transform plans") {
   const int64_t mn = 4097, k = 7296;  // SF_K = 57
   dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
@@ -274,6 +323,21 @@ TEST_CASE("scaling-factor transform plans") {
     CHECK(sizes[1] == mn);
     CHECK(sizes[2] == 15);
     CHECK(strides[0] == 4100 * 15);
+  }
+  SUBCASE("SM100 packed scales: checked, their own strides answered (DeepGEMM returns them as they are)") {
+    recipe.arch_major = 10;
+    Tensor one_row(reinterpret_cast<void*>(0x1000), DG_DTYPE_INT32, {1, 15}, {7, 4});  // MN = 1: any row stride
+    REQUIRE(dg_transform_sf_layout(nullptr, one_row.t, 1, k, &recipe, &is_input, &dtype, sizes, strides, &bytes) ==
+            DG_SUCCESS);
+    CHECK(is_input == 1);
+    CHECK(strides[0] == 7);
+    CHECK(strides[1] == 4);
+    Tensor packed(reinterpret_cast<void*>(0x1000), DG_DTYPE_INT32, {mn, 15}, {1, 4100});
+    REQUIRE(dg_transform_sf_layout(nullptr, packed.t, mn, k, &recipe, &is_input, &dtype, sizes, strides, &bytes) ==
+            DG_SUCCESS);
+    CHECK(is_input == 1);
+    CHECK(strides[0] == 1);
+    CHECK(strides[1] == 4100);
   }
   SUBCASE("bad shapes and recipes name the argument") {
     Tensor sf(reinterpret_cast<void*>(0x1000), DG_DTYPE_FLOAT32, {mn, 56});

@@ -459,7 +459,8 @@ extern "C" {
 
     /// ```text
     /// Output layout of dg_get_mn_major_tma_aligned_tensor for FP32 scales: same sizes, strides
-    /// (.., 1, align(MN, 4)) and batch stride align(MN, 4) * SF_K.
+    /// (.., 1, align(MN, 4)) and batch stride align(MN, 4) * SF_K, for every shape (DeepGEMM's strides,
+    /// also along dimensions of size 1: [MN, 1] gives (1, align(MN, 4))).
     /// ```
     pub fn dg_get_mn_major_tma_aligned_tensor_layout(rank: i32, sizes: *const i64, out_sizes: *mut i64, out_strides: *mut i64, out_bytes: *mut usize) -> dg_status;
 
@@ -506,9 +507,14 @@ extern "C" {
 
     /// ```text
     /// What dg_transform_sf_into_required_layout will produce for `sf` describing scales of an
-    /// [MN, K] operand: *out_is_input = 1 when `sf` already has the required layout (no copy needed;
-    /// sizes/strides then repeat the input's), else the dtype, sizes, strides and bytes of the
-    /// buffer to pass as `out`. `stream` is only read when recipe->arch_major is 0.
+    /// [MN, K] operand: *out_is_input = 1 when the memory of `sf` already has the required layout (no
+    /// copy needed), else 0 and the dtype, sizes, strides and bytes of the buffer to pass as `out`.
+    /// The sizes and strides are those of the tensor DeepGEMM's function returns: for per-token FP32
+    /// scales (the dg_get_mn_major_tma_aligned_tensor layout) always (.., 1, align(MN, 4)) with batch
+    /// stride align(MN, 4) * SF_K, also when *out_is_input is 1 for an input whose strides differ only
+    /// along dimensions of size 1 (describing `sf` with them gives the same memory); for scales that
+    /// are only checked (SM90 per-block, SM100 packed) the input's own. `stream` is only read when
+    /// recipe->arch_major is 0.
     /// ```
     pub fn dg_transform_sf_layout(stream: *const dg_stream, sf: *const dg_tensor, mn: i64, k: i64, recipe: *const dg_sf_recipe, out_is_input: *mut i32, out_dtype: *mut dg_dtype, out_sizes: *mut i64, out_strides: *mut i64, out_bytes: *mut usize) -> dg_status;
 
