@@ -5,7 +5,7 @@ from __future__ import annotations
 from ctypes import byref, c_size_t
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from . import _lib, _stream
+from . import _fast, _lib, _stream
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument
 from .api import (
@@ -21,7 +21,6 @@ from .api import (
     _nbytes,
     _nt_dims,
     _pair,
-    _prepare,
     _prepare_call,
     _recipe_code,
     _recipe_tuple,
@@ -42,18 +41,34 @@ _OPTIONS_DOC = (
 )
 
 
+_BF16_NAMES = {layout: "dg_bf16_gemm_%s" % layout for layout in _lib.GEMM_LAYOUTS}
+_FP8_NAMES = {layout: "dg_fp8_gemm_%s" % layout for layout in _lib.GEMM_LAYOUTS}
+# Scalars a warm-path key may hold (a tensor or an array as alpha would be keyed by identity).
+_SCALARS = (float, int)
+
+
 def _bf16_gemm(
     layout: str, a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor], alpha: float, beta: float, stream: StreamLike, options: Optional[Dict[str, int]]
 ) -> None:
+    name = _BF16_NAMES[layout]
+    key = None
+    if stream is None and options is None and type(alpha) in _SCALARS and type(beta) in _SCALARS:
+        types = _fast._types or _fast.tensor_types()
+        if types is not None and type(a) in types and type(b) in types and type(d) in types and (c is None or type(c) in types):
+            key = (name, alpha, beta, a.data_ptr(), a.shape, a.stride(), a.dtype, b.data_ptr(), b.shape, b.stride(), b.dtype,
+                   d.data_ptr(), d.shape, d.stride(), d.dtype, None if c is None else (c.data_ptr(), c.shape, c.stride(), c.dtype))
+            if _fast.call(key):
+                return
     lib = _lib.get()
-    name = "dg_bf16_gemm_%s" % layout
     fn = lib.fn(name)  # dg.Unsupported when this build lacks it
-    handle, (ia, ib, idd, ic) = _prepare([(a, "a", None), (b, "b", None), (d, "d", None), (c, "c", None)], stream)
+    handle, dev, _cu, (ia, ib, idd, ic) = _prepare_call([(a, "a", None), (b, "b", None), (d, "d", None), (c, "c", None)], stream)
     _writable(idd, "d")
-    opts = _gemm_options(alpha, beta, options=options)
+    opts = byref(_gemm_options(alpha, beta, options=options))
     with Descriptors() as ds:
-        status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ic), byref(opts))
+        status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ic), opts)
         lib.check(status, name)
+    if key is not None:
+        _fast.store(key, name, dev, (ia, ib, idd, ic), opts)
 
 
 def _make_bf16(layout: str) -> Callable[..., None]:
@@ -134,8 +149,25 @@ def _fp8_gemm(
     options: Optional[Dict[str, int]] = None,
     workspace: Any = None,
 ) -> None:
+    name = _FP8_NAMES[layout]
+    key = None
+    if (stream is None and options is None and workspace is None and type(alpha) in _SCALARS and type(beta) in _SCALARS
+            and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
+            and (recipe is None or type(recipe) is tuple)):
+        types = _fast._types or _fast.tensor_types()
+        if types is not None:
+            x, sx = a
+            y, sy = b
+            if (type(x) in types and type(sx) in types and type(y) in types and type(sy) in types and type(d) in types
+                    and (c is None or type(c) in types)):
+                key = (name, alpha, beta, bool(disable_ue8m0_cast), recipe,
+                       x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
+                       y.data_ptr(), y.shape, y.stride(), y.dtype, sy.data_ptr(), sy.shape, sy.stride(), sy.dtype,
+                       d.data_ptr(), d.shape, d.stride(), d.dtype,
+                       None if c is None else (c.data_ptr(), c.shape, c.stride(), c.dtype))
+                if _fast.call(key):
+                    return
     lib = _lib.get()
-    name = "dg_fp8_gemm_%s" % layout
     fn = lib.fn(name)
     a_data, a_sf = _pair(a, "a")
     b_data, b_sf = _pair(b, "b")
@@ -154,10 +186,13 @@ def _fp8_gemm(
     a_nt, b_nt = (ia.transposed() if ta else ia), (ib.transposed() if tb else ib)
     ws_ptr, ws_size, ws = _fp8_workspace(workspace, a_nt, b_nt, m, n, k, cu)
     keep.append(ws)
-    opts = _gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size)
+    opts = byref(_gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size))
     with Descriptors() as ds:
-        status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), ds.add(ic), byref(opts))
+        status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), ds.add(ic), opts)
         lib.check(status, name)
+    # Warm path only where the call made nothing of its own (no scale copies, no workspace).
+    if key is not None and keep[0] is a_sf and keep[1] is b_sf and ws is None:
+        _fast.store(key, name, dev, (ia, isfa2, ib, isfb2, idd, ic), opts)
     del keep
 
 

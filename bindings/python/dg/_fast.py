@@ -1,0 +1,142 @@
+"""The warm path of the GEMM wrappers: a call whose arguments were all seen before is one C call.
+
+A wrapper that can take it builds a key from everything its Python plumbing decides on: each
+tensor's data pointer, sizes, strides and dtype, the scalars and the entry point. The first call
+with a key runs the full plumbing (argument checks, layout queries, descriptors); when it launched
+with nothing made for it (no scale transform, no workspace, no new tensor), :func:`store` records
+the descriptors, options and device it passed. A later call with the same key goes straight to
+:func:`call`: it reads torch's current stream, and makes the one C call, which validates its
+arguments as every libdg call does. Same key, same arguments, so the skipped Python checks passed
+already.
+
+Only plain torch tensors (``torch.Tensor``, ``torch.nn.Parameter``) on torch's current stream
+qualify, after torch has initialised CUDA: their attributes are cheap to read and their device
+pointers are unique within the process (so the pointer fixes the device). Tables are per thread,
+as the descriptor cache is: a table's descriptors are destroyed only by its own thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+from ctypes import c_int64, c_void_p
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from . import _lib, _stream
+from ._tensor import TensorInfo, torch_module
+
+# Plans per thread; a full table is emptied (its descriptors destroyed) and refilled.
+CAPACITY = 256
+
+_types: Optional[Tuple[type, ...]] = None  # the tensor classes that qualify, once torch is imported
+_raw_stream: Any = None  # torch._C._cuda_getCurrentRawStream
+
+
+def tensor_types() -> Optional[Tuple[type, ...]]:
+    """The classes whose instances may take the warm path, or ``None`` while torch is not imported
+    or has not initialised CUDA (then torch's current stream is not what a call runs on)."""
+    global _types, _raw_stream
+    if _types is not None:
+        return _types
+    torch = torch_module()
+    if torch is None:
+        return None
+    try:
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is None or not torch.cuda.is_initialized():
+            return None
+    except Exception:  # a torch without CUDA
+        return None
+    param = getattr(sys.modules.get("torch.nn.parameter"), "Parameter", None)
+    _raw_stream = raw
+    _types = (torch.Tensor,) + ((param,) if isinstance(param, type) else ())
+    return _types
+
+
+class Plan:
+    """What a call with one key hands libdg: the entry point, the device, the descriptors (owned
+    by the plan) and the options."""
+
+    __slots__ = ("lib", "name", "fn", "device", "args", "options")
+
+    def __init__(self, lib: Any, name: str, device: int, args: Tuple[Any, ...], options: Any) -> None:
+        self.lib = lib
+        self.name = name
+        # A function object of its own without argtypes: the arguments are ctypes objects already
+        # (c_void_p handles, None, a byref of the options), so ctypes passes them without
+        # converting each one; the return value is the int32 dg_status.
+        self.fn = lib.cdll[name]
+        self.device = device
+        self.args = args
+        self.options = options
+
+
+class _Table(threading.local):
+    def __init__(self) -> None:
+        self.plans: Dict[Any, Plan] = {}
+
+    def clear(self) -> None:
+        for plan in self.plans.values():
+            destroy = plan.lib.functions.get("dg_tensor_destroy")
+            for h in plan.args:
+                if isinstance(h, c_void_p) and h.value:
+                    destroy(h)
+        self.plans.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.clear()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+
+_table = _Table()
+
+
+def call(key: Any) -> bool:
+    """Runs the plan of ``key`` and returns True, or returns False when there is none (or it
+    belongs to another library); libdg's errors raise as on the full path."""
+    plan = _table.plans.get(key)
+    if plan is None:
+        return False
+    lib = _lib._library
+    if plan.lib is not lib:
+        return False
+    dev = plan.device
+    cu = _raw_stream(dev)
+    handle = _stream._cache.get((dev, cu)) or _stream._cached(dev, cu)
+    status = plan.fn(handle, *plan.args, plan.options)
+    if status != 0:
+        lib.check(status, plan.name)
+    return True
+
+
+def _descriptor(lib: Any, info: Optional[TensorInfo]) -> Optional[c_void_p]:
+    if info is None:
+        return None
+    rank = info.rank
+    sizes = (c_int64 * max(rank, 1))(*info.shape)
+    strides = (c_int64 * max(rank, 1))(*info.strides)
+    handle = c_void_p()
+    status = lib.fn("dg_tensor_create")(ctypes.byref(handle), c_void_p(info.ptr or None), info.dtype, rank, sizes, strides)
+    lib.check(status, "dg_tensor_create")
+    return handle
+
+
+def store(key: Any, name: str, device: int, infos: Sequence[Optional[TensorInfo]], options: Any) -> None:
+    """Records the plan of a call that just succeeded with ``key``: ``name`` called with the stream,
+    descriptors of ``infos`` (in order) and ``options`` (a ``byref`` of the options struct)."""
+    if tensor_types() is None:
+        return
+    lib = _lib.get()
+    table = _table
+    if len(table.plans) >= CAPACITY:
+        table.clear()
+    args = tuple(_descriptor(lib, info) for info in infos)
+    table.plans[key] = Plan(lib, name, device, args, options)
+
+
+def clear() -> None:
+    """Forgets this thread's plans (tests; a library reload makes them unused anyway)."""
+    _table.clear()
