@@ -1,138 +1,19 @@
 // Representative template contexts of every kernel family, built by the same ops/ functions the
-// library uses. With DG_KERNEL_CONTEXTS_OUT set they are written as JSON for the Jinja2
-// differential test (tests/unit/codegen/jinja2_diff.py --contexts), so that test always renders
-// the templates with the parameters the library really passes.
+// library uses (kernel_specs.h). With DG_KERNEL_CONTEXTS_OUT set they are written as JSON for the
+// Jinja2 differential test (tests/unit/codegen/jinja2_diff.py --contexts), so that test always
+// renders the templates with the parameters the library really passes.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <sstream>
-#include <tuple>
 #include <string>
-#include <vector>
 
 #include "jit/compiler.h"
-#include "ops/gemm.h"
-#include "ops/skinny_gemm.h"
-#include "ops/layout.h"
-#include "ops/mqa_logits.h"
-#include "ops/nvfp4_gemv.h"
-#include "ops/transpose.h"
-
-namespace {
-
-using dg::codegen::Value;
-
-void write_json(std::ostream& os, const Value& v) {
-  switch (v.type()) {
-    case Value::Type::Null: os << "null"; break;
-    case Value::Type::Bool: os << (v.as_bool() ? "true" : "false"); break;
-    case Value::Type::Int: os << v.as_int(); break;
-    case Value::Type::Double: os << v.as_double(); break;
-    case Value::Type::String: {
-      os << '"';
-      for (char c : v.as_string()) {
-        if (c == '"' || c == '\\') os << '\\' << c;
-        else if (c == '\n') os << "\\n";
-        else os << c;
-      }
-      os << '"';
-      break;
-    }
-    case Value::Type::List: {
-      os << '[';
-      const char* sep = "";
-      for (const Value& item : v.as_list()) {
-        os << sep;
-        write_json(os, item);
-        sep = ", ";
-      }
-      os << ']';
-      break;
-    }
-    case Value::Type::Map: {
-      os << '{';
-      const char* sep = "";
-      for (const auto& [k, item] : v.as_map()) {
-        os << sep << '"' << k << "\": ";
-        write_json(os, item);
-        sep = ", ";
-      }
-      os << '}';
-      break;
-    }
-  }
-}
-
-// family (template file name without .cu.j2) -> specs
-std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_specs() {
-  std::map<std::string, std::vector<dg::jit::KernelSpec>> out;
-  auto add = [&](const dg::jit::KernelSpec& spec) {
-    std::string family = spec.template_name.substr(spec.template_name.rfind('/') + 1);
-    out[family.substr(0, family.find('.'))].push_back(spec);
-  };
-  using dg::ops::LayoutOp;
-  for (LayoutOp op : {LayoutOp::kTranspose, LayoutOp::kPackUe8m0})
-    for (bool mn_major : {false, true}) add(dg::ops::layout_kernel_spec(op, mn_major));
-  for (int vec : {1, 4}) add(dg::ops::k_grouped_pack_kernel_spec(vec));
-
-  using dg::ops::GemmKind;
-  using dg::ops::Major;
-  struct Problem {
-    GemmKind kind;
-    int64_t m, n, k;
-    Major ma, mb;
-    dg_dtype d;
-    bool acc;
-  };
-  for (const Problem& p : {Problem{GemmKind::kBf16, 4096, 7168, 2048, Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false},
-                           Problem{GemmKind::kBf16, 128, 2112, 7168, Major::kMN, Major::kMN, DG_DTYPE_FLOAT32, true},
-                           Problem{GemmKind::kFp8_1D2D, 4096, 7168, 16384, Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false},
-                           Problem{GemmKind::kFp8_1D1D, 7168, 4096, 4096, Major::kK, Major::kK, DG_DTYPE_FLOAT32, true}}) {
-    dg::ops::GemmShape s;
-    s.kind = p.kind;
-    s.m = p.m;
-    s.n = p.n;
-    s.k = p.k;
-    s.major_a = p.ma;
-    s.major_b = p.mb;
-    s.d_dtype = p.d;
-    s.accumulate = p.acc;
-    dg::ops::GemmConfig c;
-    REQUIRE_MESSAGE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS, dg_last_error());
-    add(dg::ops::gemm_kernel_spec(s, c));
-  }
-  for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D}) {
-    dg::ops::GemmShape s;
-    s.kind = kind, s.m = 9, s.n = 576, s.k = 7168, s.accumulate = kind == GemmKind::kBf16;
-    dg::ops::SkinnyConfig c;
-    REQUIRE(dg::ops::choose_skinny_config(s, 132, {}, &c) == DG_SUCCESS);
-    add(dg::ops::skinny_kernel_spec(s, c));
-  }
-  add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
-  add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));
-  add(dg::ops::transpose_kernel_spec());
-
-  for (const dg::ops::MqaLogitsConfig& c : dg::ops::all_mqa_logits_configs()) add(dg::ops::mqa_logits_kernel_spec(c));
-  for (const dg::ops::PagedMqaLogitsConfig& c : dg::ops::all_paged_mqa_logits_configs())
-    add(dg::ops::paged_mqa_logits_kernel_spec(c));
-  add(dg::ops::paged_mqa_metadata_kernel_spec());
-
-  for (int arch : {90, 100}) {
-    for (const auto& [m, k, l] : {std::tuple{7168, 16384, 1}, std::tuple{1000, 256, 3}}) {
-      dg::ops::Nvfp4GemvConfig c;
-      REQUIRE(dg::ops::choose_nvfp4_gemv_config(m, k, l, 16, arch, {}, &c) == DG_SUCCESS);
-      add(dg::ops::nvfp4_gemv_kernel_spec(c));
-    }
-  }
-  return out;
-}
-
-}  // namespace
+#include "kernel_specs.h"
 
 TEST_CASE("kernel contexts: every family renders with the parameters the library passes") {
-  const auto specs = representative_specs();
+  const auto specs = dg::test::representative_kernel_specs();
   std::ostringstream json;
   json << "{\n";
   const char* sep = "";
@@ -143,8 +24,7 @@ TEST_CASE("kernel contexts: every family renders with the parameters the library
       std::string source;
       CAPTURE(spec.kernel_name);
       REQUIRE_MESSAGE(dg::jit::render(spec, &source) == DG_SUCCESS, dg_last_error());
-      json << item_sep << "\n    ";
-      write_json(json, spec.context);
+      json << item_sep << "\n    " << dg::test::to_json(spec.context);
       item_sep = ",";
     }
     json << "\n  ]";

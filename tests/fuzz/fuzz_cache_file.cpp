@@ -12,6 +12,7 @@
 
 #include "dg.h"
 #include "fuzz.h"
+#include "fuzz_inputs.h"
 #include "jit/disk_cache.h"
 
 namespace {
@@ -37,20 +38,21 @@ uint64_t fnv1a(const char* p, size_t n) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static dg::jit::DiskCache cache(scratch_dir());
   FUZZ_ASSERT(cache.enabled());
-  const auto key = dg::jit::digest("fuzz");
-  const std::string path = cache.path_for("gemm", key);
+  using namespace dg::fuzz;
+  const auto key = dg::jit::digest(kCacheKeyText);
+  const std::string path = cache.path_for(kCacheFamily, key);
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
   std::filesystem::remove_all(path + ".target", ec);
-  const int mode = size > 0 ? data[0] % 6 : 0;
+  const int mode = size > 0 ? data[0] % kCacheModes : kCacheBytes;
   const std::vector<char> bytes(reinterpret_cast<const char*>(data) + (size > 0), reinterpret_cast<const char*>(data) + size);
   switch (mode) {
-    case 0:  // the bytes as the entry
-    case 1:
+    case kCacheBytes:
+    case kCacheBytesAgain:
       std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
       break;
-    case 2: {  // a valid entry with some of its bytes overwritten by the input
-      cache.store("gemm", key, std::vector<char>(200, 'p'));
+    case kCacheOverwrite: {
+      cache.store(kCacheFamily, key, std::vector<char>(200, 'p'));
       std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
       for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
         f.seekp(static_cast<unsigned char>(bytes[i]) % 240);
@@ -58,11 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       break;
     }
-    case 3:  // a link to the bytes
+    case kCacheLink:
       std::ofstream(path + ".target", std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
       FUZZ_ASSERT(symlink((path + ".target").c_str(), path.c_str()) == 0);
       break;
-    case 4:
+    case kCacheFifo:
       FUZZ_ASSERT(mkfifo(path.c_str(), 0644) == 0);
       break;
     default:
@@ -70,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
   }
   std::vector<char> out;
-  if (cache.load("gemm", key, &out)) {
+  if (cache.load(kCacheFamily, key, &out)) {
     // Served: the file is a regular file whose header matches what was served.
     struct stat st{};
     FUZZ_ASSERT(lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode));

@@ -8,27 +8,13 @@
 
 #include "dg.h"
 #include "fuzz.h"
+#include "fuzz_inputs.h"
 
 namespace {
 
-// Reads little-endian bytes; past the end reads zeros.
-struct Reader {
-  const uint8_t* p;
-  size_t n;
-  uint64_t u(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= uint64_t(n > 0 ? (--n, *p++) : 0) << (8 * i);
-    return v;
-  }
-  int64_t dim() {
-    static const int64_t kInteresting[] = {0, 1, 2, 3, 16, 127, 128, 129, 256, 4096, INT32_MAX, int64_t(INT32_MAX) + 1,
-                                           int64_t(1) << 40, int64_t(1) << 62, INT64_MAX, -1, INT64_MIN};
-    const uint64_t sel = u(1);
-    if (sel < 160) return kInteresting[sel % (sizeof(kInteresting) / sizeof(kInteresting[0]))];
-    return static_cast<int64_t>(u(sel % 8 + 1));
-  }
-};
+using dg::fuzz::Reader;
 
+// A descriptor in the format dg::fuzz::write_tensor writes.
 dg_tensor* make(Reader& r) {
   const int32_t rank = int32_t(r.u(1) % 6);  // 0 and 5 are invalid
   const dg_dtype dtype = dg_dtype(r.u(1) % 11);
@@ -84,8 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   int64_t aligned = 0;
   check(dg_get_tma_aligned_size(a, size_t(r.u(1) % 20), &aligned));
   check(dg_fp8_gemm_workspace_size(int32_t(r.u(1) % 5), a, b, c, &bytes));
-  check(dg_gemm_prepare(stream, r.u(1) & 1 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16, int32_t(r.u(1) % 5), a, b, c,
-                        DG_DTYPE_BFLOAT16, 0, nullptr));
+  const dg_dtype ab_dtype = r.u(1) & 1 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;  // read in order: the
+  const int32_t layout = int32_t(r.u(1) % 5);                                          // seeds' format
+  check(dg_gemm_prepare(stream, ab_dtype, layout, a, b, c, DG_DTYPE_BFLOAT16, 0, nullptr));
   // Scale layouts and GEMMs on the descriptors.
   dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
   recipe.arch_major = r.u(1) & 1 ? 10 : 9;
@@ -104,6 +91,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(dg_fp8_gemm_tt(stream, t[0], t[3], t[1], t[4], t[2], t[2], &options));
   check(dg_m_grouped_bf16_gemm_nt_contiguous(stream, t[0], t[1], t[2], t[3], int32_t(r.u(1) % 3), a, &options));
   check(dg_m_grouped_fp8_gemm_nt_masked(stream, t[0], t[3], t[1], t[4], t[2], t[3], b, &options));
+  // K-grouped: up to 8 groups' K from the input, with or without a device copy of them.
+  int64_t ks[8];
+  const int64_t groups = int64_t(r.u(1) % 9);
+  const dg_tensor* ks_tensor = r.u(1) & 1 ? t[4] : nullptr;
+  for (auto& k : ks) k = r.dim();
+  check(dg_k_grouped_fp8_gemm_nt_contiguous(stream, t[0], t[3], t[1], t[4], t[2], nullptr, ks, groups, ks_tensor,
+                                            &options));
+  check(dg_k_grouped_fp8_gemm_tn_contiguous(stream, t[0], t[3], t[1], t[4], t[2], t[2], ks, groups, nullptr, &options));
+  check(dg_k_grouped_bf16_gemm_tn_contiguous(stream, t[0], t[1], t[2], t[3], ks, groups, ks_tensor, &options));
   for (auto& x : t) dg_tensor_destroy(x);
   return 0;
 }
