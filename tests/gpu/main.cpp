@@ -1,8 +1,13 @@
 // GPU correctness tests: exit 77 (reported by CTest as skipped) when no CUDA device is usable.
+// DG_GPU_TEST_QUICK=1 runs only the test suite "quick" (the same as -ts=quick): every kernel
+// template and variant once on small shapes with tails, for compute-sanitizer
+// (README.md) and smoke runs.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "dg.h"
 
@@ -13,5 +18,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   doctest::Context context(argc, argv);
+  const char* quick = std::getenv("DG_GPU_TEST_QUICK");
+  if (quick != nullptr && std::strcmp(quick, "1") == 0) context.setOption("test-suite", "quick");
   return context.run();
 }

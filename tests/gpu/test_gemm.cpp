@@ -48,6 +48,7 @@ struct Case {
   int samples = 0;  // > 0: check this many random entries only
   int block_m = 0, block_n = 0, stages = 0, promotion = 0, slices = 0, split_k = 0;  // explicit config (0: heuristic)
   int kernel = DG_GEMM_KERNEL_AUTO;  // dg_gemm_options.kernel
+  int cluster = 0, multicast_a = -1;  // dg_gemm_options (0 / -1: heuristic)
   bool nt_views = false;  // call the nt entry point on [M, K] / [N, K] views of the layout's memory
   bool graph = false;     // also capture the (warm) call in a CUDA graph and check its replay
 };
@@ -55,14 +56,15 @@ struct Case {
 std::string describe(const Case& c) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s%s %s%s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g kernel=%s block %dx%d stages=%d promo=%d/%d split_k=%d%s",
+                "%s%s %s%s m=%lld n=%lld k=%lld d=%s c=%d alpha=%g beta=%g kernel=%s block %dx%d stages=%d promo=%d/%d split_k=%d "
+                "cluster=%d multicast_a=%d%s",
                 c.fp8 ? "fp8" : "bf16", c.fp8 ? (c.recipe == DG_FP8_RECIPE_1D1D ? "-1d1d" : "-1d2d") : "",
                 layout_name(c.layout), c.nt_views ? " memory through nt views" : "", (long long)c.m, (long long)c.n,
                 (long long)c.k,
                 c.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", c.c_mode, c.alpha, c.beta,
                 c.kernel == DG_GEMM_KERNEL_SKINNY ? "skinny" : c.kernel == DG_GEMM_KERNEL_TILED ? "tiled" : "auto",
                 c.block_m, c.block_n,
-                c.stages, c.promotion, c.slices, c.split_k, c.graph ? " (graph replay)" : "");
+                c.stages, c.promotion, c.slices, c.split_k, c.cluster, c.multicast_a, c.graph ? " (graph replay)" : "");
   return buf;
 }
 
@@ -277,6 +279,8 @@ double run_case(Gpu& g, const Case& cs, std::mt19937& rng) {
   o.fp8_promotion_slices = cs.slices;
   o.split_k = cs.split_k;
   o.kernel = cs.kernel;
+  o.cluster = cs.cluster;
+  o.multicast_a = cs.multicast_a;
   if (ws_bytes > 0) {
     o.workspace = static_cast<char*>(gws.data()) + kGuard;
     o.workspace_size = ws_bytes;
@@ -524,7 +528,7 @@ TEST_CASE("sm90 fp8 gemm: MN-major operands through the workspace (nn, tn, tt, n
     }
 }
 
-TEST_CASE("sm90 fp8 gemm: a warm call with operand copies replays from a CUDA graph") {
+TEST_CASE("sm90 fp8 gemm: a warm call with operand copies replays from a CUDA graph" * doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
   std::mt19937 rng(31);
@@ -626,6 +630,86 @@ TEST_CASE("sm90 gemm: split-K clusters reduce through distributed shared memory"
   }
 }
 
+// The quick suite's dense GEMMs: each kernel variant once, on small shapes with M, N and K tails.
+// BF16 (MN-major operands loaded by TMA directly): every layout, both D dtypes, no C, C separate
+// with alpha/beta, C aliased to D.
+TEST_CASE("quick: dense BF16 GEMMs in every layout" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(17);
+  for (int lay = 0; lay < 4; ++lay) {
+    Case cs;
+    cs.layout = lay, cs.m = 129, cs.n = 200, cs.k = 264;
+    cs.d_dtype = lay % 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+    cs.c_mode = lay % 3;
+    cs.alpha = cs.c_mode == 1 ? 1.5f : 1.f;
+    cs.beta = cs.c_mode == 1 ? 0.5f : 1.f;
+    check_case(g, cs, rng);
+  }
+}
+
+// FP8, both recipes: every layout (MN-major operands through the workspace's transposes).
+TEST_CASE("quick: dense FP8 GEMMs in every layout and recipe" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(18);
+  for (int lay = 0; lay < 4; ++lay)
+    for (int recipe : {DG_FP8_RECIPE_1D2D, DG_FP8_RECIPE_1D1D}) {
+      Case cs;
+      cs.fp8 = true, cs.recipe = recipe, cs.layout = lay, cs.m = 129, cs.n = 200, cs.k = 400;
+      cs.d_dtype = recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.c_mode = recipe == DG_FP8_RECIPE_1D1D ? 2 : lay % 2;
+      cs.alpha = cs.c_mode == 1 ? 0.75f : 1.f;
+      cs.beta = cs.c_mode == 1 ? 2.f : 1.f;
+      check_case(g, cs, rng);
+    }
+}
+
+// The skinny kernel: BF16 and both FP8 recipes, whole and split along K.
+TEST_CASE("quick: skinny GEMMs" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(19);
+  for (int kind = 0; kind < 3; ++kind)
+    for (int split : {0, 2}) {
+      Case cs;
+      cs.kernel = DG_GEMM_KERNEL_SKINNY;
+      cs.fp8 = kind > 0;
+      cs.recipe = kind == 2 ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+      cs.d_dtype = kind == 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.m = 9, cs.n = 200, cs.k = cs.fp8 ? 400 : 264, cs.c_mode = kind, cs.split_k = split;
+      check_case(g, cs, rng);
+    }
+}
+
+// Tiled kernel features: split-K clusters reducing through distributed shared memory (BF16 and
+// FP8), a CTA pair multicasting A, epilogue strips (block N 240) with C aliased to D.
+TEST_CASE("quick: split-K clusters and CTA pairs and epilogue strips" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(20);
+  {
+    Case cs;
+    cs.m = 77, cs.n = 208, cs.k = 1000, cs.c_mode = 1, cs.alpha = 1.5f, cs.beta = 0.5f, cs.split_k = 2;
+    check_case(g, cs, rng);
+  }
+  {
+    Case cs;
+    cs.fp8 = true, cs.m = 1, cs.n = 336, cs.k = 1200, cs.split_k = 4;
+    check_case(g, cs, rng);
+  }
+  {
+    Case cs;
+    cs.fp8 = true, cs.m = 300, cs.n = 336, cs.k = 400, cs.cluster = 2, cs.multicast_a = 1;
+    check_case(g, cs, rng);
+  }
+  {
+    Case cs;
+    cs.m = 300, cs.n = 600, cs.k = 264, cs.c_mode = 2, cs.block_m = 128, cs.block_n = 240, cs.stages = 4;
+    check_case(g, cs, rng);
+  }
+}
+
 TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {
   Gpu g;
   if (!g.sm90()) return;
@@ -640,7 +724,7 @@ TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {
     }
 }
 
-TEST_CASE("sm90 gemm: early exits") {
+TEST_CASE("sm90 gemm: early exits" * doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
   const int64_t M = 33, N = 64;

@@ -350,8 +350,8 @@ std::vector<int32_t> draw_counts(int64_t groups, int64_t expected, int64_t max_m
   return m;
 }
 
-void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, int64_t expected, uint64_t seed) {
-  constexpr int64_t kMaxM = 4096;
+void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, int64_t expected, uint64_t seed,
+                  int64_t kMaxM = 4096) {
   Rng rng(seed);
   const std::vector<int32_t> masked = draw_counts(groups, expected, kMaxM, rng);
   const Rows a = masked_rows(w.fp8, groups, kMaxM, w.k, masked, seed);
@@ -399,12 +399,25 @@ void moe_sets(bool fp8) {
 
 TEST_CASE("m-grouped gemm: FP8 contiguous (indices, psum) and masked on the DeepSeek MoE shapes") { moe_sets(true); }
 
+// The quick suite's M-grouped GEMMs: every contiguous variant (indices, psum, nn, CTA pairs) and
+// masked (alone and in pairs), FP8 and BF16, on three groups (one empty) with N not a multiple of 128.
+TEST_CASE("quick: M-grouped contiguous and masked GEMMs" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  for (bool fp8 : {true, false}) {
+    const Weights w = make_weights(fp8, 3, 320, 384, fp8 ? 61 : 62);
+    DeviceWeights dw(g, w);
+    check_contiguous(g, w, dw, 3, 150, fp8 ? 63 : 64);
+    check_masked(g, w, dw, 3, 100, fp8 ? 65 : 66, 256);
+  }
+}
+
 TEST_CASE("m-grouped gemm: BF16 contiguous (indices, psum; nt, nn) and masked on the DeepSeek MoE shapes") {
   moe_sets(false);
 }
 
 // Group data the host never sees, out of range: nothing is read or written outside the tensors.
-TEST_CASE("m-grouped gemm: out-of-range group data is skipped or clamped on the device") {
+TEST_CASE("m-grouped gemm: out-of-range group data is skipped or clamped on the device" * doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
   for (bool fp8 : {true, false}) {

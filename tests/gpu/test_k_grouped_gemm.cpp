@@ -240,7 +240,7 @@ TEST_CASE("K-grouped GEMMs: the expert-parallel weight-gradient sets, every form
   }
 }
 
-TEST_CASE("K-grouped GEMMs: more groups than one launch takes, M and N tails, tile overrides") {
+TEST_CASE("K-grouped GEMMs: more groups than one launch takes, M and N tails, tile overrides" * doctest::test_suite("quick")) {
   Gpu gpu;
   if (!gpu.sm90()) return;
   // 40 groups (two launches of up to 32) with several empty ones, M and N not multiples of any tile.
@@ -256,7 +256,7 @@ TEST_CASE("K-grouped GEMMs: more groups than one launch takes, M and N tails, ti
   for (Form f : {Form::kFp8Nt, Form::kBf16Tn}) run_and_check(gpu, p, f, CMode::kSeparate, &o);
 }
 
-TEST_CASE("K-grouped GEMMs: every group empty leaves D = C, or zeros") {
+TEST_CASE("K-grouped GEMMs: every group empty leaves D = C, or zeros" * doctest::test_suite("quick")) {
   Gpu gpu;
   if (!gpu.sm90()) return;
   Problem p(gpu, 256, 512, {0, 0, 0}, 5);

@@ -129,7 +129,17 @@ TEST_CASE("UE8M0 packing is bit-exact") {
           run_case(fx, {groups, mn, (k_elems + 127) / 128, transposed}, true, rng);
 }
 
-TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales") {
+// The quick suite's layout kernels: both, batched and not, row-major and transposed input, MN and
+// SF_K tails.
+TEST_CASE("quick: scale layout kernels" * doctest::test_suite("quick")) {
+  Fixture fx;
+  std::mt19937 rng(77);
+  for (bool pack : {false, true})
+    for (int64_t groups : {1, 2})
+      for (bool transposed : {false, true}) run_case(fx, {groups, 130, 57, transposed}, pack, rng);
+}
+
+TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales" * doctest::test_suite("quick")) {
   Fixture fx;
   std::mt19937 rng(5);
   const int64_t mn = 4097, k = 7296, sf_k = 57;

@@ -149,6 +149,17 @@ TEST_CASE("nvfp4_gemv: matches the double reference") {
   for (const Case& cs : cases) run_case(f, cs, rng);
 }
 
+// The quick suite's GEMV: a batch with M, K and L tails, padded strides, one row, and overrides.
+TEST_CASE("quick: nvfp4_gemv" * doctest::test_suite("quick")) {
+  Fixture f;
+  std::mt19937_64 rng(99);
+  for (const Case& cs : {Case{1000, 2080, 3}, Case{7, 4608, 2, 128, true}, Case{1, 256, 1, 1}}) run_case(f, cs, rng);
+  Case tuned{513, 4096, 3};
+  tuned.options.threads_per_row = 8;
+  tuned.options.rows_per_round = 3;
+  run_case(f, tuned, rng);
+}
+
 TEST_CASE("nvfp4_gemv: option overrides") {
   Fixture f;
   std::mt19937_64 rng(7);
@@ -164,7 +175,7 @@ TEST_CASE("nvfp4_gemv: option overrides") {
   run_case(f, with(100, 64, 5, [](dg_nvfp4_gemv_options& o) { o.threads_per_row = 1; o.row_groups = 64; o.cache_hint = 1; }), rng);
 }
 
-TEST_CASE("nvfp4_gemv: invalid arguments name the argument") {
+TEST_CASE("nvfp4_gemv: invalid arguments name the argument" * doctest::test_suite("quick")) {
   Fixture f;
   DeviceBuffer buf(1 << 20);
   char* p = static_cast<char*>(buf.get());
