@@ -172,6 +172,8 @@ bool DiskCache::load(const std::string& family, const Digest& key, std::vector<c
     problem = "key mismatch";
   } else if (h.payload_size != static_cast<uint64_t>(st.st_size) - sizeof(FileHeader)) {
     problem = "truncated payload";
+  } else if (h.payload_size == 0) {
+    problem = "empty payload";  // no compiler gives an empty cubin: the driver would refuse it
   } else if (h.payload_size > kMaxEntryBytes) {
     problem = "larger than any kernel";
   } else {

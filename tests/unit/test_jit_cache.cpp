@@ -143,6 +143,13 @@ TEST_CASE("corrupt or truncated entries are misses with a warning, then replaced
     CHECK_FALSE(cache.load("gemm", key, &out));
     CHECK(w.saw("bad magic"));
   }
+  SUBCASE("empty payload (with its checksum right)") {
+    WarningCapture w;
+    cache.store("gemm", key, {});
+    CHECK_FALSE(cache.load("gemm", key, &out));
+    CHECK(out.empty());
+    CHECK(w.saw("empty payload"));
+  }
   SUBCASE("entry stored under another key") {
     WarningCapture w;
     cache.store("gemm", dg::jit::digest("other"), cubin);
