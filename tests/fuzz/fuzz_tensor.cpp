@@ -1,8 +1,9 @@
 // Tensor descriptors and the checks built on them, on arbitrary ranks, dtypes, sizes and strides
 // (biased towards the int64 boundaries): dg_tensor_create either refuses the descriptor or makes one
 // whose sizes, extent and strides later checks can multiply without overflow, and every query and
-// GEMM entry point given such tensors returns a status with a message. UBSan turns any overflow
-// into a crash. GEMMs run on an offline stream whose SM cap stops a valid call before compiling.
+// GEMM entry point (dense, M-grouped, K-grouped) given such tensors returns a status with a message.
+// UBSan turns any overflow into a crash. GEMMs run on an offline stream whose SM cap stops a valid
+// call before compiling. The input format is dg::fuzz::Reader's (fuzz_inputs.h).
 #include <cstring>
 #include <string>
 
