@@ -216,7 +216,9 @@ DG_API dg_status dg_stream_synchronize(dg_stream* stream);
 typedef struct dg_tensor_s dg_tensor;
 #define DG_MAX_RANK 4
 
-/* rank in [1, 4]; sizes >= 0; strides NULL = contiguous row-major, else each stride >= 0. */
+/* rank in [1, 4]; sizes >= 0; strides NULL = contiguous row-major, else each stride >= 0. The
+ * product of the sizes (zeros counted as 1), each stride in bytes and the byte extent must fit in
+ * int64_t (DG_ERROR_INVALID_ARGUMENT otherwise). */
 DG_API dg_status dg_tensor_create(dg_tensor** tensor, void* data, dg_dtype dtype, int32_t rank,
                                   const int64_t* sizes, const int64_t* strides);
 DG_API void dg_tensor_destroy(dg_tensor* tensor);

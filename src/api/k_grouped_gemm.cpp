@@ -140,8 +140,10 @@ dg_status k_grouped(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
   KGroupedArgs args;
   args.m = d->sizes[1];
   args.n = d->sizes[2];
-  if (args.m > INT32_MAX || args.n > INT32_MAX || num_groups * args.m > INT32_MAX)
-    return dg::fail(DG_ERROR_UNSUPPORTED, "d: G x M = {}, N = {} (each must be below 2^31)", num_groups * args.m, args.n);
+  int64_t rows = 0;  // the kernels index D's G x M rows in 32 bits
+  if (args.m > INT32_MAX || args.n > INT32_MAX || __builtin_mul_overflow(num_groups, args.m, &rows) || rows > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "d: G = {}, M = {}, N = {} (G x M and N must be below 2^31)", num_groups,
+                    args.m, args.n);
   if (c != nullptr) DG_TRY(check_output(*c, "c", num_groups, args.m, args.n));  // contiguous: aliasing d is exact
   int64_t elems_a = 0, elems_b = 0;
   if (__builtin_mul_overflow(args.m, total_k, &elems_a) || __builtin_mul_overflow(args.n, total_k, &elems_b))

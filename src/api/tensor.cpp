@@ -24,24 +24,29 @@ DG_API dg_status dg_tensor_create(dg_tensor** tensor, void* data, dg_dtype dtype
     t->data = data;
     t->dtype = dtype;
     t->rank = rank;
+    // The product of the sizes with zeros read as ones bounds every product of sizes a check can
+    // form, also in an empty tensor (whose element count alone would hide [2^62, 4, 0]); it is also
+    // the contiguous stride of the next dimension out.
     int64_t running = 1;
-    int64_t numel = 1;
+    bool empty = false;
     for (int i = rank - 1; i >= 0; --i) {
       if (sizes[i] < 0) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sizes[{}]: {} is negative", i, sizes[i]);
       if (strides != nullptr && strides[i] < 0)
         return dg::fail(DG_ERROR_INVALID_ARGUMENT, "strides[{}]: {} is negative (expected >= 0)", i, strides[i]);
       t->sizes[i] = sizes[i];
       t->strides[i] = strides != nullptr ? strides[i] : running;
+      if (__builtin_mul_overflow(running, sizes[i] > 0 ? sizes[i] : 1, &running))
+        return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                        "sizes: the product of the sizes overflows 64-bit arithmetic at sizes[{}] = {} (zero sizes "
+                        "counted as 1)",
+                        i, sizes[i]);
+      empty = empty || sizes[i] == 0;
       int64_t stride_bytes = 0;
       if (__builtin_mul_overflow(t->strides[i], elem, &stride_bytes))
-        return dg::fail(DG_ERROR_INVALID_ARGUMENT, "strides[{}]: {} elements of {} bytes overflow 64-bit arithmetic", i,
-                        t->strides[i], elem);
-      if (__builtin_mul_overflow(numel, sizes[i], &numel) ||
-          (strides == nullptr && __builtin_mul_overflow(running, sizes[i] > 0 ? sizes[i] : 1, &running)))
-        return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                        "sizes: the element count overflows 64-bit arithmetic at sizes[{}] = {}", i, sizes[i]);
+        return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}[{}]: a stride of {} elements of {} bytes overflows 64-bit arithmetic",
+                        strides != nullptr ? "strides" : "sizes (contiguous strides)", i, t->strides[i], elem);
     }
-    if (numel > 0) {
+    if (!empty) {
       // Bytes from the first element to one past the last: (sum (size - 1) * stride + 1) * elem.
       int64_t last = 0;
       for (int i = 0; i < rank; ++i) {

@@ -974,6 +974,17 @@ std::vector<Case> generate(const Entry& x) {
       for (size_t i = 1; i < s.sizes.size(); ++i) s.sizes[i] = 1;
       add("overflow", name, a, refused, {});
     }
+    if (spec.sizes.size() >= 2) {
+      // An empty tensor (last size 0) whose other sizes are huge, the batch size (rank 3) kept: no
+      // elements, but a product of the other sizes overflows (the K-grouped D [G, M, 0] once made
+      // G x M wrap in a message).
+      Args a = base;
+      Spec& s = a.tensors[name];
+      for (size_t i = s.sizes.size() > 2 ? 1 : 0; i + 1 < s.sizes.size(); ++i) s.sizes[i] = kBig + kBig / 2;
+      s.sizes.back() = 0;
+      s.strides.clear();
+      add("overflow", name, a, refused, {});
+    }
   }
   for (const std::string& name : x.operands) {
     Args a = base;

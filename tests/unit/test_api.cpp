@@ -114,6 +114,17 @@ TEST_CASE("tensor descriptors") {
   int64_t bad_strides[2] = {-5, 1};
   expect_error(dg_tensor_create(&t, nullptr, DG_DTYPE_FLOAT32, 2, sizes, bad_strides), DG_ERROR_INVALID_ARGUMENT, "strides[0]");
   CHECK(t == nullptr);
+  // Empty tensors: no elements, but the other sizes still multiply within int64 (zeros count as 1),
+  // with or without strides.
+  const int64_t huge = (int64_t(1) << 62) + (int64_t(1) << 61);
+  int64_t empty_ok[2] = {huge, 0}, empty_wraps[3] = {4, huge, 0}, zero_strides[3] = {0, 0, 0};
+  REQUIRE(dg_tensor_create(&t, nullptr, DG_DTYPE_FLOAT32, 2, empty_ok, nullptr) == DG_SUCCESS);
+  dg_tensor_destroy(t);
+  expect_error(dg_tensor_create(&t, nullptr, DG_DTYPE_FLOAT32, 3, empty_wraps, nullptr), DG_ERROR_INVALID_ARGUMENT,
+               "sizes: the product of the sizes overflows");
+  expect_error(dg_tensor_create(&t, nullptr, DG_DTYPE_FLOAT32, 3, empty_wraps, zero_strides), DG_ERROR_INVALID_ARGUMENT,
+               "at sizes[0] = 4");
+  CHECK(t == nullptr);
   expect_error(dg_tensor_set_data(nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "tensor");
 }
 

@@ -440,7 +440,11 @@ extern "C" {
 
     pub fn dg_stream_synchronize(stream: *mut dg_stream) -> dg_status;
 
-    /// rank in [1, 4]; sizes >= 0; strides NULL = contiguous row-major, else each stride >= 0.
+    /// ```text
+    /// rank in [1, 4]; sizes >= 0; strides NULL = contiguous row-major, else each stride >= 0. The
+    /// product of the sizes (zeros counted as 1), each stride in bytes and the byte extent must fit in
+    /// int64_t (DG_ERROR_INVALID_ARGUMENT otherwise).
+    /// ```
     pub fn dg_tensor_create(tensor: *mut *mut dg_tensor, data: *mut c_void, dtype: dg_dtype, rank: i32, sizes: *const i64, strides: *const i64) -> dg_status;
 
     pub fn dg_tensor_destroy(tensor: *mut dg_tensor);
