@@ -178,6 +178,9 @@ TEST_CASE("nvfp4_gemv: option overrides") {
 TEST_CASE("nvfp4_gemv: invalid arguments name the argument" * doctest::test_suite("quick")) {
   Fixture f;
   DeviceBuffer buf(1 << 20);
+  // Zeros: the one valid call below reads the operands (compute-sanitizer's initcheck).
+  REQUIRE(dg::driver::api().cuMemsetD8(buf.ptr, 0, 1 << 20) == CUDA_SUCCESS);
+  REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);  // the legacy stream: finish before the call
   char* p = static_cast<char*>(buf.get());
   const int M = 64, K = 256, L = 2;
   dg_tensor* a = tensor(p, DG_DTYPE_FLOAT4_E2M1X2, 3, {M, K / 2, L}, {K / 2, 1, M * K / 2});
