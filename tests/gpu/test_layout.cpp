@@ -245,6 +245,15 @@ std::vector<int64_t> draw_ks(int64_t groups, double lo, double hi, int64_t avg, 
 
 }  // namespace
 
+// The quick suite's K-grouped packing: the 16-byte path and the one-column path (MN % 4 != 0), an
+// empty group.
+TEST_CASE("quick: K-grouped UE8M0 packing" * doctest::test_suite("quick")) {
+  Fixture fx;
+  std::mt19937 rng(2021);
+  run_k_grouped(fx, 132, {256, 0, 512, 384}, 132, rng);
+  run_k_grouped(fx, 130, {384, 128, 0, 640}, 130, rng);
+}
+
 TEST_CASE("K-grouped UE8M0 packing is bit-exact against a per-group reference") {
   Fixture fx;
   std::mt19937 rng(2020);

@@ -284,10 +284,10 @@ void indexer_problem(int64_t s_q, int64_t s_kv) {
 
 // One case per shape (no commas in the names: doctest filters split on them), so that each can
 // run in a process of its own under a time limit.
-TEST_CASE("MQA logits: small problem H 32 D 64 (every logits dtype; clean on and off)") { small_problem(32, 64); }
+TEST_CASE("MQA logits: small problem H 32 D 64 (every logits dtype; clean on and off)" * doctest::test_suite("quick")) { small_problem(32, 64); }
 TEST_CASE("MQA logits: small problem H 32 D 128 (every logits dtype; clean on and off)") { small_problem(32, 128); }
 TEST_CASE("MQA logits: small problem H 64 D 64 (every logits dtype; clean on and off)") { small_problem(64, 64); }
-TEST_CASE("MQA logits: small problem H 64 D 128 (every logits dtype; clean on and off)") { small_problem(64, 128); }
+TEST_CASE("MQA logits: small problem H 64 D 128 (every logits dtype; clean on and off)" * doctest::test_suite("quick")) { small_problem(64, 128); }
 TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 4096") { indexer_problem(2048, 4096); }
 TEST_CASE("MQA logits: indexer ranges S_q 4096 S_kv 4096") { indexer_problem(4096, 4096); }
 TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 65536") { indexer_problem(2048, 65536); }

@@ -374,6 +374,17 @@ TEST_CASE("Paged MQA logits: every H, D and next_n 4; BF16 logits") {
       }
 }
 
+// The quick suite's paged MQA logits: the schedule and both logits dtypes on 9 sequences, 2-D
+// lengths with next_n 2 and H 64 D 128, 1-D with H 32 D 64 and padded weight rows.
+TEST_CASE("quick: paged MQA logits" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  Problem wide = make_problem(9, 2, 64, 128, 700, true, 91);
+  check_problem(g, wide, DG_DTYPE_FLOAT32, 1);
+  Problem narrow = make_problem(9, 1, 32, 64, 700, false, 92);
+  check_problem(g, narrow, DG_DTYPE_BFLOAT16, 1, 40);
+}
+
 TEST_CASE("Paged MQA logits: a CUDA graph of the schedule and the logits replays with new context lengths") {
   Gpu g;
   if (!g.sm90()) return;
