@@ -151,6 +151,50 @@ __global__ void spin_kernel(uint64_t ns) {
   }
 }
 
+struct ReadPlan {
+  uintptr_t base[kMaxReadRanges];  // range start - (its first vector's index) * 16
+  int64_t end[kMaxReadRanges];     // one past the range's last vector, in the whole sequence
+  const uint8_t* tail[kMaxReadRanges];
+  int tail_bytes[kMaxReadRanges];
+  int n;
+  int64_t total;  // vectors
+};
+
+__device__ __forceinline__ uint32_t sum_words(uint4 v) { return v.x + v.y + v.z + v.w; }
+
+__global__ void stream_read_kernel(const ReadPlan plan, uint32_t* out) {
+  constexpr int kUnroll = 4;
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t acc = 0;
+  int r = 0;  // the range of the last vector read (vectors only move forward)
+  for (int64_t v = first; v < plan.total; v += kUnroll * step) {
+    uint4 x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = v + u * step;
+      x[u] = make_uint4(0, 0, 0, 0);
+      if (i < plan.total) {
+        while (i >= plan.end[r]) ++r;
+        const uint4* p = reinterpret_cast<const uint4*>(plan.base[r] + static_cast<uintptr_t>(i) * 16);
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(x[u].x), "=r"(x[u].y), "=r"(x[u].z), "=r"(x[u].w) : "l"(p));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc += sum_words(x[u]);
+  }
+  if (first < plan.n)
+    for (int j = 0; j < plan.tail_bytes[first]; ++j) acc += plan.tail[first][j];
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  __shared__ uint32_t block_sum;
+  if (threadIdx.x == 0) block_sum = 0;
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) atomicAdd(&block_sum, acc);
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = block_sum;
+}
+
 unsigned grid_for(int64_t work, int block) {
   const int64_t g = (work + block - 1) / block;
   return static_cast<unsigned>(g < 1 ? 1 : (g > 65536 ? 65536 : g));
@@ -208,6 +252,26 @@ int diff_sums(const void* x, DType xt, int64_t ldx, const void* y, DType yt, int
   if (rows * cols <= 0) return 0;
   const unsigned grid = grid_for(rows * cols, 256) < 2048 ? grid_for(rows * cols, 256) : 2048;
   diff_sums_kernel<<<grid, 256, 0, S(stream)>>>(x, xt, ldx, y, yt, ldy, rows, cols, sums);
+  return cudaGetLastError();
+}
+
+int stream_read(const ReadRange* ranges, int n, unsigned grid, unsigned block, uint32_t* out, void* stream) {
+  if (n < 0 || n > kMaxReadRanges || grid == 0 || block == 0 || block % 32 != 0) return cudaErrorInvalidValue;
+  ReadPlan plan{};
+  int64_t at = 0;
+  for (int r = 0; r < n; ++r) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ranges[r].ptr);
+    if (p % 16 != 0 || ranges[r].bytes < 0) return cudaErrorInvalidValue;
+    const int64_t vectors = ranges[r].bytes / 16;
+    plan.base[r] = p - static_cast<uintptr_t>(at) * 16;
+    at += vectors;
+    plan.end[r] = at;
+    plan.tail[r] = static_cast<const uint8_t*>(ranges[r].ptr) + vectors * 16;
+    plan.tail_bytes[r] = static_cast<int>(ranges[r].bytes - vectors * 16);
+  }
+  plan.n = n;
+  plan.total = at;
+  stream_read_kernel<<<grid, block, 0, S(stream)>>>(plan, out);
   return cudaGetLastError();
 }
 

@@ -32,6 +32,19 @@ enum DType { kBF16 = 0, kF32 = 1 };
 int diff_sums(const void* x, DType xt, int64_t ldx, const void* y, DType yt, int64_t ldy, int64_t rows,
               int64_t cols, double* sums, void* stream);
 
+// A plain streaming read: the byte ranges taken as one sequence of 16-byte vectors, read grid-stride
+// by a `grid` x `block` launch with four independent loads per step (ld.global.nc, L1 no-allocate,
+// as the GEMV reads its matrix). Bytes past a range's last whole vector are read one by one. Block
+// b writes out[b]: the wrapping 32-bit sum of the little-endian words (and tail bytes) it read, so
+// the loads cannot be optimised away and the sum over blocks can be checked. Range starts must be
+// 16-byte aligned; at most kMaxReadRanges ranges.
+struct ReadRange {
+  const void* ptr;
+  int64_t bytes;
+};
+constexpr int kMaxReadRanges = 64;
+int stream_read(const ReadRange* ranges, int n, unsigned grid, unsigned block, uint32_t* out, void* stream);
+
 // Busy-waits on the device for about `ns` nanoseconds (one block).
 int spin(uint64_t ns, void* stream);
 

@@ -4,8 +4,10 @@
 // "absent" instead of failing to build or link.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 
@@ -423,6 +425,13 @@ float e2m1(int code) {
   return (code & 8) ? -mag[code & 7] : mag[code & 7];
 }
 
+// The integer after " key=" in a DG_PRINT_CONFIGS line; -1 when absent.
+int64_t config_value(const std::string& line, const std::string& key) {
+  const size_t at = line.find(" " + key + "=");
+  if (at == std::string::npos) return -1;
+  return std::strtoll(line.c_str() + at + key.size() + 2, nullptr, 10);
+}
+
 float half_to_float(uint16_t h) {
   const int sign = h >> 15, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   float v;
@@ -537,6 +546,73 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
           run_contender(ctx, x, call, 1, cbuf.ptr, cbuf.bytes, check);
           c.results.push_back(x);
         }
+
+        // "read": a plain streaming read of the bytes the GEMV reads (a, sfa, row 0 of b and sfb per
+        // batch) with the heuristic GEMV's grid and block, read from its DG_PRINT_CONFIGS line: the
+        // floor of the GEMV's time for its launch; t/t_dg of this row is t_read / t_gemv. Each
+        // --gemv-config contender of another grid or block gets its own "read[grid=G,block=B]".
+        std::vector<gpu::ReadRange> ranges = {{a.ptr, static_cast<int64_t>(ha.size())},
+                                              {sfa.ptr, static_cast<int64_t>(hsfa.size())}};
+        for (int64_t l = 0; l < L; ++l) {
+          ranges.push_back({static_cast<const uint8_t*>(b.ptr) + l * Np * K2, K2});
+          ranges.push_back({static_cast<const uint8_t*>(sfb.ptr) + l * Np * K16, K16});
+        }
+        // The expected sum: every whole 16-byte vector as four little-endian words, the rest by bytes.
+        uint32_t want = 0;
+        auto add = [&](const uint8_t* p, int64_t n) {
+          const int64_t whole = n / 16 * 16;
+          for (int64_t i = 0; i < whole; i += 4) {
+            uint32_t w;
+            std::memcpy(&w, p + i, 4);
+            want += w;
+          }
+          for (int64_t i = whole; i < n; ++i) want += p[i];
+        };
+        add(ha.data(), static_cast<int64_t>(ha.size()));
+        add(hsfa.data(), static_cast<int64_t>(hsfa.size()));
+        for (int64_t l = 0; l < L; ++l) add(&hb[l * Np * K2], K2), add(&hsfb[l * Np * K16], K16);
+        std::vector<std::pair<int64_t, int64_t>> geometries;
+        std::vector<std::unique_ptr<Buffer>> sums;  // one per read contender, alive until the case is timed
+        const size_t gemv_contenders = c.results.size();
+        for (size_t q = 0; q < gemv_contenders; ++q) {
+          const int64_t grid = config_value(c.results[q].config, "grid"), block = config_value(c.results[q].config, "block");
+          const bool known = grid > 0 && block > 0;
+          if (q > 0 && (!known || std::find(geometries.begin(), geometries.end(), std::make_pair(grid, block)) !=
+                                      geometries.end()))
+            continue;
+          Result rd;
+          rd.name = q == 0 ? "read" : "read[grid=" + std::to_string(grid) + ",block=" + std::to_string(block) + "]";
+          for (const gpu::ReadRange& x : ranges) rd.bytes += static_cast<double>(x.bytes);
+          if (!known) {
+            rd.message = "the GEMV's grid and block are not in its DG_PRINT_CONFIGS line";
+          } else if (ranges.size() > static_cast<size_t>(gpu::kMaxReadRanges)) {
+            rd.message = "more than " + std::to_string(gpu::kMaxReadRanges / 2 - 1) + " batches";
+          } else {
+            geometries.emplace_back(grid, block);
+            sums.push_back(std::make_unique<Buffer>(grid * 4));
+            uint32_t* out = sums.back()->as<uint32_t>();
+            Call call = [&, grid, block, out](int) {
+              const int e = gpu::stream_read(ranges.data(), static_cast<int>(ranges.size()), static_cast<unsigned>(grid),
+                                             static_cast<unsigned>(block), out, ctx.cu_stream);
+              return e == 0 ? std::string() : std::string("stream_read: ") + gpu::error_string(e);
+            };
+            run_contender(ctx, rd, call, 1, out, grid * 4, [&, grid, out](Result& res) {
+              std::vector<uint32_t> got(grid);
+              DGB_CUDA(cudaMemcpy(got.data(), out, grid * 4, cudaMemcpyDeviceToHost));
+              uint32_t sum = 0;
+              for (uint32_t v : got) sum += v;
+              res.reference = "32-bit word sum of the bytes, on the host";
+              res.diff = sum == want ? 0.0 : 1.0;
+              res.threshold = 0.5;
+              if (sum != want) {
+                res.status = "check_failed";
+                res.message = "block sums add up to " + std::to_string(sum) + ", expected " + std::to_string(want);
+              }
+            });
+            rd.config = "grid=" + std::to_string(grid) + " block=" + std::to_string(block);
+          }
+          c.results.push_back(rd);
+        }
         time_case(ctx);
       } catch (const std::exception& e) {
         r.status = "error";
@@ -545,7 +621,7 @@ void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vecto
       }
 #endif
     }
-    c.note = "GB/s is the figure to hold against the copy suite (a pure-streaming roofline)";
+    c.note = "t/t_dg of read is t_read / t_gemv: a plain streaming read of the same bytes with the same grid and block";
     finish(ctx, c, out);
   }
 }

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <mutex>
 #include <set>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
 #include "jit/kernel_cache.h"
 #include "runtime/driver.h"
 #include "runtime/launch.h"
+#include "runtime/log.h"
 #include "runtime/status.h"
 
 namespace dg::ops {
@@ -226,6 +228,23 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
   const int64_t rounds = rounds_per_batch * p.L;
   const int64_t wave = static_cast<int64_t>(nvfp4_gemv_blocks_per_sm(regs, c.threads())) * sms;
   const int64_t grid = std::min<int64_t>(rounds, c.grid > 0 ? c.grid : wave);
+  if (config_of(stream).print_configs || config_of(stream).jit_debug) {
+    // Once per distinct (problem, choice): the GEMV is called per token, every call would flood the log.
+    const std::string line = fmt::format(
+        "nvfp4_gemv M={} K={} L={}: kt={} rg={} nc={} rows={} vec={} exact={} loopk={} pipe={} defer={} hint={} "
+        "regs={} grid={} block={}",
+        p.M, p.K, p.L, c.threads_per_row, c.row_groups, c.chunks, c.rows, c.vec, c.exact ? 1 : 0, c.loop_k ? 1 : 0,
+        c.pipe, c.defer, static_cast<int>(c.hint), regs, grid, c.threads());
+    static std::mutex print_mu;
+    static std::set<std::string> printed;
+    bool fresh = false;
+    {
+      std::lock_guard<std::mutex> lock(print_mu);
+      if (printed.size() > 4096) printed.clear();  // bounded: the shapes of one process are few
+      fresh = printed.insert(line).second;
+    }
+    if (fresh) log::warn("DG_PRINT_CONFIGS: {}", line);
+  }
 
   const void* a = p.a;
   const void* sfa = p.sfa;
