@@ -707,7 +707,7 @@ typedef struct dg_nvfp4_gemv_options {
   int32_t rows_per_round;    /* rows each group loads at once (1..8): loads in flight per thread =
                                 rows_per_round * chunks_per_thread */
   int32_t vector_bytes;      /* 16 or 8: bytes per load of a (8 only needs 8-byte aligned a and b) */
-  int32_t grid_blocks;       /* blocks; 0 = one full wave of the device (persistent) */
+  int32_t grid_blocks;       /* blocks; 0 = at most one wave of the device, as few as keep it as short */
   int32_t cache_hint;        /* loads of a and sfa: 0 L1::no_allocate, 1 plain .nc, 2 .cs (evict first),
                                 3 L1::no_allocate + L2::256B prefetch */
   int32_t prefetch;          /* 0 or 1: prefetch the next rows before computing; -1: off */

@@ -11,7 +11,7 @@ type Nvfp4GemvOptions struct {
 	ChunksPerThread int // vector loads per thread per row (1..16)
 	RowsPerRound    int // rows each group loads at once (1..8)
 	VectorBytes     int // 16 or 8: bytes per load of a (8 needs only 8-byte aligned a and b)
-	GridBlocks      int // blocks; 0 = one full wave of the device
+	GridBlocks      int // blocks; 0 = at most one wave of the device, as few as keep it as short
 	CacheHint       int // loads of a and sfa: 0 L1::no_allocate, 1 .nc, 2 .cs, 3 L1::no_allocate + L2 prefetch
 	Prefetch        int // 0 or 1: prefetch the next rows before computing; -1: off
 }

@@ -188,6 +188,12 @@ int nvfp4_gemv_blocks_per_sm(int regs, int threads) {
   return std::max(1, std::min({warps / warps_per_block, 2048 / threads, 32}));
 }
 
+int64_t nvfp4_gemv_grid(int64_t rounds, int64_t wave) {
+  if (rounds <= 0 || wave <= 0) return 1;
+  const int64_t longest = (rounds + wave - 1) / wave;
+  return std::min(rounds, (rounds + longest - 1) / longest);
+}
+
 dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, int max_vec,
                          const Nvfp4GemvOverrides& overrides) {
   if (p.M == 0 || p.L == 0) return DG_SUCCESS;
@@ -227,7 +233,7 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
                                    (static_cast<int64_t>(c.row_groups) * c.rows);
   const int64_t rounds = rounds_per_batch * p.L;
   const int64_t wave = static_cast<int64_t>(nvfp4_gemv_blocks_per_sm(regs, c.threads())) * sms;
-  const int64_t grid = std::min<int64_t>(rounds, c.grid > 0 ? c.grid : wave);
+  const int64_t grid = c.grid > 0 ? std::min<int64_t>(rounds, c.grid) : nvfp4_gemv_grid(rounds, wave);
   if (config_of(stream).print_configs || config_of(stream).jit_debug) {
     // Once per distinct (problem, choice): the GEMV is called per token, every call would flood the log.
     const std::string line = fmt::format(

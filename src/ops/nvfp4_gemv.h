@@ -43,7 +43,7 @@ struct Nvfp4GemvConfig {
   int pipe = 1;              // rounds whose loads are in flight ahead of the one computed (0..2)
   int defer = 1;             // KT > 32: rounds whose cross-warp row sums share one barrier (>= 1)
   Nvfp4CacheHint hint = Nvfp4CacheHint::kNoAllocate;
-  int grid = 0;              // blocks; 0 = one wave (blocks per SM x SMs), capped by the work
+  int grid = 0;              // blocks; 0 = nvfp4_gemv_grid of one wave (blocks per SM x SMs)
   int threads() const { return threads_per_row * row_groups; }
 };
 
@@ -64,6 +64,13 @@ std::vector<Nvfp4GemvConfig> all_nvfp4_gemv_heuristic_configs(int arch);
 
 jit::KernelKey nvfp4_gemv_kernel_key(const Nvfp4GemvConfig& config);
 jit::KernelSpec nvfp4_gemv_kernel_spec(const Nvfp4GemvConfig& config);
+
+// The grid: `wave` blocks fit on the device at once and the rounds (of every batch) are dealt in
+// contiguous, balanced ranges, so the grid is the fewest blocks whose longest range is as short as
+// with a full wave: every block then has the same number of rounds or one less, and no block
+// idles through the last round of the others (3584 rounds over 264 blocks left 112 of them
+// idle for a fourteenth of the time; 256 blocks take 14 each). Capped by `rounds`.
+int64_t nvfp4_gemv_grid(int64_t rounds, int64_t wave);
 
 // Blocks of `threads` threads that fit on one SM with `regs` registers per thread (SM90/SM100).
 int nvfp4_gemv_blocks_per_sm(int regs, int threads);

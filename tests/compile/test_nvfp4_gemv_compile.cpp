@@ -2,6 +2,7 @@
 // library's JIT (NVRTC) for sm_90a; the SM100 path (hardware E2M1 conversion) for sm_100a. No GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "dg.h"
@@ -107,4 +108,24 @@ TEST_CASE("nvfp4_gemv: heuristic picks for the benchmark shapes") {
   c = choose(1, 1 << 20, 1, 16, 90);
   CHECK(c.loop_k);
   CHECK(!c.exact);
+}
+
+TEST_CASE("nvfp4_gemv: the grid is the fewest blocks as short as a full wave") {
+  using dg::ops::nvfp4_gemv_grid;
+  // The benchmark shapes at the register path's occupancy on 132 SMs (2, 5 and 4 blocks per SM).
+  CHECK(nvfp4_gemv_grid(3584, 264) == 256);
+  CHECK(nvfp4_gemv_grid(16384, 660) == 656);
+  CHECK(nvfp4_gemv_grid(3584, 528) == 512);
+  CHECK(nvfp4_gemv_grid(10, 264) == 10);
+  CHECK(nvfp4_gemv_grid(0, 264) == 1);
+  for (int64_t rounds = 1; rounds <= 3000; rounds += 7)
+    for (int64_t wave = 1; wave <= 700; wave += 13) {
+      const int64_t g = nvfp4_gemv_grid(rounds, wave), longest = (rounds + wave - 1) / wave;
+      CAPTURE(rounds);
+      CAPTURE(wave);
+      REQUIRE(g >= 1);
+      CHECK(g <= std::min(rounds, wave));
+      CHECK((rounds + g - 1) / g == longest);
+      if (g > 1) CHECK((rounds + g - 2) / (g - 1) > longest);  // one block fewer makes a longer range
+    }
 }

@@ -238,7 +238,7 @@ pub struct dg_nvfp4_gemv_options {
     pub rows_per_round: i32,
     /// 16 or 8: bytes per load of a (8 only needs 8-byte aligned a and b)
     pub vector_bytes: i32,
-    /// blocks; 0 = one full wave of the device (persistent)
+    /// blocks; 0 = at most one wave of the device, as few as keep it as short
     pub grid_blocks: i32,
     /// ```text
     /// loads of a and sfa: 0 L1::no_allocate, 1 plain .nc, 2 .cs (evict first),

@@ -50,7 +50,7 @@ impl Nvfp4GemvOptions {
         rows_per_round;
         /// 16 or 8: bytes per load of a (8 needs only 8-byte aligned a and b).
         vector_bytes;
-        /// Blocks; 0 = one full wave of the device.
+        /// Blocks; 0 = at most one wave of the device, as few as keep it as short.
         grid_blocks;
         /// Loads of a and sfa: 0 L1::no_allocate, 1 plain .nc, 2 .cs, 3 L1::no_allocate + L2 prefetch.
         cache_hint;
