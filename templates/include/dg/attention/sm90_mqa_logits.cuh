@@ -68,8 +68,10 @@ struct MqaLogitsTraits {
   static constexpr uint32_t kOffInfo = kOffW + kQStages * kSmemW;
   static constexpr uint32_t kOffBar = kOffInfo + kQStages * kSmemInfo;
   static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
-  // Registers: the producer warp-group drops to 40; the consumers share the rest (multiple of 8).
-  static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
+  // Registers: the producer warp-group drops to 40 (32 beside four consumer warp-groups, whose
+  // 640 threads launch with 96 each); the consumers share the rest of the launch pool.
+  static constexpr uint32_t kProducerRegs = kMathWG == 4 ? 32 : 40;
+  static constexpr uint32_t kMathRegs = ptx::consumer_regs(128 * kMathWG, kProducerRegs);
 
   static_assert(kHeads == 32 || kHeads == 64, "H: 32 or 64 (128 / H tokens per tile)");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "D: 64 or 128 (rows of one swizzle span)");
@@ -109,6 +111,35 @@ DG_DEVICE void fill_neg_inf(OutT* row, uint32_t a, uint32_t b, uint32_t tid, uin
   const float bits = __uint_as_float(sizeof(OutT) == 4 ? 0xff800000u : 0xff80ff80u);
   const f32x4 v{bits, bits, bits, bits};
   for (uint32_t c = va + tid * kVec; c < vb; c += count * kVec) *reinterpret_cast<f32x4*>(row + c) = v;
+}
+
+// Sums a quad's partial results and spreads them over its lanes. `part` holds this lane's partial
+// sums of kValues results (pr = 0 .. kValues - 1); the quad's four lanes (a WGMMA row's column
+// owners) hold the other partials. Each shuffle round sends half of what a lane holds and keeps
+// the half its partner sends, so the quad spends kValues / 2 + kValues / 4 shuffles (a butterfly
+// on every result would spend 2 kValues) and lane `quad` ends with the whole results
+// pr = quad + 4 n in `sum[n]`. With kValues = 2, lanes q and q ^ 2 both end with result q % 2.
+// Every result is ((p0 + p1) + (p2 + p3)) with lanes paired the same way: bitwise reproducible.
+template <uint32_t kValues>
+DG_DEVICE void quad_reduce_scatter(const float (&part)[kValues], float (&sum)[kValues >= 4 ? kValues / 4 : 1],
+                                   uint32_t quad) {
+  static_assert(kValues == 2 || kValues % 4 == 0, "2 or a multiple of 4 results");
+  const bool odd = (quad & 1) != 0, high = (quad & 2) != 0;
+  float half[kValues / 2];  // result 2 m + (quad & 1), summed over lanes quad and quad ^ 1
+#pragma unroll
+  for (uint32_t m = 0; m < kValues / 2; ++m) {
+    const float keep = odd ? part[2 * m + 1] : part[2 * m], send = odd ? part[2 * m] : part[2 * m + 1];
+    half[m] = keep + __shfl_xor_sync(0xffffffffu, send, 1);
+  }
+  if constexpr (kValues == 2) {
+    sum[0] = half[0] + __shfl_xor_sync(0xffffffffu, half[0], 2);
+  } else {
+#pragma unroll
+    for (uint32_t n = 0; n < kValues / 4; ++n) {
+      const float keep = high ? half[2 * n + 1] : half[2 * n], send = high ? half[2 * n] : half[2 * n + 1];
+      sum[n] = keep + __shfl_xor_sync(0xffffffffu, send, 2);
+    }
+  }
 }
 
 // The KV range a tile of tokens [q0, q0 + kBlockQ) needs: its tokens' [ks, ke) clipped to
@@ -178,7 +209,7 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
 
   if (wg == T::kMathWG) {
     // ------------------------------------------------------------------ producer warp-group
-    ptx::setmaxnreg_dec<40>();
+    ptx::setmaxnreg_dec<T::kProducerRegs>();
     if (warp == T::kMathWG * 4) {
       if (ptx::elect_one()) {
         uint32_t stage = 0, phase = 0, q_iter = 0;
@@ -232,6 +263,9 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   const uint32_t warp_in_wg = warp % 4, quad = lane % 4;
   // This thread's two KV rows of each 64-row block: r0 and r0 + 8.
   const uint32_t r0 = warp_in_wg * 16 + lane / 4;
+  // A block gives each quad kValues results, pr = h * kBlockQ + t for row r0 + 8 h and token t;
+  // lane `quad` stores results pr = quad + 4 n (quad_reduce_scatter).
+  constexpr uint32_t kValues = 2 * kBlockQ, kOwn = kValues / 4;
   OutT* const out = static_cast<OutT*>(p.logits);
   const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
   float acc[64];
@@ -241,7 +275,8 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
     const uint32_t q0 = tile * kBlockQ;
     const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
     ptx::mbar_wait(q_full_addr + qs * 8, qp);
-    const Range range = *reinterpret_cast<const Range*>(smem + T::kOffInfo + qs * T::kSmemInfo);
+    const Range& range = *reinterpret_cast<const Range*>(smem + T::kOffInfo + qs * T::kSmemInfo);
+    const uint32_t kv_lo = range.kv_lo, num_blocks = range.num_blocks;
     const uint32_t q_addr = smem_base + T::kOffQ + qs * T::kSmemQ;
     // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights
     // (the tile's [kBlockQ, H] block, zeros past S_q).
@@ -253,11 +288,31 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       w[g][0] = pair.x;
       w[g][1] = pair.y;
     }
+    // The results this lane stores, relative to the tile's first scanned column: the key offset
+    // in a block, its row of logits, the columns it may write (none past S_q or S_kv) and, with
+    // clean_logits, the token's [ks, ke).
+    uint32_t col[kOwn];
+    OutT* dst[kOwn];
+    int32_t lim[kOwn], lo[kOwn], hi[kOwn];
+#pragma unroll
+    for (uint32_t n = 0; n < kOwn; ++n) {
+      const uint32_t pr = quad + 4 * n, h = pr / kBlockQ, t = pr % kBlockQ;
+      col[n] = wg * 64 + r0 + 8 * h;
+      const int32_t first = static_cast<int32_t>(kv_lo + col[n]);
+      dst[n] = out + static_cast<int64_t>(q0 + t) * p.ld_logits + first;
+      lim[n] = q0 + t < p.s_q ? static_cast<int32_t>(p.s_kv) - first : 0;
+      lo[n] = p.clean ? static_cast<int32_t>(range.ks[t]) - first : -0x7fffffff - 1;
+      hi[n] = p.clean ? static_cast<int32_t>(range.ke[t]) - first : 0x7fffffff;
+    }
 
 #pragma unroll 1
-    for (uint32_t b = 0; b < range.num_blocks; ++b) {
+    for (uint32_t b = 0; b < num_blocks; ++b) {
       ptx::mbar_wait(full_addr + stage * 8, phase);
       const uint32_t kv_addr = smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim;
+      const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + stage * T::kSmemSf);
+      float sf_key[kOwn];
+#pragma unroll
+      for (uint32_t n = 0; n < kOwn; ++n) sf_key[n] = sf[col[n]];
 #pragma unroll
       for (uint32_t r = 0; r < 64; ++r) ptx::fence_operand(acc[r]);
       ptx::wgmma_fence();
@@ -269,14 +324,12 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (uint32_t r = 0; r < 64; ++r) ptx::fence_operand(acc[r]);
-      const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + stage * T::kSmemSf) + wg * 64;
-      const float sf_row[2] = {sf[r0], sf[r0 + 8]};
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
       if (++stage == kStages) stage = 0, phase ^= 1;
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
-      float v[2][kBlockQ];
+      float part[kValues];
 #pragma unroll
       for (uint32_t h = 0; h < 2; ++h)
 #pragma unroll
@@ -287,22 +340,16 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
             s += fmaxf(acc[g * 4 + 2 * h], 0.f) * w[g][0];
             s += fmaxf(acc[g * 4 + 2 * h + 1], 0.f) * w[g][1];
           }
-          s += __shfl_xor_sync(0xffffffffu, s, 1);
-          s += __shfl_xor_sync(0xffffffffu, s, 2);
-          v[h][t] = s * sf_row[h];
+          part[h * kBlockQ + t] = s;
         }
-      // The quad's lanes share the 2 x kBlockQ results: lane `quad` stores pairs quad, quad + 4, ...
-      const uint32_t j0 = range.kv_lo + b * kBlockKv + wg * 64 + r0;
+      float sum[kOwn];
+      quad_reduce_scatter(part, sum, quad);
+      const int32_t j = static_cast<int32_t>(b * kBlockKv);
 #pragma unroll
-      for (uint32_t pr = 0; pr < 2 * kBlockQ; ++pr) {
-        if (pr % 4 != quad) continue;
-        const uint32_t h = pr / kBlockQ, t = pr % kBlockQ, j = j0 + 8 * h;
-        if (q0 + t >= p.s_q || j >= p.s_kv) continue;
-        const bool masked = p.clean && (j < range.ks[t] || j >= range.ke[t]);
-        out[static_cast<int64_t>(q0 + t) * p.ld_logits + j] = masked ? ninf : out_value<OutT>(v[h][t]);
-      }
+      for (uint32_t n = 0; n < kOwn; ++n)
+        if (j < lim[n]) dst[n][j] = j < lo[n] || j >= hi[n] ? ninf : out_value<OutT>(sum[n] * sf_key[n]);
     }
-    // The Q tile's last WGMMA has completed (wait<0> above) and its ranges and weights are in
+    // The Q tile's last WGMMA has completed (wait<0> above) and its weights and ranges are in
     // registers: the producer may replace the stage.
     __syncwarp();
     if (lane == 0) ptx::mbar_arrive(q_empty_addr + qs * 8);

@@ -69,7 +69,10 @@ struct PagedMqaLogitsTraits {
   static constexpr uint32_t kOffW = kOffSf + kStages * kMathWG * kSmemSf;
   static constexpr uint32_t kOffBar = kOffW + kQStages * kSmemW;
   static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
-  static constexpr uint32_t kMathRegs = min_of<uint32_t>(232, (65536 / 128 - 40) / kMathWG / 8 * 8);
+  // Registers: the producer warp-group drops to 40 (32 beside four consumer warp-groups, whose
+  // 640 threads launch with 96 each); the consumers share the rest of the launch pool.
+  static constexpr uint32_t kProducerRegs = kMathWG == 4 ? 32 : 40;
+  static constexpr uint32_t kMathRegs = ptx::consumer_regs(128 * kMathWG, kProducerRegs);
 
   static_assert(kHeads == 32 || kHeads == 64, "H: 32 or 64");
   static_assert(kHeadDim == 64 || kHeadDim == 128, "D: 64 or 128 (rows of one swizzle span)");
@@ -165,7 +168,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
 
   if (wg == kMathWG) {
     // ------------------------------------------------------------------ producer warp-group
-    ptx::setmaxnreg_dec<40>();
+    ptx::setmaxnreg_dec<T::kProducerRegs>();
     if (warp == kMathWG * 4) {
       // The whole warp walks the schedule: each lane holds one entry of a 32-block window of the
       // block table, so one load latency serves 32 blocks; lane 0 issues the barriers and copies.
@@ -236,9 +239,20 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
   const uint32_t r0 = warp_in_wg * 16 + lane / 4;  // this thread's keys of a block: r0 and r0 + 8
   OutT* const out = static_cast<OutT*>(p.logits);
   const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
+  // A block gives each quad kValues results, pr = hh * kNextN + j for key r0 + 8 hh and token j;
+  // lane `quad` stores results pr = quad + 4 n (with next_n = 1, lanes 0 and 1 store one each).
+  constexpr uint32_t kValues = 2 * kNextN, kOwn = kValues >= 4 ? kValues / 4 : 1;
+  const bool stores = kValues >= 4 || quad < 2;
+  uint32_t key[kOwn], token[kOwn];
+#pragma unroll
+  for (uint32_t n = 0; n < kOwn; ++n) {
+    const uint32_t pr = kValues >= 4 ? quad + 4 * n : quad % 2;
+    key[n] = r0 + 8 * (pr / kNextN);
+    token[n] = pr % kNextN;
+  }
   float acc[kN / 2];
   float w[kGroups][2];
-  uint32_t row_end[kNextN];
+  uint32_t row_end[kOwn];  // the context length of each stored result's token
   uint32_t stage = 0, phase = 0, q_iter = 0, q_stage = 0, cur = p.batch;
   for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
     if (b != cur) {
@@ -253,9 +267,10 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       ++q_iter;
       const int32_t* ctx = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
 #pragma unroll
-      for (uint32_t j = 0; j < kNextN; ++j) {
+      for (uint32_t n = 0; n < kOwn; ++n) {
+        const uint32_t j = token[n];
         const int32_t end = p.ctx_2d ? ctx[j] : ctx[0] - static_cast<int32_t>(kNextN - 1 - j);
-        row_end[j] = clamp_u32(end, 0, p.max_context_len);
+        row_end[n] = clamp_u32(end, 0, p.max_context_len);
       }
       ptx::mbar_wait(q_full_addr + q_stage * 8, qp);
       // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
@@ -275,9 +290,12 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       const uint32_t block = first + wg;
       ptx::mbar_wait(full_addr + stage * 8, phase);
       const uint32_t slot = stage * kMathWG + wg;
-      float sf_row[2] = {0.f, 0.f};
+      float sf_key[kOwn];
       if (block < sq.blocks) {
         const uint32_t kv_addr = smem_base + T::kOffKv + slot * T::kSmemKv;
+        const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + slot * T::kSmemSf);
+#pragma unroll
+        for (uint32_t n = 0; n < kOwn; ++n) sf_key[n] = sf[key[n]];
 #pragma unroll
         for (uint32_t r = 0; r < kN / 2; ++r) ptx::fence_operand(acc[r]);
         ptx::wgmma_fence();
@@ -289,9 +307,6 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
         ptx::wgmma_wait<0>();
 #pragma unroll
         for (uint32_t r = 0; r < kN / 2; ++r) ptx::fence_operand(acc[r]);
-        const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + slot * T::kSmemSf);
-        sf_row[0] = sf[r0];
-        sf_row[1] = sf[r0 + 8];
       }
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
@@ -299,7 +314,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       if (block >= sq.blocks) continue;
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
-      float v[2][kNextN];
+      float part[kValues];
 #pragma unroll
       for (uint32_t hh = 0; hh < 2; ++hh)
 #pragma unroll
@@ -310,19 +325,17 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
             s += fmaxf(acc[g * 4 + 2 * hh], 0.f) * w[g][0];
             s += fmaxf(acc[g * 4 + 2 * hh + 1], 0.f) * w[g][1];
           }
-          s += __shfl_xor_sync(0xffffffffu, s, 1);
-          s += __shfl_xor_sync(0xffffffffu, s, 2);
-          v[hh][j] = s * sf_row[hh];
+          part[hh * kNextN + j] = s;
         }
-      // The quad's lanes share the 2 x next_n results: lane `quad` stores pairs quad, quad + 4, ...
-      const uint32_t t0 = block * 64 + r0;
+      float sum[kOwn];
+      quad_reduce_scatter(part, sum, quad);
 #pragma unroll
-      for (uint32_t pr = 0; pr < 2 * kNextN; ++pr) {
-        if (pr % 4 != quad) continue;
-        const uint32_t hh = pr / kNextN, j = pr % kNextN, t = t0 + 8 * hh;
-        if (t >= p.max_context_len) continue;
-        const bool masked = p.clean && t >= row_end[j];
-        out[static_cast<int64_t>(b * kNextN + j) * p.ld_logits + t] = masked ? ninf : out_value<OutT>(v[hh][j]);
+      for (uint32_t n = 0; n < kOwn; ++n) {
+        const uint32_t t = block * 64 + key[n];
+        if (!stores || t >= p.max_context_len) continue;
+        const bool masked = p.clean && t >= row_end[n];
+        out[static_cast<int64_t>(b * kNextN + token[n]) * p.ld_logits + t] =
+            masked ? ninf : out_value<OutT>(sum[n] * sf_key[n]);
       }
     }
   });

@@ -23,6 +23,17 @@ DG_DEVICE bool elect_one() {
   return pred != 0;
 }
 
+// Registers each of `consumers` threads can claim with setmaxnreg.inc after the 128 producer threads
+// dropped to `producer_regs`: a CTA keeps the pool it was launched with, threads x the per-thread
+// count that __launch_bounds__(threads, 1) lets ptxas take (65536 / threads, a multiple of 8, at
+// most 248 here), and an inc the pool cannot satisfy never returns.
+DG_HOST_DEVICE constexpr uint32_t consumer_regs(uint32_t consumers, uint32_t producer_regs, uint32_t cap = 232) {
+  const uint32_t threads = consumers + 128;
+  const uint32_t launch = (65536 / threads / 8 * 8 < 248 ? 65536 / threads / 8 * 8 : 248);
+  const uint32_t share = (launch * threads - 128 * producer_regs) / consumers / 8 * 8;
+  return share < cap ? share : cap;
+}
+
 template <uint32_t kRegs> DG_DEVICE void setmaxnreg_inc() {
   static_assert(kRegs % 8 == 0 && kRegs >= 24 && kRegs <= 256, "setmaxnreg: 24..256, multiple of 8");
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(kRegs));
