@@ -14,12 +14,6 @@ import (
 var notWrapped = map[string]string{
 	// Read in C by every wrapper of calls.h, in the same call as the failure; Error.Message holds it.
 	"dg_last_error": "read inside calls.h",
-	// MQA logits: the Go wrappers are not written yet.
-	"dg_get_mqa_logits_layout":         "not wrapped yet",
-	"dg_fp8_mqa_logits":                "not wrapped yet",
-	"dg_get_paged_mqa_logits_metadata": "not wrapped yet",
-	"dg_fp8_paged_mqa_logits":          "not wrapped yet",
-	"dg_paged_mqa_logits_prepare":      "not wrapped yet",
 }
 
 var (

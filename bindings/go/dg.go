@@ -1,6 +1,6 @@
-// Package dg is the Go binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, M-grouped GEMMs,
-// scaling-factor layout utilities and a batched NVFP4 GEMV, JIT-compiled with NVRTC, behind
-// libdg's C ABI (include/dg.h documents every function).
+// Package dg is the Go binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, M- and K-grouped GEMMs,
+// scaling-factor layout utilities, the MQA logits of the DeepSeek-V3.2 indexer and a batched NVFP4
+// GEMV, JIT-compiled with NVRTC, behind libdg's C ABI (include/dg.h documents every function).
 //
 // Config, Stream and Tensor hold libdg handles: Close releases them (a finalizer does it for a
 // handle that becomes unreachable, but Close is what releases it at a known time). Every failure

@@ -1,5 +1,6 @@
-//! Safe Rust binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, scaling-factor layout utilities
-//! and a batched NVFP4 GEMV, JIT-compiled with NVRTC, behind libdg's C ABI (`include/dg.h`).
+//! Safe Rust binding of libdg: DeepGEMM's FP8 and BF16 GEMMs, scaling-factor layout utilities,
+//! the MQA logits of the DeepSeek-V3.2 indexer and a batched NVFP4 GEMV, JIT-compiled with NVRTC,
+//! behind libdg's C ABI (`include/dg.h`).
 //!
 //! - [`Config`], [`Stream`] and [`Tensor`] own their libdg handles and destroy them on drop.
 //! - Every fallible call returns [`Result`]; an [`Error`] carries libdg's status and the message
@@ -39,6 +40,7 @@ mod grouped;
 mod k_grouped;
 mod layout;
 mod log;
+mod mqa;
 mod stream;
 mod tensor;
 
@@ -58,6 +60,7 @@ pub use layout::{
     mn_major_tma_aligned_tensor_layout, tma_aligned_size, transform_sf_layout, ScaleLayout, SfLayout, SfRecipe,
 };
 pub use log::{log_level, set_log_callback, set_log_level, LogLevel};
+pub use mqa::mqa_logits_layout;
 pub use stream::{device_capability, device_count, Stream};
 pub use tensor::{DType, Tensor, TensorInfo};
 

@@ -7,14 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Functions of dg.h this crate does not call, each with the reason. Keep it short: a function
 /// belongs here only when its job is done another way.
-const NOT_WRAPPED: &[&str] = &[
-    // MQA logits: bound in dg-sys; the safe wrappers are not written yet.
-    "dg_get_mqa_logits_layout",
-    "dg_fp8_mqa_logits",
-    "dg_get_paged_mqa_logits_metadata",
-    "dg_fp8_paged_mqa_logits",
-    "dg_paged_mqa_logits_prepare",
-];
+const NOT_WRAPPED: &[&str] = &[];
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")

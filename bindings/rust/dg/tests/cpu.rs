@@ -346,3 +346,167 @@ fn offline_k_grouped_prepare_and_validation() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
 }
+
+#[test]
+fn mqa_logits_layout_query() {
+    // Rows padded to 1024 bytes: 256 FLOAT32 or 512 BFLOAT16 elements.
+    for (dtype, size) in [(DType::FLOAT32, 4i64), (DType::BFLOAT16, 2)] {
+        for (seq_len, seq_len_kv) in [(3i64, 1000i64), (1, 1), (5, 1024 / size), (2, 1024 / size + 1), (0, 7), (4, 0)] {
+            let layout = dg::mqa_logits_layout(seq_len, seq_len_kv, dtype).unwrap();
+            let stride = (seq_len_kv * size + 1023) / 1024 * 1024 / size;
+            assert_eq!(layout.sizes, vec![seq_len, seq_len_kv]);
+            assert_eq!(layout.strides, vec![stride, 1], "{:?} {} x {}", dtype, seq_len, seq_len_kv);
+            assert_eq!(layout.bytes as i64, seq_len * stride * size);
+        }
+    }
+    assert_eq!(dg::mqa_logits_layout(3, 1000, DType::FLOAT32).unwrap().strides, vec![1024, 1]);
+    let e = dg::mqa_logits_layout(4, 1000, DType::FLOAT16).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().contains("logits_dtype"), "{}", e);
+    let e = dg::mqa_logits_layout(-1, 1000, DType::FLOAT32).unwrap_err();
+    assert!(e.message().contains("seq_len: -1"), "{}", e);
+    let e = dg::mqa_logits_layout(4, -2, DType::BFLOAT16).unwrap_err();
+    assert!(e.message().contains("seq_len_kv: -2"), "{}", e);
+    let e = dg::mqa_logits_layout(1 << 62, 1 << 20, DType::FLOAT32).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "an allocation size past int64: {}", e);
+    assert!(e.message().contains("overflows"), "{}", e);
+}
+
+/// A tensor at a made-up device address (the `i`-th), contiguous unless `strides` is given.
+fn fake(i: usize, dtype: DType, sizes: &[i64], strides: Option<&[i64]>) -> Tensor {
+    // SAFETY: only for calls that fail or stop before any launch.
+    unsafe { Tensor::new(fake_device_ptr(i), dtype, sizes, strides) }.unwrap()
+}
+
+#[test]
+fn offline_mqa_logits_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (s_q, h, d, s_kv) = (4i64, 64i64, 128i64, 256i64);
+    let fp8 = DType::FLOAT8_E4M3;
+    let q = fake(1, fp8, &[s_q, h, d], None);
+    let kv = fake(2, fp8, &[s_kv, d], None);
+    let kv_sf = fake(3, DType::FLOAT32, &[s_kv], None);
+    let weights = fake(4, DType::FLOAT32, &[s_q, h], None);
+    let ks = fake(5, DType::INT32, &[s_q], None);
+    let ke = fake(6, DType::INT32, &[s_q], None);
+    let layout = dg::mqa_logits_layout(s_q, s_kv, DType::FLOAT32).unwrap();
+    let logits = fake(7, DType::FLOAT32, &layout.sizes, Some(&layout.strides));
+    let call = |q: &Tensor, kv: &Tensor, kv_sf: &Tensor, weights: &Tensor, ks: &Tensor, ke: &Tensor, logits: &Tensor| {
+        stream.fp8_mqa_logits(q, kv, kv_sf, weights, ks, ke, logits, true).unwrap_err()
+    };
+    let expect = |e: dg::Error, kind: ErrorKind, part: &str| {
+        assert_eq!(e.kind(), kind, "{}", e);
+        assert!(e.message().contains(part), "{:?} lacks {:?}", e.message(), part);
+    };
+
+    expect(call(&fake(8, DType::BFLOAT16, &[s_q, h, d], None), &kv, &kv_sf, &weights, &ks, &ke, &logits),
+           ErrorKind::InvalidArgument, "q: dtype");
+    expect(call(&fake(8, fp8, &[s_q, h * d], None), &kv, &kv_sf, &weights, &ks, &ke, &logits),
+           ErrorKind::InvalidArgument, "q: rank is 2");
+    expect(call(&fake(8, fp8, &[s_q, 48, d], None), &kv, &kv_sf, &weights, &ks, &ke, &logits),
+           ErrorKind::Unsupported, "H = 48");
+    expect(call(&fake(8, fp8, &[s_q, h, 96], None), &kv, &kv_sf, &weights, &ks, &ke, &logits),
+           ErrorKind::Unsupported, "D = 96");
+    expect(call(&q, &kv, &fake(8, DType::FLOAT32, &[s_kv - 1], None), &weights, &ks, &ke, &logits),
+           ErrorKind::InvalidArgument, "kv_sf");
+    expect(call(&q, &kv, &kv_sf, &weights, &ks, &fake(8, DType::FLOAT32, &[s_q], None), &logits),
+           ErrorKind::InvalidArgument, "cu_seq_len_k_end");
+    // BFLOAT16 rows 300 elements (600 bytes) apart: not a multiple of 16 bytes.
+    expect(call(&q, &kv, &kv_sf, &weights, &ks, &ke, &fake(8, DType::BFLOAT16, &[s_q, s_kv], Some(&[300, 1]))),
+           ErrorKind::InvalidArgument, "logits: row stride");
+    let null_logits = Tensor::without_data(DType::FLOAT32, &layout.sizes, Some(&layout.strides)).unwrap();
+    expect(call(&q, &kv, &kv_sf, &weights, &ks, &ke, &null_logits), ErrorKind::InvalidArgument, "logits: data is NULL");
+
+    // Empty problems pass every check in argument order, then nothing runs.
+    let q0 = fake(9, fp8, &[0, h, d], None);
+    let w0 = fake(10, DType::FLOAT32, &[0, h], None);
+    let k0 = fake(11, DType::INT32, &[0], None);
+    let l0 = fake(12, DType::BFLOAT16, &[0, s_kv], None);
+    stream.fp8_mqa_logits(&q0, &kv, &kv_sf, &w0, &k0, &k0, &l0, false).unwrap();
+    let kv0 = fake(13, fp8, &[0, d], None);
+    let sf0 = fake(14, DType::FLOAT32, &[0], None);
+    // Logits of no columns still need a row stride of whole 16 bytes: the layout query gives one.
+    let empty = dg::mqa_logits_layout(s_q, 0, DType::FLOAT32).unwrap();
+    let l1 = fake(15, DType::FLOAT32, &empty.sizes, Some(&empty.strides));
+    stream.fp8_mqa_logits(&q, &kv0, &sf0, &weights, &ks, &ke, &l1, true).unwrap();
+}
+
+#[test]
+fn offline_paged_mqa_logits_prepare_and_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (b, next_n, h, d, blocks, max_blocks, max_ctx, sms) = (2i64, 1i64, 64i64, 128i64, 16i64, 8i64, 512i64, 132);
+    let (fp8, i32t, f32t) = (DType::FLOAT8_E4M3, DType::INT32, DType::FLOAT32);
+    let q = fake(1, fp8, &[b, next_n, h, d], None);
+    let kv_cache = fake(2, DType::UINT8, &[blocks, 64, 1, d + 4], None);
+    let weights = fake(3, f32t, &[b * next_n, h], None);
+    let context_lens = fake(4, i32t, &[b], None);
+    let block_table = fake(5, i32t, &[b, max_blocks], None);
+    let schedule = fake(6, i32t, &[sms as i64 + 1, 2], None);
+    let layout = dg::mqa_logits_layout(b * next_n, max_ctx, f32t).unwrap();
+    let logits = fake(7, f32t, &layout.sizes, Some(&layout.strides));
+    let expect = |e: dg::Error, kind: ErrorKind, part: &str| {
+        assert_eq!(e.kind(), kind, "{}", e);
+        assert!(e.message().contains(part), "{:?} lacks {:?}", e.message(), part);
+    };
+
+    // The schedule.
+    let meta = |ctx: &Tensor, block_kv: i32, num_sms: i32, out: &Tensor| {
+        stream.get_paged_mqa_logits_metadata(ctx, block_kv, num_sms, out).unwrap_err()
+    };
+    expect(meta(&context_lens, 32, sms, &schedule), ErrorKind::Unsupported, "block_kv: 32");
+    expect(meta(&context_lens, 64, 0, &schedule), ErrorKind::InvalidArgument, "num_sms: 0");
+    expect(meta(&fake(8, f32t, &[b], None), 64, sms, &schedule), ErrorKind::InvalidArgument, "context_lens: dtype");
+    expect(meta(&fake(8, i32t, &[b, 3], None), 64, sms, &schedule), ErrorKind::Unsupported, "next_n = 3");
+    expect(meta(&context_lens, 64, sms - 1, &schedule), ErrorKind::InvalidArgument, "schedule_meta");
+
+    // The logits.
+    let paged = |q: &Tensor, kv_cache: &Tensor, block_table: &Tensor, max_context_len: i64| {
+        stream
+            .fp8_paged_mqa_logits(q, kv_cache, &weights, &context_lens, block_table, &schedule, max_context_len,
+                                  &logits, false)
+            .unwrap_err()
+    };
+    expect(paged(&q, &fake(8, fp8, &[blocks, 64, 1, d + 4], None), &block_table, max_ctx),
+           ErrorKind::InvalidArgument, "kv_cache: dtype");
+    expect(paged(&q, &fake(8, DType::UINT8, &[blocks, 64, 1, d], None), &block_table, max_ctx),
+           ErrorKind::InvalidArgument, "kv_cache");
+    expect(paged(&fake(8, fp8, &[b, 3, h, d], None), &kv_cache, &block_table, max_ctx),
+           ErrorKind::Unsupported, "next_n = 3");
+    expect(paged(&q, &kv_cache, &block_table, -1), ErrorKind::InvalidArgument, "max_context_len: -1");
+    expect(paged(&q, &kv_cache, &fake(8, i32t, &[b + 1, max_blocks], None), max_ctx),
+           ErrorKind::InvalidArgument, "block_table");
+    let empty = dg::mqa_logits_layout(b * next_n, 0, DType::BFLOAT16).unwrap();
+    let l0 = fake(9, DType::BFLOAT16, &empty.sizes, Some(&empty.strides));
+    stream
+        .fp8_paged_mqa_logits(&q, &kv_cache, &weights, &context_lens, &block_table, &schedule, 0, &l0, true)
+        .unwrap(); // max_context_len 0: nothing runs
+
+    // Prepare compiles both kernels; then the valid calls get through every check to the launch,
+    // which an offline stream refuses.
+    let e = stream.paged_mqa_logits_prepare(48, d as i32, next_n as i32, f32t).unwrap_err();
+    expect(e, ErrorKind::Unsupported, "heads: 48");
+    let e = stream.paged_mqa_logits_prepare(h as i32, d as i32, 3, f32t).unwrap_err();
+    expect(e, ErrorKind::Unsupported, "next_n: 3");
+    let e = stream.paged_mqa_logits_prepare(h as i32, d as i32, next_n as i32, DType::FLOAT16).unwrap_err();
+    expect(e, ErrorKind::InvalidArgument, "logits_dtype");
+    let before = dg::jit_stats().unwrap();
+    stream.paged_mqa_logits_prepare(h as i32, d as i32, next_n as i32, f32t).unwrap();
+    let after = dg::jit_stats().unwrap();
+    assert!(
+        after.compiled + after.loaded_from_disk + after.memory_hits
+            >= before.compiled + before.loaded_from_disk + before.memory_hits + 2,
+        "the schedule and paged kernels were not both prepared: {:?} -> {:?}",
+        before,
+        after
+    );
+    expect(stream.get_paged_mqa_logits_metadata(&context_lens, 64, sms, &schedule).unwrap_err(),
+           ErrorKind::NoDevice, "offline");
+    expect(
+        stream
+            .fp8_paged_mqa_logits(&q, &kv_cache, &weights, &context_lens, &block_table, &schedule, max_ctx, &logits,
+                                  true)
+            .unwrap_err(),
+        ErrorKind::NoDevice,
+        "offline",
+    );
+}
