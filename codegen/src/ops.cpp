@@ -90,7 +90,9 @@ Value::List concatenated(const Value::List& a, const Value::List& b) {
 }
 
 Value repeat(const Value& seq, std::int64_t n) {
-  if (n <= 0) return seq.is_string() ? Value("") : Value(Value::List());
+  // An empty sequence repeated any number of times is empty: no loop of n rounds over nothing.
+  const bool empty = seq.is_string() ? seq.as_string().empty() : seq.as_list().empty();
+  if (n <= 0 || empty) return seq.is_string() ? Value("") : Value(Value::List());
   const auto times = static_cast<std::uint64_t>(n);
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
