@@ -96,10 +96,12 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
 
   // Memory orders.
   DG_TRY(check_tma_rows(*q, "q", 1, s_q * heads));
-  if (s_q > 1 && q->strides[0] != heads * q->strides[1])
+  int64_t token_stride = 0;  // H * stride(1), checked: a stride near INT64_MAX is a valid tensor
+  DG_TRY(dg::checked_mul(heads, q->strides[1], &token_stride, "q"));
+  if (s_q > 1 && q->strides[0] != token_stride)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "q: stride(0) = {} (expected H * stride(1) = {}: the (token, head) rows evenly spaced); got {}",
-                    q->strides[0], heads * q->strides[1], dg::describe(*q));
+                    q->strides[0], token_stride, dg::describe(*q));
   DG_TRY(check_tma_rows(*kv, "kv", 0, s_kv));
   if (s_kv > 1 && kv_sf->strides[0] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "kv_sf: must be contiguous (stride 1); got {}", dg::describe(*kv_sf));
@@ -327,15 +329,18 @@ dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tenso
 
   // Memory orders.
   DG_TRY(check_tma_rows(*q, "q", 2, rows * heads));
-  if (rows * heads > 1 && ((heads > 1 || next_n > 1) && q->strides[1] != heads * q->strides[2]))
+  int64_t token_stride = 0, batch_stride = 0;  // H * stride(2), next_n * H * stride(2), checked
+  DG_TRY(dg::checked_mul(heads, q->strides[2], &token_stride, "q"));
+  DG_TRY(dg::checked_mul(next_n, token_stride, &batch_stride, "q"));
+  if (rows * heads > 1 && ((heads > 1 || next_n > 1) && q->strides[1] != token_stride))
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "q: stride(1) = {} (expected H * stride(2) = {}: the (token, head) rows evenly spaced); got {}",
-                    q->strides[1], heads * q->strides[2], dg::describe(*q));
-  if (batch > 1 && q->strides[0] != next_n * heads * q->strides[2])
+                    q->strides[1], token_stride, dg::describe(*q));
+  if (batch > 1 && q->strides[0] != batch_stride)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "q: stride(0) = {} (expected next_n * H * stride(2) = {}: the (token, head) rows evenly spaced); "
                     "got {}",
-                    q->strides[0], next_n * heads * q->strides[2], dg::describe(*q));
+                    q->strides[0], batch_stride, dg::describe(*q));
   const int64_t eb = static_cast<int64_t>(dg::dtype_size(logits->dtype));
   if (max_context_len > 1 && logits->strides[1] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "logits: stride {} along keys (expected 1); got {}", logits->strides[1],

@@ -138,6 +138,24 @@ TEST_CASE("MQA logits: empty problems launch nothing; H, D and strides outside t
   CHECK(std::string(dg_last_error()).find("logits: row stride 250") == 0);
 }
 
+TEST_CASE("MQA logits: q strides whose H multiple overflows int64 are refused, not multiplied") {
+  FakeDriver fake(sizeof(MqaLogitsParams));
+  // A valid tensor ((H - 1) * 2^57 fits) whose H * stride(1) = 2^63 does not.
+  Tensor q(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {2, 64, 128}, {0, int64_t(1) << 57, 1});
+  Tensor kv(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {256, 128});
+  Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {256});
+  Tensor w(fake_address(4), DG_DTYPE_FLOAT32, {2, 64});
+  Tensor ks(fake_address(5), DG_DTYPE_INT32, {2});
+  Tensor ke(fake_address(6), DG_DTYPE_INT32, {2});
+  Tensor logits(fake_address(7), DG_DTYPE_FLOAT32, {2, 256});
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  CHECK(dg_fp8_mqa_logits(stream, q.t, kv.t, sf.t, w.t, ks.t, ke.t, logits.t, 0) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("q: ") == 0);
+  dg_stream_destroy(stream);
+  CHECK(fake.take().empty());
+}
+
 TEST_CASE("MQA logits layout: rows of 1024 bytes, checked arithmetic") {
   int64_t sizes[2], strides[2];
   size_t bytes = 0;
