@@ -10,6 +10,8 @@
 // valid baseline shows as the "num_sms" error and a mutation that slipped through fails its case.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -19,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dg.h"
@@ -104,6 +107,8 @@ struct Entry {
   // rank and sizes (dg_tensor_get and _set_data take any descriptor).
   bool stream = false;
   bool validates_tensors = true;
+  // Integer arguments of the matrix that are elements of an array argument (the name messages use).
+  std::map<std::string, std::string> array_of;
 };
 
 const dg_stream* as_stream(const Context& c, const Args& a) { return a.null_stream ? nullptr : c.stream; }
@@ -445,6 +450,7 @@ std::vector<Entry> entries() {
     a.ints = {{"rank", 2}, {"mn", 128}, {"sf_k", 4}};
     x.enums = {"rank"};
     x.sizes = {"mn", "sf_k"};
+    x.array_of = {{"mn", "sizes"}, {"sf_k", "sizes"}};
     x.stops_at_sm_cap = false;
     x.call = [packed](const Context&, const Args& a, const Handles&) {
       const int64_t sizes[3] = {a.ints.at("mn"), a.ints.at("sf_k"), 1};
@@ -544,6 +550,7 @@ std::vector<Entry> entries() {
     x.baseline.ints = {{"dtype", DG_DTYPE_BFLOAT16}, {"rank", 2}, {"size0", 64}, {"size1", 64}};
     x.enums = {"dtype", "rank"};
     x.sizes = {"size0", "size1"};
+    x.array_of = {{"size0", "sizes"}, {"size1", "sizes"}};
     x.outs = {"tensor", "sizes"};
     x.stops_at_sm_cap = false;
     x.call = [](const Context&, const Args& a, const Handles&) {
@@ -1019,15 +1026,22 @@ std::vector<Case> generate(const Entry& x) {
     Args a = base;
     a.gemm.struct_size = 3;
     add("bad_options", "options", a, invalid, {"options", "struct_size"});
-    for (const char* field : {"block_n", "num_stages", "split_k", "num_sms", "block_m"}) {
+    // Every field the config key packs: a negative value must be refused before it is shifted.
+    const std::pair<const char*, int32_t dg_gemm_options::*> fields[] = {
+        {"block_m", &dg_gemm_options::block_m},
+        {"block_n", &dg_gemm_options::block_n},
+        {"num_stages", &dg_gemm_options::num_stages},
+        {"cluster", &dg_gemm_options::cluster},
+        {"multicast_a", &dg_gemm_options::multicast_a},
+        {"num_math_warpgroups", &dg_gemm_options::num_math_warpgroups},
+        {"num_sms", &dg_gemm_options::num_sms},
+        {"fp8_promotion", &dg_gemm_options::fp8_promotion},
+        {"fp8_promotion_slices", &dg_gemm_options::fp8_promotion_slices},
+        {"split_k", &dg_gemm_options::split_k}};
+    for (const auto& [field, member] : fields) {
       for (const int32_t v : {-16, INT32_MAX}) {
         Args b = base;
-        int32_t* p = std::string(field) == "block_n"      ? &b.gemm.block_n
-                     : std::string(field) == "num_stages" ? &b.gemm.num_stages
-                     : std::string(field) == "split_k"    ? &b.gemm.split_k
-                     : std::string(field) == "num_sms"    ? &b.gemm.num_sms
-                                                          : &b.gemm.block_m;
-        *p = v;
+        b.gemm.*member = v;
         add("bad_options", std::string("options.") + field, b, invalid, {std::string("options.") + field});
       }
     }
@@ -1072,14 +1086,47 @@ std::vector<Case> generate(const Entry& x) {
   return cases;
 }
 
-// The names the message may use for the argument of a size-class case.
-bool names_some_argument(const Entry& x, const std::string& msg) {
-  for (const auto& [name, spec] : x.baseline.tensors)
-    if (msg.find(name + ":") != std::string::npos || msg.find(name + ",") != std::string::npos) return true;
+// Whether the message opens with `name` as the library formats an argument: the names before the
+// first ':' ("b: ...", "m, n, k: ...", "sizes[1]: ...", "options.block_n: ...") include it.
+bool opens_with(const std::string& msg, const std::string& name) {
+  const size_t colon = msg.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string head = msg.substr(0, colon);
+  for (size_t at = 0; at <= head.size();) {
+    const size_t end = std::min(head.find(", ", at), head.size());
+    const std::string token = head.substr(at, end - at);
+    if (token == name || token.rfind(name + "[", 0) == 0 || token.rfind(name + ".", 0) == 0) return true;
+    at = end + 2;
+  }
+  return false;
+}
+
+// Whether `word` occurs in `msg` as a whole identifier.
+bool names_word(const std::string& msg, const std::string& word) {
+  auto ident = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+  for (size_t at = msg.find(word); at != std::string::npos; at = msg.find(word, at + 1))
+    if ((at == 0 || !ident(msg[at - 1])) && (at + word.size() == msg.size() || !ident(msg[at + word.size()])))
+      return true;
+  return false;
+}
+
+// A size-class case on an integer argument must open with that argument (or the array it is an
+// element of, `array_of`), or with a tensor that disagrees with it and name the integer in what it
+// expected ("sf: size(0) is 128 but ceil(mn / gran_mn) is ..."). One on a tensor may open with any
+// argument of the call: a size that disagrees is reported by whichever argument is checked against it.
+bool names_its_argument(const Entry& x, const Case& c, const std::string& msg) {
+  auto api_name = [&](const std::string& name) {
+    auto it = x.array_of.find(name);
+    return it == x.array_of.end() ? name : it->second;
+  };
+  bool opens_with_tensor = false;
+  for (const auto& [name, spec] : x.baseline.tensors) opens_with_tensor = opens_with_tensor || opens_with(msg, name);
+  if (x.baseline.ints.count(c.arg))
+    return opens_with(msg, api_name(c.arg)) || (opens_with_tensor && names_word(msg, c.arg));
+  if (opens_with_tensor) return true;
   for (const auto& [name, v] : x.baseline.ints)
-    if (msg.find(name) != std::string::npos) return true;
-  return msg.find("sizes") != std::string::npos || msg.find("strides") != std::string::npos ||
-         msg.find("m, n, k") != std::string::npos;
+    if (opens_with(msg, api_name(name))) return true;
+  return false;
 }
 
 struct CappedStream {
@@ -1145,7 +1192,7 @@ TEST_CASE("bad-input matrix: every entry point x every class gives its status an
       CHECK_MESSAGE(status_ok, dg_status_string(s), ": ", msg);
       CHECK_MESSAGE(msg.find("num_sms: 1024") == std::string::npos, "passed validation: ", msg);
       if (c.needles.empty()) {
-        CHECK_MESSAGE(names_some_argument(x, msg), "names no argument: ", msg);
+        CHECK_MESSAGE(names_its_argument(x, c, msg), "does not open with the argument's name: ", msg);
       } else {
         for (const std::string& n : c.needles) CHECK_MESSAGE(msg.find(n) != std::string::npos, "lacks '", n, "': ", msg);
       }
@@ -1174,4 +1221,42 @@ TEST_CASE("the bad-input matrix covers every entry point dg.h declares") {
     CHECK_MESSAGE(covered.count(name) == 1, name, " is declared in dg.h but has no row in the bad-input matrix");
   }
   CHECK(declared > 60);
+}
+
+TEST_CASE("sizes whose arithmetic wraps are refused before it: GEMV K = 2 * sizes[1], FP8 ceil(K / 128)") {
+  dg::test::FakeDriver driver(0);
+  CappedStream capped;
+  const Context ctx{capped.stream};
+  // NVFP4 GEMV: a's K/2 dimension at 2^62 (K = 2^63 wraps) and one past 2^31 / 2 (K = 2^31).
+  for (const int64_t half_k : {kBig, int64_t(INT32_MAX) / 2 + 1}) {
+    INFO("a: [1, ", half_k, ", 1]");
+    Args a;
+    a.tensors["a"] = Spec{address(1), DG_DTYPE_FLOAT4_E2M1X2, {1, half_k, 1}, {}};
+    a.tensors["sfa"] = Spec{address(2), DG_DTYPE_FLOAT8_E4M3, {1, 16, 1}, {}};
+    a.tensors["b"] = Spec{address(3), DG_DTYPE_FLOAT4_E2M1X2, {1, 128, 1}, {}};
+    a.tensors["sfb"] = Spec{address(4), DG_DTYPE_FLOAT8_E4M3, {1, 16, 1}, {}};
+    a.tensors["c"] = Spec{address(5), DG_DTYPE_FLOAT16, {1, 1, 1}, {}};
+    Handles h(a);
+    const dg_status s = dg_nvfp4_gemv(ctx.stream, h["a"], h["sfa"], h["b"], h["sfb"], h["c"], nullptr);
+    const std::string msg = dg_last_error();
+    CHECK_MESSAGE(s == DG_ERROR_INVALID_ARGUMENT, dg_status_string(s), ": ", msg);
+    CHECK_MESSAGE(msg.rfind("a: ", 0) == 0, msg);
+    CHECK_MESSAGE(msg.find("2^31") != std::string::npos, msg);
+  }
+  // FP8 nt, M = N = 1 and K = INT64_MAX: the 2^31 bound on K comes before ceil(K / 128) (K + 127
+  // overflows; UBSan reports it).
+  {
+    Args a;
+    a.tensors["a"] = fp8(1, {1, INT64_MAX});
+    a.tensors["b"] = fp8(2, {1, INT64_MAX});
+    a.tensors["sfa"] = f32(3, {1, 1});
+    a.tensors["sfb"] = f32(4, {1, 1});
+    a.tensors["d"] = bf16(5, {1, 1});
+    Handles h(a);
+    const dg_status s = dg_fp8_gemm_nt(ctx.stream, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], nullptr, nullptr);
+    const std::string msg = dg_last_error();
+    CHECK_MESSAGE(s == DG_ERROR_UNSUPPORTED, dg_status_string(s), ": ", msg);
+    CHECK_MESSAGE(msg.rfind("a: ", 0) == 0, msg);
+    CHECK_MESSAGE(msg.find("K = " + std::to_string(INT64_MAX)) != std::string::npos, msg);
+  }
 }
