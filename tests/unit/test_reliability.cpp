@@ -5,6 +5,7 @@
 // process under alarm().
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -403,4 +404,41 @@ TEST_CASE("DG_TEMPLATE_DIR that is not a template tree is a configuration error"
   const dg::jit::SourceBundle source = dg::jit::load_source_bundle(DG_TEST_DATA_DIR "/../../templates");
   CHECK(source.error.empty());
   CHECK(source.hash == dg::jit::load_source_bundle(nullptr).hash);
+}
+
+// The bundle is read once per process, so the public call runs in a fresh process of this binary
+// that runs only this test case, with DG_TEMPLATE_DIR=/ and, as the marker, a file it writes to
+// show that it ran.
+TEST_CASE("DG_TEMPLATE_DIR=/ makes a public kernel-preparing call a configuration error") {
+  constexpr const char* kMarker = "DG_TEST_TEMPLATE_DIR_CHILD";
+  if (const char* ran = std::getenv(kMarker)) {
+    write_file(ran, "ran");
+    dg_stream* stream = nullptr;
+    REQUIRE(dg_stream_create_offline(&stream, 9, 0, 132, nullptr) == DG_SUCCESS);
+    const dg_status s = dg_gemm_prepare(stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 256, 256, 256,
+                                        DG_DTYPE_BFLOAT16, 0, nullptr);
+    const std::string msg = dg_last_error();
+    dg_stream_destroy(stream);
+    CHECK_MESSAGE(s == DG_ERROR_INVALID_ARGUMENT, dg_status_string(s), ": ", msg);
+    CHECK_MESSAGE(msg.find("DG_TEMPLATE_DIR=/ is not a usable template tree") != std::string::npos, msg);
+    return;
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "DG_TEMPLATE_DIR=", 16) != 0) env.emplace_back(*e);
+  env.emplace_back("DG_TEMPLATE_DIR=/");
+  TempDir tmp;
+  const fs::path ran = tmp.path / "ran";
+  env.emplace_back(std::string(kMarker) + "=" + ran.string());
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe", filter = "--test-case=DG_TEMPLATE_DIR=/ makes a public*";
+  char* argv[] = {exe.data(), filter.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv, envp.data()) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "the child's checks failed (its output is above)");
+  CHECK_MESSAGE(fs::exists(ran), "the child did not run the test case");
 }
