@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -112,14 +113,15 @@ void cache_seeds(const fs::path& out) {
 }
 
 // fuzz_tensor reads five descriptors t[0..4], scalars a, b, c, then the query and option bytes,
-// then the K-grouped fields (see its LLVMFuzzerTestOneInput). Each seed is valid for one family.
+// then the K-grouped fields, then two more descriptors and the scalars of the GEMV, MQA and layout
+// calls (see its LLVMFuzzerTestOneInput). Each seed is valid for one family.
 void tensor_seeds(const fs::path& out) {
   using dg::fuzz::Writer;
   using dg::fuzz::write_tensor;
   const int64_t M = 256, N = 384, K = 512, G = 2, SK = K / 128;
   const dg_dtype bf = DG_DTYPE_BFLOAT16, f8 = DG_DTYPE_FLOAT8_E4M3, f32 = DG_DTYPE_FLOAT32, i32 = DG_DTYPE_INT32;
-  auto tail = [&](Writer& w, int32_t grouped_layout) {
-    w.dim(M), w.dim(N), w.dim(K);  // a, b, c
+  auto tail_with = [&](Writer& w, int32_t grouped_layout, int64_t a, int64_t b, int64_t c) {
+    w.dim(a), w.dim(b), w.dim(c);
     w.u(2, 1), w.u(2, 1);          // layout queries: rank 2
     w.u(4, 1);                     // dg_get_tma_aligned_size: element size
     w.u(DG_GEMM_LAYOUT_NT, 1);     // workspace size
@@ -128,6 +130,7 @@ void tensor_seeds(const fs::path& out) {
     w.u(0, 1), w.u(0, 1), w.u(0, 1), w.u(0, 4);  // options: recipe, block_n, workspace, size
     w.u(static_cast<uint64_t>(grouped_layout), 1);
   };
+  auto tail = [&](Writer& w, int32_t grouped_layout) { tail_with(w, grouped_layout, M, N, K); };
   auto k_grouped = [&](Writer& w, bool ks_tensor) {
     w.u(G, 1), w.u(ks_tensor ? 1 : 0, 1);
     for (int i = 0; i < 8; ++i) w.dim(i < G ? K / G : 0);
@@ -194,6 +197,108 @@ void tensor_seeds(const fs::path& out) {
     tail(w, DG_M_GROUPED_LAYOUT_INDICES);
     k_grouped(w, true);
     write_seed(out / "tensor", "k-grouped-bf16-tn", w.bytes);
+  }
+  // The calls after the K-grouped fields: descriptors t[5], t[6], then the GEMV's grid_blocks,
+  // clean_logits, block_kv, num_sms, max_context_len and the logits dtype.
+  auto rest = [&](Writer& w, int64_t num_sms, int64_t max_context_len) {
+    w.u(0, 1), w.u(1, 1), w.u(64, 2), w.dim(num_sms), w.dim(max_context_len), w.u(f32, 1);
+  };
+  auto none = [&](Writer& w) { write_tensor(w, 0, 0, {}, {}, 0); };
+  {  // NVFP4 GEMV, rank 2: a [M, K/2], b [1, K/2] (FP4 pairs), sfa [M, K/16], sfb [1, K/16], c [M, 1]
+    Writer w;
+    write_tensor(w, 2, DG_DTYPE_FLOAT4_E2M1X2, {M, K / 2}, {}, 0x100);
+    write_tensor(w, 2, DG_DTYPE_FLOAT4_E2M1X2, {1, K / 2}, {}, 0x200);
+    write_tensor(w, 2, DG_DTYPE_FLOAT16, {M, 1}, {}, 0x300);
+    write_tensor(w, 2, f8, {M, K / 16}, {}, 0x400);
+    write_tensor(w, 2, f8, {1, K / 16}, {}, 0x500);
+    tail(w, DG_M_GROUPED_LAYOUT_INDICES);
+    k_grouped(w, false);
+    none(w), none(w);
+    rest(w, 132, 0);
+    write_seed(out / "tensor", "nvfp4-gemv", w.bytes);
+  }
+  // MQA logits: S_q 8, H 64, D 128, S_kv 512; paged: B 4, next_n 2, 40 blocks of 64, 10 per sequence.
+  const int64_t S = 8, H = 64, D = 128, SKV = 512, B = 4, NEXT = 2, BLOCKS = 40, BLOCK_KV = 64, CTX = 600;
+  {  // non-paged: q, kv, logits, kv_sf, weights, then cu_seq_len_k_start and _end as t[5], t[6]
+    Writer w;
+    write_tensor(w, 3, f8, {S, H, D}, {}, 0x100);
+    write_tensor(w, 2, f8, {SKV, D}, {}, 0x200);
+    write_tensor(w, 2, f32, {S, SKV}, {}, 0x300);
+    write_tensor(w, 1, f32, {SKV}, {}, 0x400);
+    write_tensor(w, 2, f32, {S, H}, {}, 0x500);
+    tail_with(w, DG_M_GROUPED_LAYOUT_INDICES, S, SKV, K);  // the logits layout query's seq_len, seq_len_kv
+    k_grouped(w, false);
+    write_tensor(w, 1, i32, {S}, {}, 0x600);
+    write_tensor(w, 1, i32, {S}, {}, 0x700);
+    rest(w, 132, 0);
+    write_seed(out / "tensor", "mqa-logits", w.bytes);
+  }
+  {  // the paged schedule: context_lens and schedule_meta [num_sms + 1, 2] as t[5], t[6]
+    Writer w;
+    for (int i = 0; i < 5; ++i) none(w);
+    tail(w, DG_M_GROUPED_LAYOUT_INDICES);
+    k_grouped(w, false);
+    write_tensor(w, 1, i32, {B}, {}, 0x600);
+    write_tensor(w, 2, i32, {133, 2}, {}, 0x700);
+    rest(w, 132, 0);
+    write_seed(out / "tensor", "paged-mqa-logits-metadata", w.bytes);
+  }
+  {  // paged: q, kv_cache (D FP8 bytes + 4 scale bytes per key), logits, block_table, weights, then
+     // context_lens and schedule_meta
+    Writer w;
+    write_tensor(w, 4, f8, {B, NEXT, H, D}, {}, 0x100);
+    write_tensor(w, 4, DG_DTYPE_UINT8, {BLOCKS, BLOCK_KV, 1, D + 4}, {}, 0x200);
+    write_tensor(w, 2, f32, {B * NEXT, CTX}, {}, 0x300);
+    write_tensor(w, 2, i32, {B, BLOCKS / B}, {}, 0x400);
+    write_tensor(w, 2, f32, {B * NEXT, H}, {}, 0x500);
+    tail(w, DG_M_GROUPED_LAYOUT_INDICES);
+    k_grouped(w, false);
+    write_tensor(w, 1, i32, {B}, {}, 0x600);
+    write_tensor(w, 2, i32, {133, 2}, {}, 0x700);
+    rest(w, 132, CTX);
+    write_seed(out / "tensor", "paged-mqa-logits", w.bytes);
+  }
+  // Scale layouts: sf t[0] [MN, SK] K-major; out t[2] as the library's layout queries give it.
+  auto sf_seed = [&](const char* name, dg_dtype out_dtype, const int64_t* sizes, const int64_t* strides, int64_t a,
+                     int64_t b, const std::vector<int64_t>& sf_sizes) {
+    Writer w;
+    write_tensor(w, 2, f32, {sf_sizes[0], sf_sizes[1]}, {}, 0x100);
+    none(w);
+    write_tensor(w, 2, out_dtype, {sizes[0], sizes[1]}, {strides[0], strides[1]}, 0x300);
+    none(w), none(w);
+    tail_with(w, DG_M_GROUPED_LAYOUT_INDICES, a, b, K);
+    k_grouped(w, false);
+    none(w), none(w);
+    rest(w, 132, 0);
+    write_seed(out / "tensor", name, w.bytes);
+  };
+  int64_t sizes[3], strides[3];
+  size_t bytes = 0;
+  const int64_t mn_sk[2] = {M, SK};
+  auto require = [](dg_status s) {
+    if (s != DG_SUCCESS) throw std::runtime_error(std::string("layout query: ") + dg_last_error());
+  };
+  require(dg_get_mn_major_tma_aligned_tensor_layout(2, mn_sk, sizes, strides, &bytes));
+  sf_seed("mn-major-sf", f32, sizes, strides, M, N, {M, SK});
+  require(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout(2, mn_sk, sizes, strides, &bytes));
+  sf_seed("mn-major-packed-sf", i32, sizes, strides, M, N, {M, SK});
+  {  // dg_transform_sf_into_required_layout: mn = a, k = b, the recipe the tail writes (SM90, per token)
+    dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
+    recipe.arch_major = 9;
+    recipe.gran_mn = 1;
+    dg_tensor* sf = nullptr;
+    require(dg_tensor_create(&sf, reinterpret_cast<void*>(0x1000), f32, 2, mn_sk, nullptr));
+    int32_t is_input = 0;
+    dg_dtype dtype = 0;
+    const dg_status s = dg_transform_sf_layout(nullptr, sf, M, K, &recipe, &is_input, &dtype, sizes, strides, &bytes);
+    dg_tensor_destroy(sf);
+    require(s);
+    sf_seed("transform-sf", dtype, sizes, strides, M, K, {M, SK});
+  }
+  {  // K-grouped packing: mn = a, the K-grouped fields' ks (K / G each); sf [sum(ks) / 128, MN]
+    const int64_t ks[2] = {K / G, K / G};
+    require(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(M, ks, G, sizes, strides, &bytes));
+    sf_seed("k-grouped-packed-sf", i32, sizes, strides, M, N, {K / 128, M});
   }
 }
 

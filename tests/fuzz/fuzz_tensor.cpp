@@ -1,9 +1,13 @@
 // Tensor descriptors and the checks built on them, on arbitrary ranks, dtypes, sizes and strides
 // (biased towards the int64 boundaries): dg_tensor_create either refuses the descriptor or makes one
 // whose sizes, extent and strides later checks can multiply without overflow, and every query and
-// GEMM entry point (dense, M-grouped, K-grouped) given such tensors returns a status with a message.
-// UBSan turns any overflow into a crash. GEMMs run on an offline stream whose SM cap stops a valid
-// call before compiling. The input format is dg::fuzz::Reader's (fuzz_inputs.h).
+// entry point that takes tensors (GEMMs dense, M-grouped and K-grouped, the NVFP4 GEMV, the MQA
+// logits and their schedule, the scale-layout transforms and the K-grouped packing) given such
+// tensors returns a status with a message. UBSan turns any overflow into a crash. Calls run on an
+// offline stream whose SM cap stops a valid call before compiling; those that check no SM count
+// (the layout kernels) stop at the compiler, an nvcc that does not exist. The input format is
+// dg::fuzz::Reader's (fuzz_inputs.h).
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -49,8 +53,10 @@ void check(dg_status s) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static dg_stream* stream = [] {
     dg_set_log_level(DG_LOG_OFF);
+    setenv("DG_JIT_NVCC_COMPILER", "/nonexistent/libdg-fuzz/nvcc", 1);  // read by dg_config_create
     dg_config* cfg = nullptr;
     dg_config_create(&cfg);
+    dg_config_set_int(cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC);
     dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024);  // above the device's 132: no compile
     dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "");
     dg_stream* s = nullptr;
@@ -101,6 +107,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                             &options));
   check(dg_k_grouped_fp8_gemm_tn_contiguous(stream, t[0], t[3], t[1], t[4], t[2], t[2], ks, groups, nullptr, &options));
   check(dg_k_grouped_bf16_gemm_tn_contiguous(stream, t[0], t[1], t[2], t[3], ks, groups, ks_tensor, &options));
+  // Appended after the fields above (older seeds read zeros here): two more descriptors t[5], t[6]
+  // and the scalars of the calls below. Each call names which descriptor is which argument.
+  dg_tensor* u[2] = {make(r), make(r)};
+  dg_nvfp4_gemv_options gemv = DG_NVFP4_GEMV_OPTIONS_INIT;
+  gemv.grid_blocks = int32_t(int8_t(r.u(1)));
+  const int32_t clean_logits = int32_t(r.u(1) % 3);
+  const int32_t block_kv = int32_t(r.u(2));
+  const int64_t num_sms = r.dim(), max_context_len = r.dim();
+  const dg_dtype logits_dtype = dg_dtype(r.u(1) % 11);
+  // NVFP4 GEMV: a, sfa, b, sfb, c.
+  check(dg_nvfp4_gemv(stream, t[0], t[3], t[1], t[4], t[2], &gemv));
+  // MQA logits: q, kv, kv_sf, weights, cu_seq_len_k_start, _end, logits; the paged schedule:
+  // context_lens, schedule_meta; paged: q, kv_cache, weights, context_lens, block_table,
+  // schedule_meta, logits.
+  check(dg_fp8_mqa_logits(stream, t[0], t[1], t[3], t[4], u[0], u[1], t[2], clean_logits));
+  check(dg_get_paged_mqa_logits_metadata(stream, u[0], block_kv, int32_t(num_sms), u[1]));
+  check(dg_fp8_paged_mqa_logits(stream, t[0], t[1], t[4], u[0], t[3], u[1], max_context_len, t[2], clean_logits));
+  check(dg_get_mqa_logits_layout(a, b, logits_dtype, out_sizes, out_strides, &bytes));
+  // Scale layouts: sf t[0] into out t[2]; the K-grouped packing with the K-grouped fields above.
+  check(dg_get_mn_major_tma_aligned_tensor(stream, t[0], t[2]));
+  check(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(stream, t[0], t[2]));
+  check(dg_transform_sf_into_required_layout(stream, t[0], a, b, &recipe, t[2]));
+  check(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(a, ks, groups, out_sizes, out_strides,
+                                                                         &bytes));
+  check(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(stream, t[0], ks, groups, ks_tensor, t[2]));
+  for (auto& x : u) dg_tensor_destroy(x);
   for (auto& x : t) dg_tensor_destroy(x);
   return 0;
 }
