@@ -146,7 +146,12 @@ func (c *Config) raw() *C.dg_config {
 // SetNumSMs sets the process-wide SM cap (dg_set_num_sms, as DeepGEMM's set_num_sms); 0 resets
 // it to every SM of the device.
 func SetNumSMs(n int) error {
-	return check(C.dgw_set_num_sms(C.int32_t(n)))
+	var a cArgs
+	sms := a.int32("num_sms", n)
+	if a.err != nil {
+		return a.err
+	}
+	return check(C.dgw_set_num_sms(sms))
 }
 
 // NumSMs returns the process-wide SM cap (dg_get_num_sms): the value set, else the SM count of

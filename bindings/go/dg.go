@@ -24,6 +24,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -93,6 +94,29 @@ func check(r C.dgw_result) error {
 // invalid is an error of this binding's own, with libdg's status for that kind of failure.
 func invalid(format string, args ...interface{}) error {
 	return &Error{Status: StatusInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}
+
+// cArgs converts Go ints to the C integer types of libdg's parameters and fields and keeps the
+// first value that does not fit as err: a conversion that wrapped would have libdg check, and act
+// on, a different number. Check err before the C call.
+type cArgs struct {
+	err error
+}
+
+// int32 converts v for an int32_t parameter or field called name.
+func (a *cArgs) int32(name string, v int) C.int32_t {
+	if (v < math.MinInt32 || v > math.MaxInt32) && a.err == nil {
+		a.err = invalid("%s: %d does not fit in int32 (expected %d to %d)", name, v, math.MinInt32, math.MaxInt32)
+	}
+	return C.int32_t(v)
+}
+
+// size converts v for a size_t parameter or field called name.
+func (a *cArgs) size(name string, v int) C.size_t {
+	if v < 0 && a.err == nil {
+		a.err = invalid("%s: %d is negative (expected 0 to %d)", name, v, math.MaxInt)
+	}
+	return C.size_t(v)
 }
 
 // Version is libdg's run-time version, "MAJOR.MINOR.PATCH" (dg_version).

@@ -93,30 +93,42 @@ func cBool(b bool) C.int32_t {
 	return 0
 }
 
-// cGemmOptions fills dst from o; it returns nil for nil options (libdg's defaults).
-func cGemmOptions(o *GemmOptions, dst *C.dg_gemm_options) *C.dg_gemm_options {
+// cGemmOptions fills dst from o; it returns nil for nil options (libdg's defaults), and an error
+// naming the first field whose value does not fit its C type.
+func cGemmOptions(o *GemmOptions, dst *C.dg_gemm_options) (*C.dg_gemm_options, error) {
 	if o == nil {
-		return nil
+		return nil, nil
 	}
+	var a cArgs
 	*dst = C.dgw_gemm_options_init()
 	dst.recipe = C.int32_t(o.Recipe)
 	dst.alpha = C.float(o.Alpha)
 	dst.beta = C.float(o.Beta)
 	dst.disable_ue8m0_cast = cBool(o.DisableUE8M0Cast)
-	dst.block_m = C.int32_t(o.BlockM)
-	dst.block_n = C.int32_t(o.BlockN)
-	dst.num_stages = C.int32_t(o.NumStages)
-	dst.cluster = C.int32_t(o.Cluster)
-	dst.multicast_a = C.int32_t(o.MulticastA)
-	dst.num_math_warpgroups = C.int32_t(o.NumMathWarpgroups)
-	dst.num_sms = C.int32_t(o.NumSMs)
+	dst.block_m = a.int32("options.block_m", o.BlockM)
+	dst.block_n = a.int32("options.block_n", o.BlockN)
+	dst.num_stages = a.int32("options.num_stages", o.NumStages)
+	dst.cluster = a.int32("options.cluster", o.Cluster)
+	dst.multicast_a = a.int32("options.multicast_a", o.MulticastA)
+	dst.num_math_warpgroups = a.int32("options.num_math_warpgroups", o.NumMathWarpgroups)
+	dst.num_sms = a.int32("options.num_sms", o.NumSMs)
 	dst.fp8_promotion = C.int32_t(o.FP8Promotion)
-	dst.fp8_promotion_slices = C.int32_t(o.FP8PromotionSlices)
-	dst.split_k = C.int32_t(o.SplitK)
+	dst.fp8_promotion_slices = a.int32("options.fp8_promotion_slices", o.FP8PromotionSlices)
+	dst.split_k = a.int32("options.split_k", o.SplitK)
 	dst.workspace = C.dgw_pointer(C.uintptr_t(o.Workspace))
-	dst.workspace_size = C.size_t(o.WorkspaceSize)
+	dst.workspace_size = a.size("options.workspace_size", o.WorkspaceSize)
 	dst.kernel = C.int32_t(o.Kernel)
-	return dst
+	return dst, a.err
+}
+
+// gemmCall makes call with opts converted, or returns the conversion's error without calling it.
+func gemmCall(opts *GemmOptions, call func(*C.dg_gemm_options) C.dgw_result) error {
+	var o C.dg_gemm_options
+	p, err := cGemmOptions(opts, &o)
+	if err != nil {
+		return err
+	}
+	return check(call(p))
 }
 
 // keep keeps handles alive until the C call that uses their raw pointers has returned.
@@ -127,32 +139,36 @@ func keep(objects ...interface{}) {
 // BF16GemmNT is the BF16 GEMM with a [M, K], b [N, K] (dg_bf16_gemm_nt). d [M, N] row-major,
 // BFLOAT16 or FLOAT32; c nil or like d (it may alias d); opts nil for the defaults.
 func (s *Stream) BF16GemmNT(a, b, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_bf16_gemm_nt(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_bf16_gemm_nt(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, b, d, c)
 	return err
 }
 
 // BF16GemmNN is the BF16 GEMM with a [M, K], b [K, N] (dg_bf16_gemm_nn); see BF16GemmNT.
 func (s *Stream) BF16GemmNN(a, b, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_bf16_gemm_nn(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_bf16_gemm_nn(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, b, d, c)
 	return err
 }
 
 // BF16GemmTN is the BF16 GEMM with a [K, M], b [K, N] (dg_bf16_gemm_tn); see BF16GemmNT.
 func (s *Stream) BF16GemmTN(a, b, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_bf16_gemm_tn(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_bf16_gemm_tn(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, b, d, c)
 	return err
 }
 
 // BF16GemmTT is the BF16 GEMM with a [K, M], b [N, K] (dg_bf16_gemm_tt); see BF16GemmNT.
 func (s *Stream) BF16GemmTT(a, b, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_bf16_gemm_tt(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_bf16_gemm_tt(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, b, d, c)
 	return err
 }
@@ -162,32 +178,36 @@ func (s *Stream) BF16GemmTT(a, b, d, c *Tensor, opts *GemmOptions) error {
 // TransformSFIntoRequiredLayout) and sfb (1D2D: [ceil(N/128), ceil(K/128)], any strides; 1D1D:
 // like sfa). Operands that are MN-major in memory need opts.Workspace. d, c as for BF16GemmNT.
 func (s *Stream) FP8GemmNT(a, sfa, b, sfb, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_fp8_gemm_nt(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_fp8_gemm_nt(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c)
 	return err
 }
 
 // FP8GemmNN is the FP8 GEMM with a [M, K], b [K, N] (dg_fp8_gemm_nn); see FP8GemmNT.
 func (s *Stream) FP8GemmNN(a, sfa, b, sfb, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_fp8_gemm_nn(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_fp8_gemm_nn(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c)
 	return err
 }
 
 // FP8GemmTN is the FP8 GEMM with a [K, M], b [K, N] (dg_fp8_gemm_tn); see FP8GemmNT.
 func (s *Stream) FP8GemmTN(a, sfa, b, sfb, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_fp8_gemm_tn(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_fp8_gemm_tn(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c)
 	return err
 }
 
 // FP8GemmTT is the FP8 GEMM with a [K, M], b [N, K] (dg_fp8_gemm_tt); see FP8GemmNT.
 func (s *Stream) FP8GemmTT(a, sfa, b, sfb, d, c *Tensor, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_fp8_gemm_tt(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_fp8_gemm_tt(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(), c.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c)
 	return err
 }
@@ -206,9 +226,10 @@ func Fp8GemmWorkspaceSize(layout GemmLayout, m, n, k int64) (int, error) {
 // stream it fills the disk cache with no GPU. Call it before capturing a CUDA graph.
 func (s *Stream) GemmPrepare(abDType DType, layout GemmLayout, m, n, k int64, dDType DType, withC bool,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(layout), C.int64_t(m), C.int64_t(n),
-		C.int64_t(k), C.dg_dtype(dDType), cBool(withC), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(layout), C.int64_t(m), C.int64_t(n),
+			C.int64_t(k), C.dg_dtype(dDType), cBool(withC), o)
+	})
 	keep(s)
 	return err
 }

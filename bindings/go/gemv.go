@@ -25,15 +25,19 @@ func (s *Stream) NVFP4Gemv(a, sfa, b, sfb, c *Tensor, opts *Nvfp4GemvOptions) er
 	var o C.dg_nvfp4_gemv_options
 	var po *C.dg_nvfp4_gemv_options
 	if opts != nil {
+		var c cArgs
 		o = C.dgw_nvfp4_gemv_options_init()
-		o.threads_per_row = C.int32_t(opts.ThreadsPerRow)
-		o.row_groups = C.int32_t(opts.RowGroups)
-		o.chunks_per_thread = C.int32_t(opts.ChunksPerThread)
-		o.rows_per_round = C.int32_t(opts.RowsPerRound)
-		o.vector_bytes = C.int32_t(opts.VectorBytes)
-		o.grid_blocks = C.int32_t(opts.GridBlocks)
-		o.cache_hint = C.int32_t(opts.CacheHint)
-		o.prefetch = C.int32_t(opts.Prefetch)
+		o.threads_per_row = c.int32("options.threads_per_row", opts.ThreadsPerRow)
+		o.row_groups = c.int32("options.row_groups", opts.RowGroups)
+		o.chunks_per_thread = c.int32("options.chunks_per_thread", opts.ChunksPerThread)
+		o.rows_per_round = c.int32("options.rows_per_round", opts.RowsPerRound)
+		o.vector_bytes = c.int32("options.vector_bytes", opts.VectorBytes)
+		o.grid_blocks = c.int32("options.grid_blocks", opts.GridBlocks)
+		o.cache_hint = c.int32("options.cache_hint", opts.CacheHint)
+		o.prefetch = c.int32("options.prefetch", opts.Prefetch)
+		if c.err != nil {
+			return c.err
+		}
 		po = &o
 	}
 	err := check(C.dgw_nvfp4_gemv(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), c.raw(), po))

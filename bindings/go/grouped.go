@@ -26,9 +26,10 @@ const (
 // groupedLayout INT32 as layout says; expectedM the rows per group to plan for (0 = M / G).
 func (s *Stream) MGroupedFP8GemmNTContiguous(a, sfa, b, sfb, d, groupedLayout *Tensor, layout MGroupedLayout,
 	expectedM int64, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_fp8_gemm_nt_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
-		groupedLayout.raw(), C.int32_t(layout), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_fp8_gemm_nt_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			groupedLayout.raw(), C.int32_t(layout), C.int64_t(expectedM), o)
+	})
 	keep(s, a, sfa, b, sfb, d, groupedLayout)
 	return err
 }
@@ -38,9 +39,10 @@ func (s *Stream) MGroupedFP8GemmNTContiguous(a, sfa, b, sfb, d, groupedLayout *T
 // else ErrUnsupported.
 func (s *Stream) MGroupedFP8GemmNNContiguous(a, sfa, b, sfb, d, groupedLayout *Tensor, layout MGroupedLayout,
 	expectedM int64, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_fp8_gemm_nn_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
-		groupedLayout.raw(), C.int32_t(layout), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_fp8_gemm_nn_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			groupedLayout.raw(), C.int32_t(layout), C.int64_t(expectedM), o)
+	})
 	keep(s, a, sfa, b, sfb, d, groupedLayout)
 	return err
 }
@@ -50,9 +52,10 @@ func (s *Stream) MGroupedFP8GemmNNContiguous(a, sfa, b, sfb, d, groupedLayout *T
 // layout says; expectedM the rows per group to plan for (0 = M / G).
 func (s *Stream) MGroupedBF16GemmNTContiguous(a, b, d, groupedLayout *Tensor, layout MGroupedLayout, expectedM int64,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_bf16_gemm_nt_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), groupedLayout.raw(),
-		C.int32_t(layout), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_bf16_gemm_nt_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), groupedLayout.raw(),
+			C.int32_t(layout), C.int64_t(expectedM), o)
+	})
 	keep(s, a, b, d, groupedLayout)
 	return err
 }
@@ -61,9 +64,10 @@ func (s *Stream) MGroupedBF16GemmNTContiguous(a, b, d, groupedLayout *Tensor, la
 // (dg_m_grouped_bf16_gemm_nn_contiguous).
 func (s *Stream) MGroupedBF16GemmNNContiguous(a, b, d, groupedLayout *Tensor, layout MGroupedLayout, expectedM int64,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_bf16_gemm_nn_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), groupedLayout.raw(),
-		C.int32_t(layout), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_bf16_gemm_nn_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), groupedLayout.raw(),
+			C.int32_t(layout), C.int64_t(expectedM), o)
+	})
 	keep(s, a, b, d, groupedLayout)
 	return err
 }
@@ -74,9 +78,10 @@ func (s *Stream) MGroupedBF16GemmNNContiguous(a, b, d, groupedLayout *Tensor, la
 // INT32 [G] in device memory gives each group's valid rows; expectedM (> 0) the rows per group to
 // plan for.
 func (s *Stream) MGroupedFP8GemmNTMasked(a, sfa, b, sfb, d, maskedM *Tensor, expectedM int64, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_fp8_gemm_nt_masked(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
-		maskedM.raw(), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_fp8_gemm_nt_masked(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			maskedM.raw(), C.int64_t(expectedM), o)
+	})
 	keep(s, a, sfa, b, sfb, d, maskedM)
 	return err
 }
@@ -85,9 +90,10 @@ func (s *Stream) MGroupedFP8GemmNTMasked(a, sfa, b, sfb, d, maskedM *Tensor, exp
 // (dg_m_grouped_bf16_gemm_nt_masked): a [G, max_m, K], b [G, N, K], d [G, max_m, N]; maskedM INT32
 // [G] in device memory gives each group's valid rows; expectedM (> 0) the rows per group to plan for.
 func (s *Stream) MGroupedBF16GemmNTMasked(a, b, d, maskedM *Tensor, expectedM int64, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_bf16_gemm_nt_masked(s.ptr, a.raw(), b.raw(), d.raw(), maskedM.raw(),
-		C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_bf16_gemm_nt_masked(s.ptr, a.raw(), b.raw(), d.raw(), maskedM.raw(),
+			C.int64_t(expectedM), o)
+	})
 	keep(s, a, b, d, maskedM)
 	return err
 }
@@ -98,9 +104,10 @@ func (s *Stream) MGroupedBF16GemmNTMasked(a, b, d, maskedM *Tensor, expectedM in
 // numGroups, n, k, expectedM as the call will pass them. Works on an offline stream.
 func (s *Stream) MGroupedGemmPrepare(abDType DType, gemmLayout GemmLayout, grouping MGroupedLayout,
 	numGroups, m, n, k, expectedM int64, opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_m_grouped_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(gemmLayout), C.int32_t(grouping),
-		C.int64_t(numGroups), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(expectedM), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_m_grouped_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(gemmLayout), C.int32_t(grouping),
+			C.int64_t(numGroups), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.int64_t(expectedM), o)
+	})
 	keep(s)
 	return err
 }

@@ -15,9 +15,10 @@ import "C"
 // FLOAT32 per token x 128 K, MN-major TMA-aligned, the groups' K blocks concatenated.
 func (s *Stream) KGroupedFP8GemmNTContiguous(a, sfa, b, sfb, d, c *Tensor, ks []int64, ksTensor *Tensor,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_k_grouped_fp8_gemm_nt_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
-		c.raw(), int64Ptr(ks), C.int64_t(len(ks)), ksTensor.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_k_grouped_fp8_gemm_nt_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			c.raw(), int64Ptr(ks), C.int64_t(len(ks)), ksTensor.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c, ksTensor)
 	return err
 }
@@ -28,9 +29,10 @@ func (s *Stream) KGroupedFP8GemmNTContiguous(a, sfa, b, sfb, d, c *Tensor, ks []
 // (FP8GemmWorkspaceSize(LayoutTN, M, N, K) bytes).
 func (s *Stream) KGroupedFP8GemmTNContiguous(a, sfa, b, sfb, d, c *Tensor, ks []int64, ksTensor *Tensor,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_k_grouped_fp8_gemm_tn_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
-		c.raw(), int64Ptr(ks), C.int64_t(len(ks)), ksTensor.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_k_grouped_fp8_gemm_tn_contiguous(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			c.raw(), int64Ptr(ks), C.int64_t(len(ks)), ksTensor.raw(), o)
+	})
 	keep(s, a, sfa, b, sfb, d, c, ksTensor)
 	return err
 }
@@ -40,9 +42,10 @@ func (s *Stream) KGroupedFP8GemmTNContiguous(a, sfa, b, sfb, d, c *Tensor, ks []
 // place.
 func (s *Stream) KGroupedBF16GemmTNContiguous(a, b, d, c *Tensor, ks []int64, ksTensor *Tensor,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	err := check(C.dgw_k_grouped_bf16_gemm_tn_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), int64Ptr(ks),
-		C.int64_t(len(ks)), ksTensor.raw(), cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_k_grouped_bf16_gemm_tn_contiguous(s.ptr, a.raw(), b.raw(), d.raw(), c.raw(), int64Ptr(ks),
+			C.int64_t(len(ks)), ksTensor.raw(), o)
+	})
 	keep(s, a, b, d, c, ksTensor)
 	return err
 }
@@ -53,13 +56,10 @@ func (s *Stream) KGroupedBF16GemmTNContiguous(a, b, d, c *Tensor, ks []int64, ks
 // an offline stream.
 func (s *Stream) KGroupedGemmPrepare(abDType DType, layout GemmLayout, m, n int64, ks []int64, withC bool,
 	opts *GemmOptions) error {
-	var o C.dg_gemm_options
-	c := C.int32_t(0)
-	if withC {
-		c = 1
-	}
-	err := check(C.dgw_k_grouped_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(layout), C.int64_t(m), C.int64_t(n),
-		int64Ptr(ks), C.int64_t(len(ks)), c, cGemmOptions(opts, &o)))
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_k_grouped_gemm_prepare(s.ptr, C.dg_dtype(abDType), C.int32_t(layout), C.int64_t(m), C.int64_t(n),
+			int64Ptr(ks), C.int64_t(len(ks)), cBool(withC), o)
+	})
 	keep(s)
 	return err
 }

@@ -98,14 +98,16 @@ func DefaultSfRecipe() SfRecipe {
 		ArchMajor: int(r.arch_major), DisableUE8M0Cast: r.disable_ue8m0_cast != 0}
 }
 
-func (r SfRecipe) c() C.dg_sf_recipe {
+// c is the recipe as libdg takes it, or an error naming the first field that does not fit.
+func (r SfRecipe) c() (C.dg_sf_recipe, error) {
+	var a cArgs
 	v := C.dgw_sf_recipe_init()
-	v.gran_mn = C.int32_t(r.GranMN)
-	v.gran_k = C.int32_t(r.GranK)
-	v.num_groups = C.int32_t(r.NumGroups)
-	v.arch_major = C.int32_t(r.ArchMajor)
+	v.gran_mn = a.int32("recipe.gran_mn", r.GranMN)
+	v.gran_k = a.int32("recipe.gran_k", r.GranK)
+	v.num_groups = a.int32("recipe.num_groups", r.NumGroups)
+	v.arch_major = a.int32("recipe.arch_major", r.ArchMajor)
 	v.disable_ue8m0_cast = cBool(r.DisableUE8M0Cast)
-	return v
+	return v, a.err
 }
 
 // TransformSFLayout says what TransformSFIntoRequiredLayout will produce for sf, the scales of an
@@ -116,7 +118,10 @@ func TransformSFLayout(stream *Stream, sf *Tensor, mn, k int64, recipe SfRecipe)
 	if err != nil {
 		return SfLayout{}, err
 	}
-	rec := recipe.c()
+	rec, err := recipe.c()
+	if err != nil {
+		return SfLayout{}, err
+	}
 	var isInput C.int32_t
 	var dtype C.dg_dtype
 	var sizes, strides [MaxRank]C.int64_t
@@ -134,8 +139,13 @@ func TransformSFLayout(stream *Stream, sf *Tensor, mn, k int64, recipe SfRecipe)
 // TMAAlignedSize is align(x, 16 / elementSize), the size TMA needs for a dimension
 // (dg_get_tma_aligned_size); elementSize must divide 16.
 func TMAAlignedSize(x int64, elementSize int) (int64, error) {
+	var a cArgs
+	size := a.size("element_size", elementSize)
+	if a.err != nil {
+		return 0, a.err
+	}
 	var aligned C.int64_t
-	err := check(C.dgw_get_tma_aligned_size(C.int64_t(x), C.size_t(elementSize), &aligned))
+	err := check(C.dgw_get_tma_aligned_size(C.int64_t(x), size, &aligned))
 	return int64(aligned), err
 }
 
@@ -178,8 +188,11 @@ func (s *Stream) GetKGroupedMNMajorTMAAlignedPackedUE8M0Tensor(sf *Tensor, ks []
 // (dg_transform_sf_into_required_layout, DeepGEMM's transform_sf_into_required_layout). When
 // TransformSFLayout says the input already has it, out may be nil and nothing runs.
 func (s *Stream) TransformSFIntoRequiredLayout(sf *Tensor, mn, k int64, recipe SfRecipe, out *Tensor) error {
-	rec := recipe.c()
-	err := check(C.dgw_transform_sf_into_required_layout(s.ptr, sf.raw(), C.int64_t(mn), C.int64_t(k), &rec, out.raw()))
+	rec, err := recipe.c()
+	if err != nil {
+		return err
+	}
+	err = check(C.dgw_transform_sf_into_required_layout(s.ptr, sf.raw(), C.int64_t(mn), C.int64_t(k), &rec, out.raw()))
 	keep(s, sf, out)
 	return err
 }

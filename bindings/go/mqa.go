@@ -3,22 +3,11 @@ package dg
 // #include "calls.h"
 import "C"
 
-import "math"
-
 // MQA logits of the DeepSeek-V3.2 indexer (SM90): every query token scores the keys of its range,
 // logits[i, j] = kv_sf[j] * sum_h weights[i, h] * relu(q[i, h, :] . kv[j, :]), with E4M3 q and kv
 // and FP32 sums. H (heads) 32 or 64 and D (head dim) 64 or 128; other values are ErrUnsupported.
 // Callers allocate the logits (MQALogitsLayout gives a shape and row stride); nothing
 // synchronises the host. dg.h gives the operand layouts.
-
-// int32Arg converts an int argument of an int32_t parameter, refusing a value the conversion would
-// wrap (libdg would otherwise validate a different number).
-func int32Arg(name string, v int) (C.int32_t, error) {
-	if v < math.MinInt32 || v > math.MaxInt32 {
-		return 0, invalid("%s: %d does not fit in int32", name, v)
-	}
-	return C.int32_t(v), nil
-}
 
 // MQALogitsLayout is the layout of MQA logits [seqLen, seqLenKV] of logitsDType (Float32 or
 // BFloat16): strides (row stride, 1), the row stride seqLenKV rounded up to 1024 bytes, and the
@@ -55,15 +44,12 @@ func (s *Stream) FP8MQALogits(q, kv, kvSF, weights, cuSeqLenKStart, cuSeqLenKEnd
 // (Int32 [B] or [B, next_n]). blockKV must be 64; numSMs (1 to 65535) is the number of CTAs the
 // paged call runs (DeepGEMM passes the SM count). No host synchronisation.
 func (s *Stream) GetPagedMQALogitsMetadata(contextLens *Tensor, blockKV, numSMs int, scheduleMeta *Tensor) error {
-	bkv, err := int32Arg("block_kv", blockKV)
-	if err != nil {
-		return err
+	var a cArgs
+	bkv, sms := a.int32("block_kv", blockKV), a.int32("num_sms", numSMs)
+	if a.err != nil {
+		return a.err
 	}
-	sms, err := int32Arg("num_sms", numSMs)
-	if err != nil {
-		return err
-	}
-	err = check(C.dgw_get_paged_mqa_logits_metadata(s.ptr, contextLens.raw(), bkv, sms, scheduleMeta.raw()))
+	err := check(C.dgw_get_paged_mqa_logits_metadata(s.ptr, contextLens.raw(), bkv, sms, scheduleMeta.raw()))
 	keep(s, contextLens, scheduleMeta)
 	return err
 }
@@ -91,19 +77,12 @@ func (s *Stream) FP8PagedMQALogits(q, kvCache, weights, contextLens, blockTable,
 // BFloat16) (dg_paged_mqa_logits_prepare). Call it before capturing a CUDA graph. Works on an
 // offline stream.
 func (s *Stream) PagedMQALogitsPrepare(heads, headDim, nextN int, logitsDType DType) error {
-	h, err := int32Arg("heads", heads)
-	if err != nil {
-		return err
+	var a cArgs
+	h, d, n := a.int32("heads", heads), a.int32("head_dim", headDim), a.int32("next_n", nextN)
+	if a.err != nil {
+		return a.err
 	}
-	d, err := int32Arg("head_dim", headDim)
-	if err != nil {
-		return err
-	}
-	n, err := int32Arg("next_n", nextN)
-	if err != nil {
-		return err
-	}
-	err = check(C.dgw_paged_mqa_logits_prepare(s.ptr, h, d, n, C.dg_dtype(logitsDType)))
+	err := check(C.dgw_paged_mqa_logits_prepare(s.ptr, h, d, n, C.dg_dtype(logitsDType)))
 	keep(s)
 	return err
 }

@@ -19,8 +19,13 @@ func DeviceCount() (int, error) {
 // DeviceCapability returns a device's compute capability (dg_device_get_capability), e.g. 9, 0
 // for an H100.
 func DeviceCapability(device int) (major, minor int, err error) {
+	var a cArgs
+	dev := a.int32("device", device)
+	if a.err != nil {
+		return 0, 0, a.err
+	}
 	var ma, mi C.int32_t
-	err = check(C.dgw_device_get_capability(C.int32_t(device), &ma, &mi))
+	err = check(C.dgw_device_get_capability(dev, &ma, &mi))
 	return int(ma), int(mi), err
 }
 
@@ -39,8 +44,13 @@ func newStream(p *C.dg_stream) *Stream {
 }
 
 func createStream(device int, cuStream uintptr, flags C.int32_t, config *Config) (*Stream, error) {
+	var a cArgs
+	dev := a.int32("device", device)
+	if a.err != nil {
+		return nil, a.err
+	}
 	var p *C.dg_stream
-	err := check(C.dgw_stream_create(&p, C.int32_t(device), C.uintptr_t(cuStream), flags, config.raw()))
+	err := check(C.dgw_stream_create(&p, dev, C.uintptr_t(cuStream), flags, config.raw()))
 	runtime.KeepAlive(config)
 	if err != nil {
 		return nil, err
@@ -67,9 +77,13 @@ func NewStreamOn(device int, cuStream uintptr, config *Config) (*Stream, error) 
 // return ErrNoDevice. archMajor.archMinor: 9.0 (SM90) or 10.0 (SM100); numSMs: the target's SM
 // count (132 for an H100 SXM).
 func NewOfflineStream(archMajor, archMinor, numSMs int, config *Config) (*Stream, error) {
+	var a cArgs
+	major, minor, sms := a.int32("arch_major", archMajor), a.int32("arch_minor", archMinor), a.int32("num_sms", numSMs)
+	if a.err != nil {
+		return nil, a.err
+	}
 	var p *C.dg_stream
-	err := check(C.dgw_stream_create_offline(&p, C.int32_t(archMajor), C.int32_t(archMinor), C.int32_t(numSMs),
-		config.raw()))
+	err := check(C.dgw_stream_create_offline(&p, major, minor, sms, config.raw()))
 	runtime.KeepAlive(config)
 	if err != nil {
 		return nil, err

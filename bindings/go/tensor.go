@@ -71,9 +71,13 @@ func NewTensor(data uintptr, dtype DType, sizes []int64, strides []int64) (*Tens
 	if strides != nil && len(strides) != len(sizes) {
 		return nil, invalid("strides: %d entries for %d sizes (one stride per dimension expected)", len(strides), len(sizes))
 	}
+	var a cArgs
+	rank := a.int32("rank", len(sizes))
+	if a.err != nil {
+		return nil, a.err
+	}
 	var p *C.dg_tensor
-	err := check(C.dgw_tensor_create(&p, C.uintptr_t(data), C.dg_dtype(dtype), C.int32_t(len(sizes)),
-		int64Ptr(sizes), int64Ptr(strides)))
+	err := check(C.dgw_tensor_create(&p, C.uintptr_t(data), C.dg_dtype(dtype), rank, int64Ptr(sizes), int64Ptr(strides)))
 	if err != nil {
 		return nil, err
 	}
