@@ -142,6 +142,28 @@ DG_DEVICE void quad_reduce_scatter(const float (&part)[kValues], float (&sum)[kV
   }
 }
 
+// The weighted ReLU head sums of one 64-key WGMMA tile whose columns are kTokens tokens x kHeads
+// heads: part[h * kTokens + t] = sum over this thread's columns of token t of relu(acc) * w, for
+// its row h (0: lane / 4, 1: lane / 4 + 8). w[g] holds the weights of the thread's two columns in
+// column group g. The quad's partials are then summed by quad_reduce_scatter.
+template <uint32_t kTokens, uint32_t kHeads, uint32_t kAcc>
+DG_DEVICE void weighted_relu_sums(const float (&acc)[kAcc], const float (&w)[kTokens * kHeads / 8][2],
+                                  float (&part)[2 * kTokens]) {
+  static_assert(kAcc == kTokens * kHeads / 2, "one accumulator tile of kTokens x kHeads columns");
+#pragma unroll
+  for (uint32_t h = 0; h < 2; ++h)
+#pragma unroll
+    for (uint32_t t = 0; t < kTokens; ++t) {
+      float s = 0.f;
+#pragma unroll
+      for (uint32_t g = t * (kHeads / 8); g < (t + 1) * (kHeads / 8); ++g) {
+        s += fmaxf(acc[g * 4 + 2 * h], 0.f) * w[g][0];
+        s += fmaxf(acc[g * 4 + 2 * h + 1], 0.f) * w[g][1];
+      }
+      part[h * kTokens + t] = s;
+    }
+}
+
 // The KV range a tile of tokens [q0, q0 + kBlockQ) needs: its tokens' [ks, ke) clipped to
 // [0, S_kv), the start rounded down to 64 rows, in blocks of kBlockKv rows.
 template <uint32_t kBlockQ, uint32_t kBlockKv>
@@ -330,18 +352,7 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
       float part[kValues];
-#pragma unroll
-      for (uint32_t h = 0; h < 2; ++h)
-#pragma unroll
-        for (uint32_t t = 0; t < kBlockQ; ++t) {
-          float s = 0.f;
-#pragma unroll
-          for (uint32_t g = t * (kHeads / 8); g < (t + 1) * (kHeads / 8); ++g) {
-            s += fmaxf(acc[g * 4 + 2 * h], 0.f) * w[g][0];
-            s += fmaxf(acc[g * 4 + 2 * h + 1], 0.f) * w[g][1];
-          }
-          part[h * kBlockQ + t] = s;
-        }
+      weighted_relu_sums<kBlockQ, kHeads>(acc, w, part);
       float sum[kOwn];
       quad_reduce_scatter(part, sum, quad);
       const int32_t j = static_cast<int32_t>(b * kBlockKv);

@@ -315,18 +315,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
       float part[kValues];
-#pragma unroll
-      for (uint32_t hh = 0; hh < 2; ++hh)
-#pragma unroll
-        for (uint32_t j = 0; j < kNextN; ++j) {
-          float s = 0.f;
-#pragma unroll
-          for (uint32_t g = j * (kHeads / 8); g < (j + 1) * (kHeads / 8); ++g) {
-            s += fmaxf(acc[g * 4 + 2 * hh], 0.f) * w[g][0];
-            s += fmaxf(acc[g * 4 + 2 * hh + 1], 0.f) * w[g][1];
-          }
-          part[hh * kNextN + j] = s;
-        }
+      weighted_relu_sums<kNextN, kHeads>(acc, w, part);
       float sum[kOwn];
       quad_reduce_scatter(part, sum, quad);
 #pragma unroll
