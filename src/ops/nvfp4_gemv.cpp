@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "jit/kernel_cache.h"
+#include "runtime/device.h"
 #include "runtime/driver.h"
 #include "runtime/launch.h"
 #include "runtime/log.h"
@@ -203,6 +204,9 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
                 dev.cc_major, dev.cc_minor);
   Nvfp4GemvConfig c;
   DG_TRY(choose_nvfp4_gemv_config(p.M, p.K, p.L, max_vec, dev.cc_major >= 10 ? 100 : 90, overrides, &c));
+  // Every check comes before the kernel is asked for: a call that cannot launch compiles nothing.
+  int sms = 0;
+  DG_TRY(num_sms_of(stream, &sms));
 
   const jit::Kernel* kernel = nullptr;
   DG_TRY(dev.kernels->get(
@@ -212,6 +216,9 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
         return DG_SUCCESS;
       },
       config_of(stream), &kernel));
+  // The register count below needs a loaded kernel: an offline stream has compiled one and stops here.
+  ContextScope scope;
+  DG_TRY(scope.enter(dev));
 
   // Blocks per SM from the kernel's registers, read once per kernel.
   static std::mutex mu;
@@ -227,8 +234,6 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
     std::lock_guard<std::mutex> lock(mu);
     regs_of[kernel->function] = regs;
   }
-  int sms = 0;
-  DG_TRY(num_sms_of(stream, &sms));
   const int64_t rounds_per_batch = (p.M + static_cast<int64_t>(c.row_groups) * c.rows - 1) /
                                    (static_cast<int64_t>(c.row_groups) * c.rows);
   const int64_t rounds = rounds_per_batch * p.L;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -1259,4 +1260,46 @@ TEST_CASE("sizes whose arithmetic wraps are refused before it: GEMV K = 2 * size
     CHECK_MESSAGE(msg.rfind("a: ", 0) == 0, msg);
     CHECK_MESSAGE(msg.find("K = " + std::to_string(INT64_MAX)) != std::string::npos, msg);
   }
+}
+
+TEST_CASE("launching entry points check the SM cap before asking for a kernel: an offline stream compiles nothing") {
+  // The compiler is an nvcc that does not exist, so a call that reached it would fail with
+  // DG_ERROR_COMPILE; one that found its kernel already built would count a memory hit.
+  const char* old_nvcc = std::getenv("DG_JIT_NVCC_COMPILER");
+  const std::string saved = old_nvcc ? old_nvcc : "";
+  setenv("DG_JIT_NVCC_COMPILER", "/nonexistent/libdg-host-test/nvcc", 1);
+  dg_config* cfg = nullptr;
+  const dg_status created = dg_config_create(&cfg);
+  if (old_nvcc) setenv("DG_JIT_NVCC_COMPILER", saved.c_str(), 1);
+  else unsetenv("DG_JIT_NVCC_COMPILER");
+  REQUIRE(created == DG_SUCCESS);
+  REQUIRE(dg_config_set_int(cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC) == DG_SUCCESS);
+  REQUIRE(dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024) == DG_SUCCESS);  // above the 132 described
+  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "") == DG_SUCCESS);
+  dg_stream* offline = nullptr;
+  REQUIRE(dg_stream_create_offline(&offline, 9, 0, 132, cfg) == DG_SUCCESS);
+  dg_config_destroy(cfg);
+  const Context ctx{offline};
+  int checked = 0;
+  for (const Entry& x : entries()) {
+    if (!x.stops_at_sm_cap) continue;
+    INFO(x.name);
+    int64_t compiled = 0, from_disk = 0, hits = 0;
+    REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+    const int64_t requests = compiled + from_disk + hits;
+    Handles h(x.baseline);
+    const dg_status s = x.call(ctx, x.baseline, h);
+    if (!x.baseline_alt.empty() && s == DG_ERROR_UNSUPPORTED) {
+      CHECK_MESSAGE(std::strstr(dg_last_error(), x.baseline_alt.c_str()) != nullptr, dg_last_error());
+    } else {
+      const std::string msg = dg_last_error();
+      CHECK_MESSAGE((s == DG_ERROR_INVALID_ARGUMENT && msg.find("num_sms: 1024") != std::string::npos),
+                    std::string(dg_status_string(s)), ": ", msg);
+      ++checked;
+    }
+    REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+    CHECK_MESSAGE(compiled + from_disk + hits == requests, "a kernel was asked for before the SM cap was checked");
+  }
+  dg_stream_destroy(offline);
+  CHECK(checked > 20);
 }

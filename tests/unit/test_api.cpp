@@ -394,3 +394,25 @@ TEST_CASE("layout entry points validate before touching a device") {
   expect_error(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(nullptr, sf.t, out.t), DG_ERROR_INVALID_ARGUMENT,
                "out: dtype");
 }
+
+TEST_CASE("the NVFP4 GEMV on an offline stream compiles its kernel, then refuses the launch as offline") {
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create_offline(&stream, 9, 0, 132, nullptr) == DG_SUCCESS);
+  const int64_t m = 128, k = 256, l = 2;
+  void* p = reinterpret_cast<void*>(0x7f0000000000ull);
+  Tensor a(p, DG_DTYPE_FLOAT4_E2M1X2, {m, k / 2, l}, {k / 2, 1, m * k / 2});
+  Tensor sfa(p, DG_DTYPE_FLOAT8_E4M3, {m, k / 16, l}, {k / 16, 1, m * k / 16});
+  Tensor b(p, DG_DTYPE_FLOAT4_E2M1X2, {1, k / 2, l}, {k / 2, 1, k / 2});
+  Tensor sfb(p, DG_DTYPE_FLOAT8_E4M3, {1, k / 16, l}, {k / 16, 1, k / 16});
+  Tensor c(p, DG_DTYPE_FLOAT16, {m, 1, l}, {1, 1, m});
+  int64_t compiled = 0, from_disk = 0, hits = 0;
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+  const int64_t requests = compiled + from_disk + hits;
+  // The same "offline" refusal as every other family, not a driver error from a kernel that was
+  // never loaded.
+  expect_error(dg_nvfp4_gemv(stream, a.t, sfa.t, b.t, sfb.t, c.t, nullptr), DG_ERROR_NO_DEVICE,
+               "is an offline description");
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+  CHECK(compiled + from_disk + hits == requests + 1);
+  dg_stream_destroy(stream);
+}
