@@ -65,6 +65,53 @@ jit::KernelSpec mqa_logits_kernel_spec(const MqaLogitsConfig& c) {
   return spec;
 }
 
+namespace {
+
+// Finds the kernel of `key` (built from spec_of() on a miss) and, unless only preparing, runs
+// run(kernel) in the device's context (TMA encoding needs it current).
+template <typename SpecOf, typename Run>
+dg_status with_kernel(const dg_stream_s& stream, const jit::KernelKey& key, SpecOf&& spec_of, bool prepare_only,
+                      Run&& run) {
+  const Device& dev = *stream.device;
+  const jit::Kernel* kernel = nullptr;
+  DG_TRY(dev.kernels->get(
+      key,
+      [&](jit::KernelSpec* spec) {
+        *spec = spec_of();
+        return DG_SUCCESS;
+      },
+      config_of(stream), &kernel));
+  if (prepare_only) return DG_SUCCESS;
+  ContextScope scope;
+  DG_TRY(scope.enter(dev));
+  return run(*kernel);
+}
+
+// What both logits kernels do once their problem is checked: zero the launch parameters, let
+// `encode` fill them (TMA maps and scalars), and launch `grid` CTAs of the config's block and
+// shared memory.
+template <typename Params, typename Config, typename Encode>
+dg_status launch_logits_kernel(const dg_stream_s& stream, const Config& c, const jit::KernelKey& key,
+                               jit::KernelSpec (*spec_of)(const Config&), bool prepare_only, int64_t grid,
+                               Encode&& encode) {
+  return with_kernel(
+      stream, key, [&] { return spec_of(c); }, prepare_only,
+      [&](const jit::Kernel& kernel) {
+        Params p;
+        std::memset(&p, 0, sizeof(p));
+        DG_TRY(encode(&p));
+        LaunchConfig lc;
+        lc.grid[0] = static_cast<unsigned>(grid);
+        lc.block[0] = c.threads();
+        lc.smem_bytes = c.smem_bytes();
+        lc.pdl = config_of(stream).pdl;
+        void* args[] = {&p};
+        return launch(stream, kernel, lc, args);
+      });
+}
+
+}  // namespace
+
 dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool prepare_only) {
   const Device& dev = *stream.device;
   if (dev.cc_major != 9)
@@ -74,47 +121,31 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
   DG_TRY(num_sms_of(stream, &num_sms));
   const MqaLogitsConfig c = choose_mqa_logits_config(a.heads, a.head_dim, a.logits_dtype);
   if (!prepare_only && (a.s_q == 0 || a.s_kv == 0)) return DG_SUCCESS;
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(dev.kernels->get(
-      mqa_logits_kernel_key(c),
-      [&](jit::KernelSpec* spec) {
-        *spec = mqa_logits_kernel_spec(c);
-        return DG_SUCCESS;
-      },
-      config_of(stream), &kernel));
-  if (prepare_only) return DG_SUCCESS;
-
-  ContextScope scope;
-  DG_TRY(scope.enter(dev));
-  MqaLogitsParams p;
-  std::memset(&p, 0, sizeof(p));
-  const uint32_t d = static_cast<uint32_t>(a.head_dim);
-  DG_TRY(tma::encode_2d(&p.tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.s_q * a.heads, a.ld_q, d, 128, d, "q"));
-  DG_TRY(tma::encode_2d(&p.tma_kv, a.kv, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.s_kv, a.ld_kv, d,
-                        static_cast<uint32_t>(c.block_kv()), d, "kv"));
-  DG_TRY(tma::encode_2d(&p.tma_sf, a.kv_sf, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.s_kv, 1, a.s_kv,
-                        static_cast<uint32_t>(c.block_kv()), 1, 0, "kv_sf"));
-  // The tile's weights ride with its Q tile: rows of H floats, a box of 128 / H rows.
-  DG_TRY(tma::encode_2d(&p.tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, static_cast<uint64_t>(a.heads),
-                        a.s_q, a.ld_weights, static_cast<uint32_t>(a.heads), static_cast<uint32_t>(c.block_q()), 0,
-                        "weights"));
-  p.ks = a.ks;
-  p.ke = a.ke;
-  p.logits = a.logits;
-  p.ld_logits = a.ld_logits;
-  p.s_q = static_cast<uint32_t>(a.s_q);
-  p.s_kv = static_cast<uint32_t>(a.s_kv);
-  p.clean = a.clean ? 1u : 0u;
-
-  LaunchConfig lc;
   // Persistent: at most one CTA per SM, each striding over the Q tiles.
   const int64_t tiles = (a.s_q + c.block_q() - 1) / c.block_q();
-  lc.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, num_sms));
-  lc.block[0] = c.threads();
-  lc.smem_bytes = c.smem_bytes();
-  lc.pdl = config_of(stream).pdl;
-  void* args[] = {&p};
-  return launch(stream, *kernel, lc, args);
+  return launch_logits_kernel<MqaLogitsParams>(
+      stream, c, mqa_logits_kernel_key(c), mqa_logits_kernel_spec, prepare_only, std::min<int64_t>(tiles, num_sms),
+      [&](MqaLogitsParams* p) {
+        const uint32_t d = static_cast<uint32_t>(a.head_dim);
+        DG_TRY(tma::encode_2d(&p->tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.s_q * a.heads, a.ld_q, d, 128,
+                              d, "q"));
+        DG_TRY(tma::encode_2d(&p->tma_kv, a.kv, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.s_kv, a.ld_kv, d,
+                              static_cast<uint32_t>(c.block_kv()), d, "kv"));
+        DG_TRY(tma::encode_2d(&p->tma_sf, a.kv_sf, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, a.s_kv, 1, a.s_kv,
+                              static_cast<uint32_t>(c.block_kv()), 1, 0, "kv_sf"));
+        // The tile's weights ride with its Q tile: rows of H floats, a box of 128 / H rows.
+        DG_TRY(tma::encode_2d(&p->tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                              static_cast<uint64_t>(a.heads), a.s_q, a.ld_weights, static_cast<uint32_t>(a.heads),
+                              static_cast<uint32_t>(c.block_q()), 0, "weights"));
+        p->ks = a.ks;
+        p->ke = a.ke;
+        p->logits = a.logits;
+        p->ld_logits = a.ld_logits;
+        p->s_q = static_cast<uint32_t>(a.s_q);
+        p->s_kv = static_cast<uint32_t>(a.s_kv);
+        p->clean = a.clean ? 1u : 0u;
+        return DG_SUCCESS;
+      });
 }
 
 // ---- paged (decoding) ----
@@ -130,29 +161,21 @@ jit::KernelSpec paged_mqa_metadata_kernel_spec() {
 }
 
 dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetadataArgs& a, bool prepare_only) {
-  const Device& dev = *stream.device;
   int device_sms = 0;  // the stream's SM cap is checked as for every launch
   DG_TRY(num_sms_of(stream, &device_sms));
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(dev.kernels->get(
-      paged_mqa_metadata_kernel_key(),
-      [&](jit::KernelSpec* spec) {
-        *spec = paged_mqa_metadata_kernel_spec();
-        return DG_SUCCESS;
-      },
-      config_of(stream), &kernel));
-  if (prepare_only) return DG_SUCCESS;
-  ContextScope scope;
-  DG_TRY(scope.enter(dev));
-  const int* ctx = a.ctx;
-  long long batch = a.batch, ld = a.ld_ctx;
-  int cols = a.cols, num_sms = a.num_sms;
-  int* meta = a.schedule;
-  LaunchConfig lc;
-  lc.block[0] = 1024;
-  lc.pdl = config_of(stream).pdl;
-  void* args[] = {&ctx, &batch, &cols, &ld, &num_sms, &meta};
-  return launch(stream, *kernel, lc, args);
+  return with_kernel(
+      stream, paged_mqa_metadata_kernel_key(), paged_mqa_metadata_kernel_spec, prepare_only,
+      [&](const jit::Kernel& kernel) {
+        const int* ctx = a.ctx;
+        long long batch = a.batch, ld = a.ld_ctx;
+        int cols = a.cols, num_sms = a.num_sms;
+        int* meta = a.schedule;
+        LaunchConfig lc;
+        lc.block[0] = 1024;
+        lc.pdl = config_of(stream).pdl;
+        void* args[] = {&ctx, &batch, &cols, &ld, &num_sms, &meta};
+        return launch(stream, kernel, lc, args);
+      });
 }
 
 unsigned PagedMqaLogitsConfig::smem_bytes() const {
@@ -220,54 +243,38 @@ dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsAr
   DG_TRY(num_sms_of(stream, &device_sms));
   const PagedMqaLogitsConfig c = choose_paged_mqa_logits_config(a.heads, a.head_dim, a.next_n, a.logits_dtype);
   if (!prepare_only && (a.batch == 0 || a.max_context_len == 0 || a.num_ctas == 0)) return DG_SUCCESS;
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(dev.kernels->get(
-      paged_mqa_logits_kernel_key(c),
-      [&](jit::KernelSpec* spec) {
-        *spec = paged_mqa_logits_kernel_spec(c);
+  return launch_logits_kernel<PagedMqaLogitsParams>(
+      stream, c, paged_mqa_logits_kernel_key(c), paged_mqa_logits_kernel_spec, prepare_only, a.num_ctas,
+      [&](PagedMqaLogitsParams* p) {
+        const uint32_t d = static_cast<uint32_t>(a.head_dim), n = static_cast<uint32_t>(a.next_n * a.heads);
+        DG_TRY(tma::encode_2d(&p->tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.batch * n, a.ld_q, d, n, d,
+                              "q"));
+        // Values: D-byte rows, 64 per block, blocks block_stride bytes apart; scales: the 64 FP32 after
+        // a block's values, a row of 64 per block.
+        const int64_t blocks = std::max<int64_t>(a.num_blocks, 1);
+        DG_TRY(tma::encode_3d(&p->tma_kv, a.kv_cache, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, 64, d, blocks,
+                              a.block_stride, d, 64, d, "kv_cache"));
+        DG_TRY(tma::encode_2d(&p->tma_sf, static_cast<const uint8_t*>(a.kv_cache) + 64 * a.head_dim,
+                              CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, 64, blocks, a.block_stride / 4, 64, 1, 0,
+                              "kv_cache scales"));
+        // A sequence's weights ride with its Q tile: rows of H floats, a box of next_n rows.
+        DG_TRY(tma::encode_2d(&p->tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                              static_cast<uint64_t>(a.heads), a.batch * a.next_n, a.ld_weights,
+                              static_cast<uint32_t>(a.heads), static_cast<uint32_t>(a.next_n), 0, "weights"));
+        p->ctx = a.ctx;
+        p->ld_ctx = a.ld_ctx;
+        p->block_table = a.block_table;
+        p->ld_block_table = a.ld_block_table;
+        p->schedule = a.schedule;
+        p->logits = a.logits;
+        p->ld_logits = a.ld_logits;
+        p->batch = static_cast<uint32_t>(a.batch);
+        p->max_blocks = static_cast<uint32_t>(a.max_blocks);
+        p->max_context_len = static_cast<uint32_t>(a.max_context_len);
+        p->ctx_2d = a.ctx_2d ? 1u : 0u;
+        p->clean = a.clean ? 1u : 0u;
         return DG_SUCCESS;
-      },
-      config_of(stream), &kernel));
-  if (prepare_only) return DG_SUCCESS;
-
-  ContextScope scope;
-  DG_TRY(scope.enter(dev));
-  PagedMqaLogitsParams p;
-  std::memset(&p, 0, sizeof(p));
-  const uint32_t d = static_cast<uint32_t>(a.head_dim), n = static_cast<uint32_t>(a.next_n * a.heads);
-  DG_TRY(tma::encode_2d(&p.tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.batch * n, a.ld_q, d, n, d, "q"));
-  // Values: D-byte rows, 64 per block, blocks block_stride bytes apart; scales: the 64 FP32 after
-  // a block's values, a row of 64 per block.
-  const int64_t blocks = std::max<int64_t>(a.num_blocks, 1);
-  DG_TRY(tma::encode_3d(&p.tma_kv, a.kv_cache, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, 64, d, blocks, a.block_stride, d,
-                        64, d, "kv_cache"));
-  DG_TRY(tma::encode_2d(&p.tma_sf, static_cast<const uint8_t*>(a.kv_cache) + 64 * a.head_dim,
-                        CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, 64, blocks, a.block_stride / 4, 64, 1, 0,
-                        "kv_cache scales"));
-  // A sequence's weights ride with its Q tile: rows of H floats, a box of next_n rows.
-  DG_TRY(tma::encode_2d(&p.tma_w, a.weights, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, static_cast<uint64_t>(a.heads),
-                        a.batch * a.next_n, a.ld_weights, static_cast<uint32_t>(a.heads),
-                        static_cast<uint32_t>(a.next_n), 0, "weights"));
-  p.ctx = a.ctx;
-  p.ld_ctx = a.ld_ctx;
-  p.block_table = a.block_table;
-  p.ld_block_table = a.ld_block_table;
-  p.schedule = a.schedule;
-  p.logits = a.logits;
-  p.ld_logits = a.ld_logits;
-  p.batch = static_cast<uint32_t>(a.batch);
-  p.max_blocks = static_cast<uint32_t>(a.max_blocks);
-  p.max_context_len = static_cast<uint32_t>(a.max_context_len);
-  p.ctx_2d = a.ctx_2d ? 1u : 0u;
-  p.clean = a.clean ? 1u : 0u;
-
-  LaunchConfig lc;
-  lc.grid[0] = static_cast<unsigned>(a.num_ctas);
-  lc.block[0] = c.threads();
-  lc.smem_bytes = c.smem_bytes();
-  lc.pdl = config_of(stream).pdl;
-  void* args[] = {&p};
-  return launch(stream, *kernel, lc, args);
+      });
 }
 
 }  // namespace dg::ops
