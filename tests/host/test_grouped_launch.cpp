@@ -12,6 +12,7 @@
 
 #include "dg.h"
 #include "fake_driver.h"
+#include "launch_util.h"
 #include "ops/gemm.h"
 
 namespace {
@@ -22,31 +23,7 @@ using dg::ops::GemmShape;
 using dg::ops::GemmType;
 using dg::ops::Major;
 using dg::ops::Sm90GemmParams;
-using dg::test::FakeDriver;
-using dg::test::Launch;
-
-constexpr int kSms = 132;  // the fake device's
-
-int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-void* fake_address(int i) { return reinterpret_cast<void*>(0x7e0000000000ull + (uint64_t(i) << 36)); }
-
-struct Tensor {
-  dg_tensor* t = nullptr;
-  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
-    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
-                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
-  }
-  ~Tensor() { dg_tensor_destroy(t); }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-};
-
-fake_tensor_map map_of(const dg::tma::Descriptor& d) {
-  fake_tensor_map m;
-  std::memcpy(&m, &d, sizeof(m));
-  REQUIRE(m.magic == FAKE_TENSOR_MAP_MAGIC);
-  return m;
-}
+using namespace dg::test;  // fake_driver.h, launch_util.h
 
 void check_dims(const dg::tma::Descriptor& d, const char* what, const void* address, uint64_t inner, uint64_t outer) {
   INFO("TMA map of ", what);

@@ -11,26 +11,13 @@
 
 #include "dg.h"
 #include "fake_driver.h"
+#include "launch_util.h"
 #include "ops/layout.h"
 
 namespace {
 
 using dg::ops::KGroupedPackParams;
-using dg::test::FakeDriver;
-using dg::test::Launch;
-
-void* fake_address(int i) { return reinterpret_cast<void*>(0x7d0000000000ull + (uint64_t(i) << 36)); }
-
-struct Tensor {
-  dg_tensor* t = nullptr;
-  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
-    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
-                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
-  }
-  ~Tensor() { dg_tensor_destroy(t); }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-};
+using namespace dg::test;  // fake_driver.h, launch_util.h
 
 struct Stream {
   dg_stream* s = nullptr;

@@ -11,35 +11,13 @@
 
 #include "dg.h"
 #include "fake_driver.h"
+#include "launch_util.h"
 #include "ops/mqa_logits.h"
 
 namespace {
 
 using dg::ops::MqaLogitsParams;
-using dg::test::FakeDriver;
-using dg::test::Launch;
-
-constexpr int kSms = 132;  // the fake device's
-
-void* fake_address(int i) { return reinterpret_cast<void*>(0x7d0000000000ull + (uint64_t(i) << 36)); }
-
-struct Tensor {
-  dg_tensor* t = nullptr;
-  Tensor(void* data, dg_dtype dtype, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
-    REQUIRE(dg_tensor_create(&t, data, dtype, int32_t(sizes.size()), sizes.data(),
-                             strides.empty() ? nullptr : strides.data()) == DG_SUCCESS);
-  }
-  ~Tensor() { dg_tensor_destroy(t); }
-  Tensor(const Tensor&) = delete;
-  Tensor& operator=(const Tensor&) = delete;
-};
-
-fake_tensor_map map_of(const dg::tma::Descriptor& d) {
-  fake_tensor_map m;
-  std::memcpy(&m, &d, sizeof(m));
-  REQUIRE(m.magic == FAKE_TENSOR_MAP_MAGIC);
-  return m;
-}
+using namespace dg::test;  // fake_driver.h, launch_util.h
 
 struct Problem {
   int64_t s_q, s_kv, h, d;
