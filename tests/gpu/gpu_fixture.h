@@ -3,6 +3,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -65,6 +66,19 @@ class DeviceBuffer {
     REQUIRE(dg::driver::api().cuCtxSynchronize() == CUDA_SUCCESS);  // as in upload()
   }
   template <typename T> void upload(const std::vector<T>& host) { upload(host.data(), host.size() * sizeof(T)); }
+  // The first n elements of 4 bytes (FP32) or 2 bytes (BF16, FP16) as 32-bit words, 2-byte ones
+  // zero-extended: one bit-exact view of an output of either width.
+  std::vector<uint32_t> download_words(size_t n, size_t elem_bytes) {
+    std::vector<uint32_t> out(n);
+    if (elem_bytes == 4) {
+      download(out.data(), n * 4);
+    } else {
+      std::vector<uint16_t> half(n);
+      download(half.data(), n * 2);
+      std::copy(half.begin(), half.end(), out.begin());
+    }
+    return out;
+  }
   template <typename T> std::vector<T> download() {
     std::vector<T> host(bytes_ / sizeof(T));
     download(host.data(), host.size() * sizeof(T));

@@ -26,6 +26,14 @@ inline float bf2f(uint16_t b) {
   return f;
 }
 
+// A word of an FP32 output, or of a BF16 one zero-extended (DeviceBuffer::download_words), as a value.
+inline double word_value(uint32_t word, bool bf16) {
+  if (bf16) return bf2f(static_cast<uint16_t>(word));
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+}
+
 inline float e4m3_decode(uint8_t v) {
   const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
   float r;
@@ -55,6 +63,24 @@ inline uint8_t f_to_e4m3(float x) {
   u += 0x7ffffu + ((u >> 20) & 1u);
   const int e = static_cast<int>((u >> 23) & 0xff) - 127 + 7;
   return sign | static_cast<uint8_t>(e << 3) | static_cast<uint8_t>((u >> 20) & 7);
+}
+
+// The entries of one row of MQA logits words (FP32, or BF16 zero-extended) that break the masks:
+// [lo, hi) finite (not -inf); the rest of [0, cols) -inf with clean_logits (anything without);
+// the row padding [cols, ld) untouched, still DeviceBuffer::poison's all-ones bytes.
+inline int64_t bad_logits_in_row(const uint32_t* row, int64_t ld, int64_t cols, int64_t lo, int64_t hi, bool bf16,
+                                 bool clean) {
+  const uint32_t ninf = bf16 ? 0xff80u : 0xff800000u, poison = bf16 ? 0xffffu : 0xffffffffu;
+  int64_t bad = 0;
+  for (int64_t j = 0; j < ld; ++j) {
+    const uint32_t v = row[j];
+    bool ok;
+    if (j >= cols) ok = v == poison;
+    else if (j >= lo && j < hi) ok = v != ninf && std::isfinite(word_value(v, bf16));
+    else ok = !clean || v == ninf;
+    bad += !ok;
+  }
+  return bad;
 }
 
 // xorshift64*: fast, reproducible uniform values in [-2, 2).

@@ -24,13 +24,14 @@ namespace {
 
 using Gpu = dg::test::Gpu;
 using Buf = dg::test::DeviceBuffer;
-using dg::test::bf2f;
+using dg::test::bad_logits_in_row;
 using dg::test::calc_diff;
 using dg::test::e4m3_to_f;
 using dg::test::f_to_e4m3;
 using dg::test::parallel_for;
 using dg::test::Rng;
 using dg::test::Tensor;
+using dg::test::word_value;
 
 // Inputs on the host (quantised) and their dequantised values.
 struct Inputs {
@@ -145,42 +146,18 @@ struct Device {
     REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
     std::printf("done in %.3f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::fflush(stdout);
-    std::vector<uint32_t> out(in.s_q * ld);
-    if (dtype == DG_DTYPE_FLOAT32) {
-      logits.download(out.data(), out.size() * 4);
-    } else {
-      std::vector<uint16_t> half(out.size());
-      logits.download(half.data(), half.size() * 2);
-      for (size_t i = 0; i < half.size(); ++i) out[i] = half[i];
-    }
-    return out;
+    return logits.download_words(in.s_q * ld, dg_dtype_size(dtype));
   }
 };
-
-double value_of(uint32_t bits, dg_dtype dtype) {
-  if (dtype == DG_DTYPE_BFLOAT16) return bf2f(static_cast<uint16_t>(bits));
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 // Every entry: inside a row's range finite (not -inf); outside -inf with clean_logits; the row
 // padding untouched. Returns the number of entries that break this (0 expected).
 int64_t check_masks(const Inputs& in, const std::vector<uint32_t>& out, int64_t ld, dg_dtype dtype, bool clean) {
-  const uint32_t ninf = dtype == DG_DTYPE_FLOAT32 ? 0xff800000u : 0xff80u;
-  const uint32_t poison = dtype == DG_DTYPE_FLOAT32 ? 0xffffffffu : 0xffffu;
   std::vector<int64_t> bad(in.s_q, 0);
   parallel_for(in.s_q, [&](int64_t i) {
     int64_t lo, hi;
     clipped(in, i, &lo, &hi);
-    for (int64_t j = 0; j < ld; ++j) {
-      const uint32_t v = out[i * ld + j];
-      bool ok;
-      if (j >= in.s_kv) ok = v == poison;
-      else if (j >= lo && j < hi) ok = v != ninf && std::isfinite(value_of(v, dtype));
-      else ok = !clean || v == ninf;
-      bad[i] += !ok;
-    }
+    bad[i] = bad_logits_in_row(&out[i * ld], ld, in.s_kv, lo, hi, dtype == DG_DTYPE_BFLOAT16, clean);
   });
   int64_t total = 0;
   for (int64_t b : bad) total += b;
@@ -209,7 +186,7 @@ double value_diff(const Inputs& in, const std::vector<uint32_t>& out, int64_t ld
   std::vector<double> ref(at.size()), got(at.size());
   parallel_for(static_cast<int64_t>(at.size()), [&](int64_t n) {
     ref[n] = reference(in, at[n].first, at[n].second);
-    got[n] = value_of(out[at[n].first * ld + at[n].second], dtype);
+    got[n] = word_value(out[at[n].first * ld + at[n].second], dtype == DG_DTYPE_BFLOAT16);
   });
   return calc_diff(ref, got);
 }

@@ -10,19 +10,17 @@
 #include <vector>
 
 #include "dg.h"
+#include "host_numerics.h"
 #include "runtime/device.h"
 #include "runtime/driver.h"
 
 namespace {
 
+using dg::test::e4m3_to_f;
+
 double e2m1(int c) {
   static const double v[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
   return (c & 8 ? -1 : 1) * v[c & 7];
-}
-double e4m3(int c) {
-  const int e = (c >> 3) & 15, m = c & 7;
-  const double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1 + m / 8.0, e - 7);
-  return c & 0x80 ? -v : v;
 }
 double half_to_double(uint16_t h) {
   const int e = (h >> 10) & 31, m = h & 1023;
@@ -99,12 +97,12 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
   std::vector<double> bv(K);
   for (int l = 0; l < L; ++l) {
     for (int k = 0; k < K; ++k)
-      bv[k] = e2m1((hb[l * b_sl + k / 2] >> (4 * (k & 1))) & 15) * e4m3(hsb[l * sb_sl + k / 16]);
+      bv[k] = e2m1((hb[l * b_sl + k / 2] >> (4 * (k & 1))) & 15) * e4m3_to_f(hsb[l * sb_sl + k / 16]);
     for (int m = 0; m < M; ++m) {
       double acc = 0;
       for (int k = 0; k < K; ++k)
-        acc += e2m1((ha[l * a_sl + m * a_sm + k / 2] >> (4 * (k & 1))) & 15) * e4m3(hsa[l * s_sl + m * s_sm + k / 16]) *
-               bv[k];
+        acc += e2m1((ha[l * a_sl + m * a_sm + k / 2] >> (4 * (k & 1))) & 15) *
+               e4m3_to_f(hsa[l * s_sl + m * s_sm + k / 16]) * bv[k];
       ref[size_t(l) * M + m] = acc;
     }
   }

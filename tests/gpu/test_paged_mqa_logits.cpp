@@ -25,13 +25,14 @@ namespace {
 
 using Gpu = dg::test::Gpu;
 using Buf = dg::test::DeviceBuffer;
-using dg::test::bf2f;
+using dg::test::bad_logits_in_row;
 using dg::test::calc_diff;
 using dg::test::e4m3_to_f;
 using dg::test::f_to_e4m3;
 using dg::test::parallel_for;
 using dg::test::Rng;
 using dg::test::Tensor;
+using dg::test::word_value;
 
 // The schedule as spec §3.4 (v2.2.0) states it, with a sequence's length the largest of its row.
 std::vector<int32_t> host_schedule(const std::vector<int32_t>& ctx, int64_t batch, int64_t cols, int64_t num_sms) {
@@ -205,15 +206,7 @@ struct Device {
     return dg_fp8_paged_mqa_logits(g.stream, tq.t, tc.t, tw.t, tctx.t, tt.t, tm.t, p.max_ctx, tl.t, clean);
   }
   std::vector<uint32_t> download_logits(const Problem& p) {
-    std::vector<uint32_t> out(p.batch * p.next_n * ld);
-    if (dtype == DG_DTYPE_FLOAT32) {
-      logits.download(out.data(), out.size() * 4);
-    } else {
-      std::vector<uint16_t> half(out.size());
-      logits.download(half.data(), half.size() * 2);
-      for (size_t i = 0; i < half.size(); ++i) out[i] = half[i];
-    }
-    return out;
+    return logits.download_words(p.batch * p.next_n * ld, dg_dtype_size(dtype));
   }
   std::vector<uint32_t> run(Gpu& g, const Problem& p, int32_t clean) {
     logits.poison();
@@ -231,30 +224,13 @@ struct Device {
   }
 };
 
-double value_of(uint32_t bits, dg_dtype dtype) {
-  if (dtype == DG_DTYPE_BFLOAT16) return bf2f(static_cast<uint16_t>(bits));
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // Every entry: finite up to the row's end; -inf past it with clean_logits; the padding past
 // max_context_len untouched. Returns the number of entries that break this.
 int64_t check_masks(const Problem& p, const std::vector<uint32_t>& out, int64_t ld, dg_dtype dtype, bool clean) {
-  const uint32_t ninf = dtype == DG_DTYPE_FLOAT32 ? 0xff800000u : 0xff80u;
-  const uint32_t poison = dtype == DG_DTYPE_FLOAT32 ? 0xffffffffu : 0xffffu;
   const int64_t rows = p.batch * p.next_n;
   std::vector<int64_t> bad(rows, 0);
   parallel_for(rows, [&](int64_t r) {
-    const int64_t end = p.row_end(r);
-    for (int64_t t = 0; t < ld; ++t) {
-      const uint32_t v = out[r * ld + t];
-      bool ok;
-      if (t >= p.max_ctx) ok = v == poison;
-      else if (t < end) ok = v != ninf && std::isfinite(value_of(v, dtype));
-      else ok = !clean || v == ninf;
-      bad[r] += !ok;
-    }
+    bad[r] = bad_logits_in_row(&out[r * ld], ld, p.max_ctx, 0, p.row_end(r), dtype == DG_DTYPE_BFLOAT16, clean);
   });
   int64_t total = 0;
   for (int64_t b : bad) total += b;
@@ -276,7 +252,7 @@ double value_diff(const Problem& p, const std::vector<uint32_t>& out, int64_t ld
   std::vector<double> ref(at.size()), got(at.size());
   parallel_for(static_cast<int64_t>(at.size()), [&](int64_t n) {
     ref[n] = p.reference(at[n].first, at[n].second);
-    got[n] = value_of(out[at[n].first * ld + at[n].second], dtype);
+    got[n] = word_value(out[at[n].first * ld + at[n].second], dtype == DG_DTYPE_BFLOAT16);
   });
   return calc_diff(ref, got);
 }
