@@ -545,11 +545,19 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           }
         };
 
+        // K-major 128-byte-swizzled tile descriptors: the high word is the same for every tile, the
+        // low word is the start address / 16 (shared addresses stay below 2^18 bytes, so no carry).
+        const uint64_t desc_hi = ptx::make_smem_desc(0, 0, 1024, 1);
+        const uint32_t a_lo0 = (smem_base + T::kOffA) >> 4, b_lo0 = (smem_base + T::kOffB) >> 4;
+
         // Issues column slice h of the K block in stage s into part[buf] (waits for the stage first).
         auto issue = [&](uint32_t buf, uint32_t s, uint32_t h) {
+          // The stage's start addresses are computed before the barrier wait and pinned there:
+          // otherwise ptxas puts that arithmetic between the WGMMA fence and the first WGMMA, where
+          // it delays every issue (2% of the cycles of 128x256 FP8 tiles on an H100).
+          uint32_t a_lo = a_lo0 + s * (T::kSmemA >> 4), b_lo = b_lo0 + s * (T::kSmemB >> 4);
+          asm volatile("" : "+r"(a_lo), "+r"(b_lo));
           if (h == 0) ptx::mbar_wait(full_addr + s * 8, phase);
-          const uint32_t a_addr = smem_base + T::kOffA + s * T::kSmemA;
-          const uint32_t b_addr = smem_base + T::kOffB + s * T::kSmemB;
 #pragma unroll
           for (uint32_t u = 0; u < kUnitM; ++u)
 #pragma unroll
@@ -557,11 +565,11 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           ptx::wgmma_fence();
 #pragma unroll
           for (uint32_t kk = 0; kk < kBlockK / 32; ++kk) {
-            const uint64_t db = operand_desc<Major::kK, kBlockK>(b_addr, kRows ? 0 : h * kSubN, kk);
+            const uint64_t db = desc_hi | (b_lo + ((kRows ? 0 : h * kSubN) * 128 + kk * 32) / 16);
 #pragma unroll
             for (uint32_t u = 0; u < kUnitM; ++u) {
               const uint32_t i = kRows ? h : u;
-              const uint64_t da = operand_desc<Major::kK, kBlockK>(a_addr, wg_row0 + i * 64, kk);
+              const uint64_t da = desc_hi | (a_lo + ((wg_row0 + i * 64) * 128 + kk * 32) / 16);
               ptx::WgmmaE4m3<kSubN>::mma(da, db, part[buf][u], kk > 0);
             }
           }
