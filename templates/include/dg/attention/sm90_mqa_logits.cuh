@@ -329,8 +329,12 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
 
 #pragma unroll 1
     for (uint32_t b = 0; b < num_blocks; ++b) {
+      // The WGMMA descriptors are computed before the barrier wait and pinned there (empty asm), so
+      // that the first WGMMA follows the fence instead of waiting on that arithmetic.
+      uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim, 0);
+      uint64_t q_desc = operand_desc<T::kHeadDim>(q_addr, 0);
+      asm volatile("" : "+l"(kv_desc), "+l"(q_desc));
       ptx::mbar_wait(full_addr + stage * 8, phase);
-      const uint32_t kv_addr = smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim;
       const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + stage * T::kSmemSf);
       float sf_key[kOwn];
 #pragma unroll
@@ -340,7 +344,7 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       ptx::wgmma_fence();
 #pragma unroll
       for (uint32_t kk = 0; kk < T::kHeadDim / 32; ++kk)
-        ptx::WgmmaE4m3<128>::mma(operand_desc<T::kHeadDim>(kv_addr, kk), operand_desc<T::kHeadDim>(q_addr, kk), acc,
+        ptx::WgmmaE4m3<128>::mma(ptx::advance_smem_desc(kv_desc, kk * 32), ptx::advance_smem_desc(q_desc, kk * 32), acc,
                                  kk > 0);
       ptx::wgmma_commit();
       ptx::wgmma_wait<0>();

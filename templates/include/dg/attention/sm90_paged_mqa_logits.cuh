@@ -288,11 +288,14 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       const uint32_t first = seg * 4 + h * kMathWG;
       if (first >= sq.blocks) break;
       const uint32_t block = first + wg;
-      ptx::mbar_wait(full_addr + stage * 8, phase);
       const uint32_t slot = stage * kMathWG + wg;
+      // Descriptors before the barrier wait, pinned there (see the non-paged kernel).
+      uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + slot * T::kSmemKv, 0);
+      uint64_t q_desc = operand_desc<T::kHeadDim>(q_addr, 0);
+      asm volatile("" : "+l"(kv_desc), "+l"(q_desc));
+      ptx::mbar_wait(full_addr + stage * 8, phase);
       float sf_key[kOwn];
       if (block < sq.blocks) {
-        const uint32_t kv_addr = smem_base + T::kOffKv + slot * T::kSmemKv;
         const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + slot * T::kSmemSf);
 #pragma unroll
         for (uint32_t n = 0; n < kOwn; ++n) sf_key[n] = sf[key[n]];
@@ -301,8 +304,8 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
         ptx::wgmma_fence();
 #pragma unroll
         for (uint32_t kk = 0; kk < T::kHeadDim / 32; ++kk)
-          ptx::WgmmaE4m3<kN>::mma(operand_desc<T::kHeadDim>(kv_addr, kk), operand_desc<T::kHeadDim>(q_addr, kk), acc,
-                                  kk > 0);
+          ptx::WgmmaE4m3<kN>::mma(ptx::advance_smem_desc(kv_desc, kk * 32), ptx::advance_smem_desc(q_desc, kk * 32),
+                                  acc, kk > 0);
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
 #pragma unroll
