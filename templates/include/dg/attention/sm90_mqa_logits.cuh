@@ -329,11 +329,11 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
 
 #pragma unroll 1
     for (uint32_t b = 0; b < num_blocks; ++b) {
-      // The WGMMA descriptors are computed before the barrier wait and pinned there (empty asm), so
-      // that the first WGMMA follows the fence instead of waiting on that arithmetic.
+      // The WGMMA descriptors are computed before the barrier wait (ptx::pin).
       uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim, 0);
       uint64_t q_desc = operand_desc<T::kHeadDim>(q_addr, 0);
-      asm volatile("" : "+l"(kv_desc), "+l"(q_desc));
+      ptx::pin(kv_desc);
+      ptx::pin(q_desc);
       ptx::mbar_wait(full_addr + stage * 8, phase);
       const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + stage * T::kSmemSf);
       float sf_key[kOwn];

@@ -289,10 +289,11 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       if (first >= sq.blocks) break;
       const uint32_t block = first + wg;
       const uint32_t slot = stage * kMathWG + wg;
-      // Descriptors before the barrier wait, pinned there (see the non-paged kernel).
+      // The WGMMA descriptors are computed before the barrier wait (ptx::pin).
       uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + slot * T::kSmemKv, 0);
       uint64_t q_desc = operand_desc<T::kHeadDim>(q_addr, 0);
-      asm volatile("" : "+l"(kv_desc), "+l"(q_desc));
+      ptx::pin(kv_desc);
+      ptx::pin(q_desc);
       ptx::mbar_wait(full_addr + stage * 8, phase);
       float sf_key[kOwn];
       if (block < sq.blocks) {

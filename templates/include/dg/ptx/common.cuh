@@ -9,6 +9,11 @@ DG_DEVICE uint32_t lane_id() { uint32_t r; asm volatile("mov.u32 %0, %%laneid;" 
 
 DG_DEVICE uint32_t warp_id_in_block() { return threadIdx.x / 32u; }
 
+// Pins a value's computation before this point: ptxas does not move it past the (volatile) barrier
+// wait that follows. Used for WGMMA descriptors, which it would otherwise compute between the WGMMA
+// fence and the first WGMMA, where the arithmetic delays the issue.
+DG_DEVICE void pin(uint64_t& v) { asm volatile("" : "+l"(v)); }
+
 // Warp index made uniform so that the compiler can branch on it without divergence.
 DG_DEVICE uint32_t warp_uniform(uint32_t v) { return __shfl_sync(0xffffffffu, v, 0); }
 
