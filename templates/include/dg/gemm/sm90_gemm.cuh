@@ -638,7 +638,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 
         // Straight-line groups of whole K blocks: nothing is in flight across loop iterations, so
         // ptxas keeps the WGMMAs asynchronous. Leftover K blocks go one at a time.
-        constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : kSplit;  // units
+        constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : 2 * kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
         auto k_loop = [&](auto bnd) {
           uint32_t kb = kb_begin;

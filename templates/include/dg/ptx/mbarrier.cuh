@@ -50,13 +50,17 @@ DG_DEVICE bool mbar_try_wait(Mbarrier* bar, uint32_t parity) {
   return ok != 0;
 }
 
-// Blocks until the phase with parity `parity` has completed.
+// Blocks until the phase with parity `parity` has completed. The first test is outside the retry
+// loop, so ptxas may schedule it ahead of independent work and hide its latency.
 DG_DEVICE void mbar_wait(uint32_t bar_addr, uint32_t parity) {
   asm volatile(
       "{\n .reg .pred p;\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @p bra DG_MBAR_DONE_%=;\n"
       "DG_MBAR_WAIT_%=:\n"
       " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra DG_MBAR_WAIT_%=;\n}"
+      " @!p bra DG_MBAR_WAIT_%=;\n"
+      "DG_MBAR_DONE_%=:\n}"
       :: "r"(bar_addr), "r"(parity) : "memory");
 }
 DG_DEVICE void mbar_wait(Mbarrier* bar, uint32_t parity) { mbar_wait(smem_addr(bar), parity); }
