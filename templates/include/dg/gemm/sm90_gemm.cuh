@@ -637,7 +637,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         };
 
         // Straight-line groups of whole K blocks: nothing is in flight across loop iterations, so
-        // ptxas keeps the WGMMAs asynchronous. Leftover K blocks go one at a time.
+        // ptxas keeps the WGMMAs asynchronous; without overlap a group holds two K blocks, so that
+        // the second's barrier test is issued during the first's promotion. Leftover K blocks go
+        // one at a time.
         constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : 2 * kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
         auto k_loop = [&](auto bnd) {
