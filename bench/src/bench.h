@@ -2,6 +2,7 @@
 // tensor descriptors, the measurement procedure and the per-case report.
 #pragma once
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <functional>
@@ -131,6 +132,23 @@ void measure(Context& ctx, std::vector<Timed>& contenders);
 // count of non-finite x elements.
 double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void* y, int yt, int64_t ldy, int64_t rows,
                    int64_t cols, int64_t* nonfinite);
+// The same over several blocks of rows taken together (one calc_diff of their union): block i is
+// `rows` rows at x and at y, both with the row strides and `cols` columns given.
+struct DiffBlock {
+  const void* x;
+  const void* y;
+  int64_t rows;
+};
+double device_diff(Context& ctx, const std::vector<DiffBlock>& blocks, int xt, int64_t ldx, int yt, int64_t ldy,
+                   int64_t cols, int64_t* nonfinite);
+// BF16 elements of the row blocks (`rows` rows at `x` each, row stride ld, `cols` columns) that are
+// not zero (of either sign) nor, when poison_ok, the poison bit pattern 0xFFFF.
+struct RowBlock {
+  const void* x;
+  int64_t rows;
+};
+int64_t device_count_nonzero_bf16(Context& ctx, const std::vector<RowBlock>& blocks, int64_t ld, int64_t cols,
+                                  bool poison_ok);
 
 // Records a check: diff vs threshold, non-finite elements fail it.
 void record_check(Result* r, double diff, int64_t nonfinite, double threshold, const std::string& reference);
@@ -140,6 +158,35 @@ void suite_copy(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case
 void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
 void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::vector<Case>& out);
 void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+// The M-grouped GEMMs (suites contiguous-fp8/-bf16, masked-fp8/-bf16; suites_grouped.cpp).
+void suite_m_grouped(Context& ctx, bool masked, bool fp8, const std::vector<Shape>& shapes, std::vector<Case>& out);
+
+// ---- what every suite does with a case (suites.cpp) ----------------------------------------------
+
+// A kernel entry point looked up at run time: NULL when this libdg does not export it.
+template <typename Fn>
+Fn resolve(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t align_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+Case new_case(const char* suite, const Shape& s, std::string label);
+// Runs one contender on a case: poison the output, first (cold) call, check; the timing waits for
+// the case's end (time_case), where all its contenders are timed together. `call` is kept until
+// then: what it captures by reference must live as long as the case.
+void run_contender(Context& ctx, Result& r, const Call& call, int nsets, void* poison, size_t poison_bytes,
+                   const std::function<void(Result&)>& check);
+// Times the case's checked contenders together (measure); call it where everything their calls
+// capture is still alive.
+void time_case(Context& ctx);
+// Copies the timings into the case's results (by name) and reports the case.
+void finish(Context& ctx, Case& c, std::vector<Case>& out);
+#ifdef DG_GEMM_OPTIONS_INIT
+// A --gemm-config applied to libdg's GEMM options (fields the config leaves at 0 keep the heuristic).
+void apply_gemm_config(const GemmConfigArg& g, dg_gemm_options* o);
+#endif
 
 // Output.
 void install_log_capture();  // routes libdg's log through dg-bench (captures DG_PRINT_CONFIGS lines)

@@ -24,8 +24,22 @@ inline std::string to_string(const Shape& s) {
 
 // Suites in the order they run by default.
 inline const std::vector<std::string>& known_suites() {
-  static const std::vector<std::string> names = {"copy", "layout", "dense-bf16", "dense-fp8", "nvfp4-gemv"};
+  static const std::vector<std::string> names = {
+      "copy", "layout", "dense-bf16", "dense-fp8", "nvfp4-gemv",
+      "contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16"};
   return names;
+}
+
+// Names --suite accepts for several suites at once.
+inline std::vector<std::string> suite_alias(const std::string& name) {
+  if (name == "m-grouped") return {"contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16"};
+  return {};
+}
+
+inline bool is_known_suite(const std::string& name) {
+  for (const auto& k : known_suites())
+    if (k == name) return true;
+  return false;
 }
 
 // The seven DeepSeek-V3 projection (N, K) pairs with BF16 D (spec §6.2).
@@ -41,6 +55,29 @@ inline std::vector<Shape> dense_shapes() {
   for (int64_t m : {1, 128, 4096})
     for (auto nk : deepseek_nk()) out.push_back({m, nk.first, nk.second, 1});
   return out;
+}
+
+// The M-grouped (MoE) sets of issue 19 (DeepGEMM's tests): (G, expected rows per group) x these
+// (N, K), carried as g = G, m = expected rows per group.
+inline const std::vector<std::pair<int64_t, int64_t>>& moe_nk() {
+  static const std::vector<std::pair<int64_t, int64_t>> nk = {{4096, 7168}, {7168, 2048}, {6144, 7168}};
+  return nk;
+}
+
+inline std::vector<Shape> grouped_shapes(const std::vector<std::pair<int64_t, int64_t>>& groups_and_m) {
+  std::vector<Shape> out;
+  for (auto nk : moe_nk())
+    for (auto gm : groups_and_m) out.push_back({gm.second, nk.first, nk.second, gm.first});
+  return out;
+}
+
+// Contiguous: (G, expected m) in {(4, 8192), (8, 4096), (32, 256)} x 3 (N, K) = 9 shapes.
+inline std::vector<Shape> contiguous_shapes() { return grouped_shapes({{4, 8192}, {8, 4096}, {32, 256}}); }
+
+// Masked (max_m 4096): (G, expected m) in {(1, 1024), (2, 512), (4, 256), (32, 192), (6, 1024),
+// (32, 20)} x 3 (N, K) = 18 shapes.
+inline std::vector<Shape> masked_shapes() {
+  return grouped_shapes({{1, 1024}, {2, 512}, {4, 256}, {32, 192}, {6, 1024}, {32, 20}});
 }
 
 // NVFP4 GEMV (spec nvfp4_gemv.md): (M, K, L) carried as m, k and g (n = 1).
@@ -195,8 +232,10 @@ inline const char* usage() {
   return "usage: dg-bench [--suite NAME[,NAME..]] [--shape m,n,k[,g]]... [--reps N] [--warmup N]\n"
          "                [--host-calls N] [--device I] [--seed S] [--no-peers] [--json FILE] [--csv FILE]\n"
          "                [--gemm-config key=v,...]... [--gemv-config key=v,...]... [--list] [--help]\n"
-         "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv (default: all)\n"
-         "--shape replaces the built-in shapes of the selected suites (repeatable).\n"
+         "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv, contiguous-fp8, contiguous-bf16,\n"
+         "  masked-fp8, masked-bf16 (default: all); m-grouped = the last four (the M-grouped GEMMs)\n"
+         "--shape replaces the built-in shapes of the selected suites (repeatable); M-grouped suites:\n"
+         "  m = expected rows per group, g = groups.\n"
          "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
          "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
          "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile),\n"
@@ -234,15 +273,19 @@ inline bool parse_args(int argc, const char* const* argv, Options* opts, std::st
     if (arg == "--suite" || arg == "-s") {
       if (!need(i, arg, &v)) return false;
       for (const auto& name : split(v, ',')) {
-        bool ok = false;
-        for (const auto& k : known_suites()) ok = ok || k == name;
-        if (!ok) {
-          *error = "--suite: unknown suite '" + name + "' (known: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv)";
+        std::vector<std::string> names = suite_alias(name);
+        if (names.empty() && is_known_suite(name)) names.push_back(name);
+        if (names.empty()) {
+          std::string known;
+          for (const auto& k : known_suites()) known += k + ", ";
+          *error = "--suite: unknown suite '" + name + "' (known: " + known + "m-grouped)";
           return false;
         }
-        bool dup = false;
-        for (const auto& s : opts->suites) dup = dup || s == name;
-        if (!dup) opts->suites.push_back(name);
+        for (const auto& n : names) {
+          bool dup = false;
+          for (const auto& s : opts->suites) dup = dup || s == n;
+          if (!dup) opts->suites.push_back(n);
+        }
       }
     } else if (arg == "--shape") {
       if (!need(i, arg, &v)) return false;

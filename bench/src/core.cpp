@@ -244,12 +244,13 @@ void measure(Context& ctx, std::vector<Timed>& contenders) {
   }
 }
 
-double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void* y, int yt, int64_t ldy, int64_t rows,
+double device_diff(Context& ctx, const std::vector<DiffBlock>& blocks, int xt, int64_t ldx, int yt, int64_t ldy,
                    int64_t cols, int64_t* nonfinite) {
   Buffer sums(4 * sizeof(double));
   DGB_CUDA(cudaMemsetAsync(sums.ptr, 0, sums.bytes, ctx.cu_stream));
-  DGB_GPU(gpu::diff_sums(x, static_cast<gpu::DType>(xt), ldx, y, static_cast<gpu::DType>(yt), ldy, rows, cols,
-                         sums.as<double>(), ctx.cu_stream));
+  for (const DiffBlock& b : blocks)
+    DGB_GPU(gpu::diff_sums(b.x, static_cast<gpu::DType>(xt), ldx, b.y, static_cast<gpu::DType>(yt), ldy, b.rows, cols,
+                           sums.as<double>(), ctx.cu_stream));
   double h[4] = {};
   DGB_CUDA(cudaMemcpyAsync(h, sums.ptr, sizeof(h), cudaMemcpyDeviceToHost, ctx.cu_stream));
   DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
@@ -257,6 +258,23 @@ double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void*
   DiffSums s;
   s.xy = h[0], s.xx = h[1], s.yy = h[2];
   return calc_diff(s);
+}
+
+double device_diff(Context& ctx, const void* x, int xt, int64_t ldx, const void* y, int yt, int64_t ldy, int64_t rows,
+                   int64_t cols, int64_t* nonfinite) {
+  return device_diff(ctx, {DiffBlock{x, y, rows}}, xt, ldx, yt, ldy, cols, nonfinite);
+}
+
+int64_t device_count_nonzero_bf16(Context& ctx, const std::vector<RowBlock>& blocks, int64_t ld, int64_t cols,
+                                  bool poison_ok) {
+  Buffer count(sizeof(unsigned long long));
+  DGB_CUDA(cudaMemsetAsync(count.ptr, 0, count.bytes, ctx.cu_stream));
+  for (const RowBlock& b : blocks)
+    DGB_GPU(gpu::count_nonzero_bf16(b.x, ld, b.rows, cols, poison_ok, count.as<unsigned long long>(), ctx.cu_stream));
+  unsigned long long h = 0;
+  DGB_CUDA(cudaMemcpyAsync(&h, count.ptr, sizeof(h), cudaMemcpyDeviceToHost, ctx.cu_stream));
+  DGB_CUDA(cudaStreamSynchronize(ctx.cu_stream));
+  return static_cast<int64_t>(h);
 }
 
 void record_check(Result* r, double diff, int64_t nonfinite, double threshold, const std::string& reference) {
@@ -291,7 +309,7 @@ void print_case(const Case& c) {
   for (const Result& r : c.results) {
     std::string ratio = "-";
     if (base && &r != base && base->timed() && r.timed()) ratio = fmt("%.2fx", r.us.median / base->us.median);
-    std::printf("%-11s %-30s %-20s %10s %6s %8s %8s %6s %7s %9s %8s %s\n", c.suite.c_str(), c.label.c_str(),
+    std::printf("%-15s %-30s %-24s %10s %6s %8s %8s %6s %7s %9s %8s %s\n", c.suite.c_str(), c.label.c_str(),
                 r.name.c_str(), fmt("%.1f", r.timed() ? r.us.median : NAN).c_str(),
                 fmt("%.1f%%", r.timed() ? 100 * r.us.spread() : NAN).c_str(),
                 fmt("%.1f", r.flops > 0 ? r.tflops() : NAN).c_str(), fmt("%.0f", r.gbps()).c_str(),
@@ -303,7 +321,7 @@ void print_case(const Case& c) {
 }
 
 void print_header() {
-  std::printf("%-11s %-30s %-20s %10s %6s %8s %8s %6s %7s %9s %8s %s\n", "suite", "shape", "contender", "us(med)",
+  std::printf("%-15s %-30s %-24s %10s %6s %8s %8s %6s %7s %9s %8s %s\n", "suite", "shape", "contender", "us(med)",
               "spread", "TFLOPS", "GB/s", "%peak", "t/t_dg", "diff", "host_us", "status");
 }
 

@@ -141,6 +141,18 @@ __global__ void diff_sums_kernel(const void* x, DType xt, int64_t ldx, const voi
   }
 }
 
+__global__ void count_nonzero_bf16_kernel(const uint16_t* x, int64_t ld, int64_t rows, int64_t cols, bool poison_ok,
+                                          unsigned long long* count) {
+  unsigned long long n = 0;
+  const int64_t total = rows * cols;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const uint16_t v = x[(e / cols) * ld + e % cols];
+    n += (v & 0x7fffu) != 0 && !(poison_ok && v == 0xffffu);
+  }
+  for (int off = 16; off > 0; off /= 2) n += __shfl_xor_sync(0xffffffffu, n, off);
+  if (threadIdx.x % 32 == 0 && n) atomicAdd(count, n);
+}
+
 __global__ void spin_kernel(uint64_t ns) {
   uint64_t start;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -252,6 +264,15 @@ int diff_sums(const void* x, DType xt, int64_t ldx, const void* y, DType yt, int
   if (rows * cols <= 0) return 0;
   const unsigned grid = grid_for(rows * cols, 256) < 2048 ? grid_for(rows * cols, 256) : 2048;
   diff_sums_kernel<<<grid, 256, 0, S(stream)>>>(x, xt, ldx, y, yt, ldy, rows, cols, sums);
+  return cudaGetLastError();
+}
+
+int count_nonzero_bf16(const void* x, int64_t ld, int64_t rows, int64_t cols, bool poison_ok,
+                       unsigned long long* count, void* stream) {
+  if (rows * cols <= 0) return 0;
+  const unsigned grid = grid_for(rows * cols, 256) < 2048 ? grid_for(rows * cols, 256) : 2048;
+  count_nonzero_bf16_kernel<<<grid, 256, 0, S(stream)>>>(static_cast<const uint16_t*>(x), ld, rows, cols, poison_ok,
+                                                         count);
   return cudaGetLastError();
 }
 

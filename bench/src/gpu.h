@@ -32,6 +32,11 @@ enum DType { kBF16 = 0, kF32 = 1 };
 int diff_sums(const void* x, DType xt, int64_t ldx, const void* y, DType yt, int64_t ldy, int64_t rows,
               int64_t cols, double* sums, void* stream);
 
+// Adds to *count (device memory; zero it first) the BF16 elements of x ([rows, cols], row stride ld)
+// whose bits are neither +0 nor -0 nor, when poison_ok, the poison pattern 0xFFFF.
+int count_nonzero_bf16(const void* x, int64_t ld, int64_t rows, int64_t cols, bool poison_ok,
+                       unsigned long long* count, void* stream);
+
 // A plain streaming read: the byte ranges taken as one sequence of 16-byte vectors, read grid-stride
 // by a `grid` x `block` launch with four independent loads per step (ld.global.nc, L1 no-allocate,
 // as the GEMV reads its matrix). Bytes past a range's last whole vector are read one by one. Block

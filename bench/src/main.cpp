@@ -72,6 +72,8 @@ std::vector<Shape> shapes_for(const std::string& suite, const Options& o) {
   if (suite == "copy") return copy_shapes();
   if (suite == "layout") return layout_shapes();
   if (suite == "nvfp4-gemv") return nvfp4_gemv_shapes();
+  if (suite == "contiguous-fp8" || suite == "contiguous-bf16") return contiguous_shapes();
+  if (suite == "masked-fp8" || suite == "masked-bf16") return masked_shapes();
   return dense_shapes();
 }
 
@@ -176,6 +178,10 @@ int run(int argc, char** argv) {
     else if (s == "dense-bf16") suite_dense(ctx, false, shapes, cases);
     else if (s == "dense-fp8") suite_dense(ctx, true, shapes, cases);
     else if (s == "nvfp4-gemv") suite_nvfp4_gemv(ctx, shapes, cases);
+    else if (s == "contiguous-fp8") suite_m_grouped(ctx, false, true, shapes, cases);
+    else if (s == "contiguous-bf16") suite_m_grouped(ctx, false, false, shapes, cases);
+    else if (s == "masked-fp8") suite_m_grouped(ctx, true, true, shapes, cases);
+    else if (s == "masked-bf16") suite_m_grouped(ctx, true, false, shapes, cases);
   }
 
   const Json summary = summarize_cases(cases);

@@ -84,6 +84,18 @@ inline double gemm_bytes(int64_t m, int64_t n, int64_t k, const GemmBytes& b) {
   return bytes;
 }
 
+// Bytes an M-grouped GEMM moves at least: `rows` valid rows of A (and their scales) and of D, and
+// B (and its per-block scales) of the `groups` groups that have rows. Padding and masked-off rows
+// are not counted, nor the group tensor.
+inline double grouped_gemm_bytes(int64_t rows, int64_t groups, int64_t n, int64_t k, const GemmBytes& b) {
+  const double kb = static_cast<double>((k + 127) / 128);
+  double bytes = static_cast<double>(rows) * k * b.a_elem + static_cast<double>(groups) * n * k * b.b_elem +
+                 static_cast<double>(rows) * n * b.d_elem;
+  if (b.sfa_per_token) bytes += 4.0 * rows * kb;
+  if (b.sfb_per_block) bytes += 4.0 * static_cast<double>(groups) * static_cast<double>((n + 127) / 128) * kb;
+  return bytes;
+}
+
 // Dense tensor-core FLOPs per clock per SM, and the clock the datasheet peaks assume. SM90 (H100,
 // H200): 4096 BF16 / 8192 FP8 at 1830 MHz, i.e. 989 / 1979 TFLOPS with 132 SMs. Zero when unknown.
 inline double dense_flops_per_clock_per_sm(int cc_major, bool fp8) {

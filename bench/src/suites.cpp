@@ -2,8 +2,6 @@
 // beside cuBLASLt, and the NVFP4 GEMV. Kernel entry points are looked up with dlsym at run time,
 // and only compiled in when dg.h declares them, so a suite whose kernel is missing reports
 // "absent" instead of failing to build or link.
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,19 +14,8 @@
 #include "peers.h"
 
 namespace dgb {
-namespace {
 
-template <typename Fn>
-Fn resolve(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
-}
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t align_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
-// Runs one contender on a case: poison the output, first (cold) call, check; the timing waits for
-// the case's end (finish), where all its contenders are timed together. `call` is kept until then:
-// what it captures by reference must live as long as the case.
+// Poisons the output, makes the first (cold) call, checks it, and queues the call for time_case.
 void run_contender(Context& ctx, Result& r, const Call& call, int nsets, void* poison, size_t poison_bytes,
                    const std::function<void(Result&)>& check) {
   try {
@@ -50,14 +37,11 @@ Case new_case(const char* suite, const Shape& s, std::string label) {
   return c;
 }
 
-// Times the case's checked contenders together (measure); call it where everything their calls
-// capture is still alive.
 void time_case(Context& ctx) {
   measure(ctx, ctx.pending);
   for (Timed& t : ctx.pending) t.call = nullptr;
 }
 
-// Copies the timings into the case's results (by name) and reports the case.
 void finish(Context& ctx, Case& c, std::vector<Case>& out) {
   for (const Timed& t : ctx.pending)
     for (Result& r : c.results)
@@ -77,7 +61,21 @@ void finish(Context& ctx, Case& c, std::vector<Case>& out) {
   out.push_back(std::move(c));
 }
 
-}  // namespace
+#ifdef DG_GEMM_OPTIONS_INIT
+void apply_gemm_config(const GemmConfigArg& g, dg_gemm_options* o) {
+  o->block_m = static_cast<int32_t>(g.block_m);
+  o->block_n = static_cast<int32_t>(g.block_n);
+  o->num_stages = static_cast<int32_t>(g.stages);
+  o->cluster = static_cast<int32_t>(g.cluster);
+  o->multicast_a = static_cast<int32_t>(g.multicast_a);
+  o->num_math_warpgroups = static_cast<int32_t>(g.math_wg);
+  o->num_sms = static_cast<int32_t>(g.num_sms);
+  o->fp8_promotion = static_cast<int32_t>(g.promotion);
+  o->fp8_promotion_slices = static_cast<int32_t>(g.slices);
+  o->split_k = static_cast<int32_t>(g.split_k);
+  o->kernel = static_cast<int32_t>(g.kernel);
+}
+#endif
 
 // ---- copy ----------------------------------------------------------------------------------------
 
@@ -323,17 +321,7 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
           r.name = "libdg[" + g.text + "]";
           r.flops = dg.flops, r.bytes = dg.bytes, r.peak_tflops = peak;
           dg_gemm_options o = go;
-          o.block_m = static_cast<int32_t>(g.block_m);
-          o.block_n = static_cast<int32_t>(g.block_n);
-          o.num_stages = static_cast<int32_t>(g.stages);
-          o.cluster = static_cast<int32_t>(g.cluster);
-          o.multicast_a = static_cast<int32_t>(g.multicast_a);
-          o.num_math_warpgroups = static_cast<int32_t>(g.math_wg);
-          o.num_sms = static_cast<int32_t>(g.num_sms);
-          o.fp8_promotion = static_cast<int32_t>(g.promotion);
-          o.fp8_promotion_slices = static_cast<int32_t>(g.slices);
-          o.split_k = static_cast<int32_t>(g.split_k);
-          o.kernel = static_cast<int32_t>(g.kernel);
+          apply_gemm_config(g, &o);
           run_libdg(r, o);
           c.results.push_back(r);
         }

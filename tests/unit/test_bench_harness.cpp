@@ -1,5 +1,5 @@
 // dg-bench's harness logic, without a GPU: statistics, JSON/CSV output, argument and shape
-// parsing, calc_diff and the number formats the checks decode.
+// parsing, calc_diff and the number formats the checks decode, the M-grouped suites' group sizes.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../bench/src/cli.h"
+#include "../../bench/src/grouped.h"
 #include "../../bench/src/json.h"
 #include "../../bench/src/numerics.h"
 #include "../../bench/src/stats.h"
@@ -217,6 +218,134 @@ TEST_CASE("bench shapes: the DeepSeek-V3 dense set of spec 6.2") {
   for (const auto& s : layout_shapes()) CHECK(s.m > 0);
 }
 
+TEST_CASE("bench cli: m-grouped names the four M-grouped suites") {
+  Options o;
+  std::string err;
+  const char* argv[] = {"dg-bench", "--suite", "masked-bf16,m-grouped,copy"};
+  REQUIRE(parse_args(3, argv, &o, &err));
+  CHECK(o.suites == std::vector<std::string>{"masked-bf16", "contiguous-fp8", "contiguous-bf16", "masked-fp8", "copy"});
+  for (const auto& s : suite_alias("m-grouped")) CHECK(is_known_suite(s));
+  CHECK_FALSE(is_known_suite("m-grouped"));  // an alias, not a suite of its own
+  CHECK(suite_alias("dense-fp8").empty());
+  Options x;
+  const char* bad[] = {"dg-bench", "--suite", "grouped"};
+  CHECK_FALSE(parse_args(3, bad, &x, &err));
+  CHECK(err.find("unknown suite 'grouped'") != std::string::npos);
+  CHECK(err.find("masked-bf16, m-grouped") != std::string::npos);
+}
+
+TEST_CASE("bench shapes: the M-grouped sets of issue 19") {
+  const auto cont = contiguous_shapes();
+  REQUIRE(cont.size() == 9);
+  CHECK(cont.front() == Shape{8192, 4096, 7168, 4});
+  CHECK(cont[2] == Shape{256, 4096, 7168, 32});
+  CHECK(cont.back() == Shape{256, 6144, 7168, 32});
+  const auto mask = masked_shapes();
+  REQUIRE(mask.size() == 18);
+  CHECK(mask.front() == Shape{1024, 4096, 7168, 1});
+  CHECK(mask[5] == Shape{20, 4096, 7168, 32});
+  CHECK(mask[6] == Shape{1024, 7168, 2048, 1});
+  CHECK(mask.back() == Shape{20, 6144, 7168, 32});
+}
+
+TEST_CASE("bench grouped: contiguous group sizes, alignment and m_indices") {
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    for (auto gm : std::vector<std::pair<int64_t, int64_t>>{{4, 8192}, {8, 4096}, {32, 256}, {1, 300}, {3, 1}}) {
+      const int64_t G = gm.first, E = gm.second;
+      const GroupPlan p = contiguous_plan(G, E, 128, seed);
+      REQUIRE(p.groups() == G);
+      CHECK_FALSE(p.masked);
+      CHECK(p.expected_m == 0);
+      int empty = 0;
+      for (int64_t g = 0; g < G; ++g) {
+        const int64_t r = p.rows[g];
+        empty += r == 0;
+        if (r != 0 || G == 1) {
+          CHECK(r >= static_cast<int64_t>(0.7 * E));
+          CHECK(r <= static_cast<int64_t>(1.3 * E));
+        }
+        CHECK(p.start[g] % 128 == 0);
+        const int64_t end = g + 1 < G ? p.start[g + 1] : p.total_rows;
+        CHECK(end - p.start[g] == (r + 127) / 128 * 128);  // padded to the alignment, no more
+        CHECK(p.rest_rows(g) == end - p.start[g] - r);
+        CHECK(p.rest_rows(g) < 128);
+      }
+      if (G > 1 && E >= 2) CHECK(empty == 1);  // exactly the emptied group
+      if (G == 1) CHECK(empty == 0);
+      CHECK(p.start[0] == 0);
+      CHECK(p.total_rows % 128 == 0);
+      CHECK(p.used_groups() == G - empty);
+
+      const std::vector<int32_t> idx = contiguous_indices(p);
+      REQUIRE(static_cast<int64_t>(idx.size()) == p.total_rows);
+      std::vector<int64_t> count(G, 0);
+      int64_t padding = 0, misplaced = 0;  // counted, then checked once: 10^5 rows per plan
+      for (int64_t i = 0; i < p.total_rows; ++i) {
+        const int64_t g = idx[i];
+        if (g < 0) {
+          padding += 1;
+          misplaced += g != -1;
+        } else if (g >= G || i < p.start[g] || i >= p.start[g] + p.rows[g]) {
+          ++misplaced;
+        } else {
+          ++count[g];
+        }
+      }
+      CHECK(misplaced == 0);
+      CHECK(count == p.rows);
+      CHECK(padding == p.total_rows - p.valid_rows());
+    }
+  }
+  // Deterministic in the seed, and the seed matters.
+  CHECK(contiguous_plan(32, 256, 128, 7).rows == contiguous_plan(32, 256, 128, 7).rows);
+  CHECK(contiguous_plan(32, 256, 128, 7).rows != contiguous_plan(32, 256, 128, 8).rows);
+}
+
+TEST_CASE("bench grouped: masked group sizes, max_m and the hint") {
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    for (auto gm : std::vector<std::pair<int64_t, int64_t>>{{1, 1024}, {32, 192}, {32, 20}, {2, 4000}}) {
+      const int64_t G = gm.first, E = gm.second;
+      const GroupPlan p = masked_plan(G, E, seed);
+      REQUIRE(p.groups() == G);
+      CHECK(p.masked);
+      CHECK(p.max_m % 64 == 0);
+      CHECK(p.max_m >= 4096);
+      int64_t largest = 0;
+      for (int64_t g = 0; g < G; ++g) {
+        CHECK(p.rows[g] >= static_cast<int64_t>(0.7 * E));
+        CHECK(p.rows[g] <= static_cast<int64_t>(1.3 * E));
+        CHECK(p.rows[g] <= p.max_m);
+        CHECK(p.start[g] == g * p.max_m);
+        CHECK(p.rest_rows(g) == p.max_m - p.rows[g]);
+        largest = std::max(largest, p.rows[g]);
+      }
+      // max_m is 4096 unless a group needs more, then the largest group rounded up to 64.
+      CHECK(p.max_m == std::max<int64_t>(4096, (largest + 63) / 64 * 64));
+      CHECK(p.total_rows == G * p.max_m);
+      CHECK(p.expected_m == static_cast<int64_t>(1.2 * E));
+    }
+  }
+  CHECK(masked_plan(4, 0, 1).expected_m == 1);  // the masked calls need a hint > 0
+}
+
+TEST_CASE("bench grouped: reference offsets and group size factors") {
+  GroupPlan p;
+  p.rows = {5, 0, 7, 1};
+  CHECK(reference_offsets(p) == std::vector<int64_t>{0, 5, 5, 12});
+  CHECK(p.valid_rows() == 13);
+  CHECK(p.used_groups() == 3);
+  std::mt19937_64 rng(3);
+  double lo = 2, hi = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const double f = group_size_factor(rng);
+    lo = std::min(lo, f), hi = std::max(hi, f);
+  }
+  CHECK(lo >= 0.7);
+  CHECK(lo < 0.701);
+  CHECK(hi < 1.3);
+  CHECK(hi > 1.299);
+}
+
 TEST_CASE("bench numerics: calc_diff") {
   const std::vector<double> x = {1, 2, 3, -4};
   CHECK(calc_diff(x.data(), x.data(), 4) == doctest::Approx(0.0));
@@ -266,4 +395,18 @@ TEST_CASE("bench numerics: FLOPs, bytes and the H100 peaks") {
   CHECK(peak_tflops(9, 132, datasheet_clock_mhz(9), false) == doctest::Approx(989.4).epsilon(0.001));
   CHECK(peak_tflops(9, 132, datasheet_clock_mhz(9), true) == doctest::Approx(1978.9).epsilon(0.001));
   CHECK(peak_tflops(8, 108, 1410, false) == 0.0);
+}
+
+TEST_CASE("bench numerics: M-grouped bytes count valid rows and used groups") {
+  GemmBytes bf;
+  // 300 valid rows, 3 groups with rows, N = 256, K = 512, BF16.
+  CHECK(grouped_gemm_bytes(300, 3, 256, 512, bf) == 300.0 * 512 * 2 + 3.0 * 256 * 512 * 2 + 300.0 * 256 * 2);
+  GemmBytes f8;
+  f8.a_elem = f8.b_elem = 1;
+  f8.sfa_per_token = f8.sfb_per_block = true;
+  // K = 300 -> 3 K blocks; N = 200 -> 2 N blocks per group.
+  CHECK(grouped_gemm_bytes(10, 4, 200, 300, f8) ==
+        10.0 * 300 + 4.0 * 200 * 300 + 10.0 * 200 * 2 + 4.0 * 10 * 3 + 4.0 * 4 * 2 * 3);
+  // One group is a dense GEMM.
+  CHECK(grouped_gemm_bytes(10, 1, 200, 300, f8) == gemm_bytes(10, 200, 300, f8));
 }
