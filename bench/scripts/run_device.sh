@@ -12,7 +12,7 @@ BIN="$STAGE/bench/dg-bench"
 DEST=${OUT:-bench-out}
 LOGS="$DEST/logs"
 HERE=$(cd "$(dirname "$0")" && pwd)
-SUITES="copy layout dense-bf16 dense-fp8 nvfp4-gemv"
+SUITES="copy layout dense-bf16 dense-fp8 nvfp4-gemv contiguous-fp8 contiguous-bf16 masked-fp8 masked-bf16"
 mkdir -p "$LOGS"
 if [ ! -x "$BIN" ]; then echo "run_device.sh: $BIN not found (build the dg-bench target first)" >&2; exit 2; fi
 
