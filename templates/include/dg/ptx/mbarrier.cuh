@@ -65,6 +65,18 @@ DG_DEVICE void mbar_wait(uint32_t bar_addr, uint32_t parity) {
 }
 DG_DEVICE void mbar_wait(Mbarrier* bar, uint32_t parity) { mbar_wait(smem_addr(bar), parity); }
 
+// One non-blocking test of the phase (test_wait never suspends the thread, unlike try_wait): a loop
+// asks early, while it still has work, and waits at the point of use only if the test failed.
+DG_DEVICE bool mbar_test(uint32_t bar_addr, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}"
+      : "=r"(ok) : "r"(bar_addr), "r"(parity) : "memory");
+  return ok != 0;
+}
+
 // Same, with the acquire at cluster scope (a peer CTA's writes are then visible).
 DG_DEVICE void mbar_wait_cluster(Mbarrier* bar, uint32_t parity) {
   asm volatile(
