@@ -91,9 +91,14 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   return nullptr;
 }
 
+// FP8 grouped problems whose tiles are capped at 192 columns (see choose_gemm_config): masked and
+// K-grouped; the contiguous forms are not.
+bool fp8_grouped_cap(const GemmShape& s) {
+  return is_fp8(s.kind) && (s.type == GemmType::kMGroupedMasked || s.type == GemmType::kKGrouped);
+}
+
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
 // that each read their own B, the large-M model's regime).
-bool fp8_grouped_cap(const GemmShape& s) { return s.type != GemmType::kNormal && is_fp8(s.kind); }
 
 bool small_m(const GemmShape& s) { return s.type == GemmType::kNormal && s.m <= 128; }
 
@@ -176,6 +181,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // 256x128 in row units (sm90_gemm.cuh kPromoteRows) ran 2-4% faster than the overlapped 128x192
     // tiles on five of the seven DeepSeek shapes at M = 8192 (H100, bench/peer_bench.py dense).
     if (promotes_rows(bm, math_wg, overlap, split)) promo = 1.08;
+    // M-grouped contiguous: 128x256 tiles promoted after their WGMMAs in two slices ran all nine
+    // contiguous FP8 sets 2-14% faster than the overlapped 128x192 tiles (H100, bench/peer_bench.py
+    // contiguous --alt, same process), where the dense calibration ranks them the other way.
+    const bool contiguous = s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum;
+    if (contiguous && !overlap && split == 2 && bn == 256) promo = 1.13;
     // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
     // sm90_gemm.cuh): measured ~10% faster for 128x160 and 128x192 (2026-11-23); only 128x192 (2
     // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
@@ -325,9 +335,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   std::vector<int> bns;
-  // FP8 M-grouped: at most 192 columns. With few rows per group the tile count, not the per-tile
+  // FP8 masked and K-grouped: at most 192 columns. With few rows per group the tile count, not the per-tile
   // rate, sets the time: 128x256 tiles ran masked G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's
-  // 128x192 on an H100 (bench/peer_bench.py), where the cost model had preferred them.
+  // 128x192 on an H100 (bench/peer_bench.py), where the cost model had preferred them. Contiguous
+  // problems know their rows (the model counts their tiles) and take 256 columns.
   const int bn_max = fp8_grouped_cap(s) ? 192 : 256;
   if (o.block_n) bns = {o.block_n};
   else
