@@ -181,9 +181,10 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // 256x128 in row units (sm90_gemm.cuh kPromoteRows) ran 2-4% faster than the overlapped 128x192
     // tiles on five of the seven DeepSeek shapes at M = 8192 (H100, bench/peer_bench.py dense).
     if (promotes_rows(bm, math_wg, overlap, split)) promo = 1.08;
-    // M-grouped contiguous: 128x256 tiles promoted after their WGMMAs in two slices ran all nine
-    // contiguous FP8 sets 2-14% faster than the overlapped 128x192 tiles (H100, bench/peer_bench.py
-    // contiguous --alt, same process), where the dense calibration ranks them the other way.
+    // M-grouped contiguous: 128x256 tiles promoted after their WGMMAs in two slices ran 2-9% faster
+    // than the overlapped 128x192 tiles on the eight contiguous FP8 sets where this picks them (H100,
+    // bench/peer_bench.py contiguous --alt, same process; mean of two runs with the two contenders in
+    // either order), where the dense calibration ranks them the other way.
     const bool contiguous = s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum;
     if (contiguous && !overlap && split == 2 && bn == 256) promo = 1.13;
     // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
