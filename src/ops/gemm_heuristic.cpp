@@ -91,10 +91,10 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
   return nullptr;
 }
 
-// FP8 grouped problems whose tiles are capped at 192 columns (see choose_gemm_config): masked and
-// K-grouped; the contiguous forms are not.
+// FP8 grouped problems whose tiles are capped at 192 columns (see choose_gemm_config): all but the
+// contiguous form with per-row indices, the one whose tile count the host knows.
 bool fp8_grouped_cap(const GemmShape& s) {
-  return is_fp8(s.kind) && (s.type == GemmType::kMGroupedMasked || s.type == GemmType::kKGrouped);
+  return is_fp8(s.kind) && s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous;
 }
 
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
@@ -181,12 +181,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
     // 256x128 in row units (sm90_gemm.cuh kPromoteRows) ran 2-4% faster than the overlapped 128x192
     // tiles on five of the seven DeepSeek shapes at M = 8192 (H100, bench/peer_bench.py dense).
     if (promotes_rows(bm, math_wg, overlap, split)) promo = 1.08;
-    // M-grouped contiguous: 128x256 tiles promoted after their WGMMAs in two slices ran 2-9% faster
-    // than the overlapped 128x192 tiles on the eight contiguous FP8 sets where this picks them (H100,
-    // bench/peer_bench.py contiguous --alt, same process; mean of two runs with the two contenders in
-    // either order), where the dense calibration ranks them the other way.
-    const bool contiguous = s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum;
-    if (contiguous && !overlap && split == 2 && bn == 256) promo = 1.13;
+    // M-grouped contiguous (per-row indices): 128x256 tiles promoted after their WGMMAs in two slices
+    // ran 2-9% faster than the overlapped 128x192 tiles on the eight contiguous FP8 sets where this
+    // picks them (H100, bench/peer_bench.py contiguous --alt, same process; mean of two runs with the
+    // two contenders in either order), where the dense calibration ranks them the other way.
+    if (s.type == GemmType::kMGroupedContiguous && !overlap && split == 2 && bn == 256) promo = 1.13;
     // 1D2D tiles straddling two SFB rows get a K loop per boundary (no per-group selects,
     // sm90_gemm.cuh): measured ~10% faster for 128x160 and 128x192 (2026-11-23); only 128x192 (2
     // boundaries) then beat the wider and overlapped tiles, so only the cost of <= 2 is lowered.
@@ -336,10 +335,11 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   std::vector<int> bns;
-  // FP8 masked and K-grouped: at most 192 columns. With few rows per group the tile count, not the per-tile
+  // FP8 grouped: at most 192 columns. With few rows per group the tile count, not the per-tile
   // rate, sets the time: 128x256 tiles ran masked G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's
   // 128x192 on an H100 (bench/peer_bench.py), where the cost model had preferred them. Contiguous
-  // problems know their rows (the model counts their tiles) and take 256 columns.
+  // problems with per-row indices are exempt: the host counts their tiles (psum and masked groups
+  // are counted from the expected_m hint).
   const int bn_max = fp8_grouped_cap(s) ? 192 : 256;
   if (o.block_n) bns = {o.block_n};
   else
