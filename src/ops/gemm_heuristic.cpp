@@ -99,7 +99,6 @@ bool fp8_grouped_cap(const GemmShape& s) {
 
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
 // that each read their own B, the large-M model's regime).
-
 bool small_m(const GemmShape& s) { return s.type == GemmType::kNormal && s.m <= 128; }
 
 int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
