@@ -36,6 +36,12 @@ DG_DEVICE uint64_t advance_smem_desc(uint64_t desc, uint32_t byte_offset) {
 template <int N> struct WgmmaBf16;   // D[64xN] (+)= A[64x16] * B[16xN], bf16 in, f32 accumulate
 template <int N> struct WgmmaE4m3;   // D[64xN] (+)= A[64x32] * B[32xN], e4m3 in, f32 accumulate
 
+// The wrappers of every N are defined unless the including source defines DG_WGMMA_SELECT: then only
+// those of each N with DG_WGMMA_N<N> defined are (the others are skipped by the preprocessor; parsing
+// all 64 costs NVRTC's front end ~20 ms per kernel). Issuing an N that was not selected fails to
+// compile (incomplete type).
+
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N8)
 template <> struct WgmmaBf16<8> {
   static constexpr int kAcc = 4;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -60,6 +66,8 @@ template <> struct WgmmaE4m3<8> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N16)
 template <> struct WgmmaBf16<16> {
   static constexpr int kAcc = 8;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -84,6 +92,8 @@ template <> struct WgmmaE4m3<16> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N24)
 template <> struct WgmmaBf16<24> {
   static constexpr int kAcc = 12;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -108,6 +118,8 @@ template <> struct WgmmaE4m3<24> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N32)
 template <> struct WgmmaBf16<32> {
   static constexpr int kAcc = 16;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -132,6 +144,8 @@ template <> struct WgmmaE4m3<32> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N40)
 template <> struct WgmmaBf16<40> {
   static constexpr int kAcc = 20;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -156,6 +170,8 @@ template <> struct WgmmaE4m3<40> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N48)
 template <> struct WgmmaBf16<48> {
   static constexpr int kAcc = 24;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -180,6 +196,8 @@ template <> struct WgmmaE4m3<48> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N56)
 template <> struct WgmmaBf16<56> {
   static constexpr int kAcc = 28;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -204,6 +222,8 @@ template <> struct WgmmaE4m3<56> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N64)
 template <> struct WgmmaBf16<64> {
   static constexpr int kAcc = 32;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -228,6 +248,8 @@ template <> struct WgmmaE4m3<64> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N72)
 template <> struct WgmmaBf16<72> {
   static constexpr int kAcc = 36;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -252,6 +274,8 @@ template <> struct WgmmaE4m3<72> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N80)
 template <> struct WgmmaBf16<80> {
   static constexpr int kAcc = 40;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -276,6 +300,8 @@ template <> struct WgmmaE4m3<80> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N88)
 template <> struct WgmmaBf16<88> {
   static constexpr int kAcc = 44;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -300,6 +326,8 @@ template <> struct WgmmaE4m3<88> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N96)
 template <> struct WgmmaBf16<96> {
   static constexpr int kAcc = 48;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -324,6 +352,8 @@ template <> struct WgmmaE4m3<96> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N104)
 template <> struct WgmmaBf16<104> {
   static constexpr int kAcc = 52;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -348,6 +378,8 @@ template <> struct WgmmaE4m3<104> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N112)
 template <> struct WgmmaBf16<112> {
   static constexpr int kAcc = 56;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -372,6 +404,8 @@ template <> struct WgmmaE4m3<112> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N120)
 template <> struct WgmmaBf16<120> {
   static constexpr int kAcc = 60;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -396,6 +430,8 @@ template <> struct WgmmaE4m3<120> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N128)
 template <> struct WgmmaBf16<128> {
   static constexpr int kAcc = 64;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -420,6 +456,8 @@ template <> struct WgmmaE4m3<128> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N136)
 template <> struct WgmmaBf16<136> {
   static constexpr int kAcc = 68;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -444,6 +482,8 @@ template <> struct WgmmaE4m3<136> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N144)
 template <> struct WgmmaBf16<144> {
   static constexpr int kAcc = 72;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -468,6 +508,8 @@ template <> struct WgmmaE4m3<144> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N152)
 template <> struct WgmmaBf16<152> {
   static constexpr int kAcc = 76;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -492,6 +534,8 @@ template <> struct WgmmaE4m3<152> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N160)
 template <> struct WgmmaBf16<160> {
   static constexpr int kAcc = 80;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -516,6 +560,8 @@ template <> struct WgmmaE4m3<160> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N168)
 template <> struct WgmmaBf16<168> {
   static constexpr int kAcc = 84;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -540,6 +586,8 @@ template <> struct WgmmaE4m3<168> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N176)
 template <> struct WgmmaBf16<176> {
   static constexpr int kAcc = 88;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -564,6 +612,8 @@ template <> struct WgmmaE4m3<176> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N184)
 template <> struct WgmmaBf16<184> {
   static constexpr int kAcc = 92;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -588,6 +638,8 @@ template <> struct WgmmaE4m3<184> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N192)
 template <> struct WgmmaBf16<192> {
   static constexpr int kAcc = 96;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -612,6 +664,8 @@ template <> struct WgmmaE4m3<192> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N200)
 template <> struct WgmmaBf16<200> {
   static constexpr int kAcc = 100;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -636,6 +690,8 @@ template <> struct WgmmaE4m3<200> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N208)
 template <> struct WgmmaBf16<208> {
   static constexpr int kAcc = 104;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -660,6 +716,8 @@ template <> struct WgmmaE4m3<208> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N216)
 template <> struct WgmmaBf16<216> {
   static constexpr int kAcc = 108;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -684,6 +742,8 @@ template <> struct WgmmaE4m3<216> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N224)
 template <> struct WgmmaBf16<224> {
   static constexpr int kAcc = 112;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -708,6 +768,8 @@ template <> struct WgmmaE4m3<224> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N232)
 template <> struct WgmmaBf16<232> {
   static constexpr int kAcc = 116;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -732,6 +794,8 @@ template <> struct WgmmaE4m3<232> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N240)
 template <> struct WgmmaBf16<240> {
   static constexpr int kAcc = 120;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -756,6 +820,8 @@ template <> struct WgmmaE4m3<240> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N248)
 template <> struct WgmmaBf16<248> {
   static constexpr int kAcc = 124;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -780,6 +846,8 @@ template <> struct WgmmaE4m3<248> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
+#if !defined(DG_WGMMA_SELECT) || defined(DG_WGMMA_N256)
 template <> struct WgmmaBf16<256> {
   static constexpr int kAcc = 128;
   // kTransA/kTransB: 0 = K-major in smem, 1 = MN-major.
@@ -804,4 +872,5 @@ template <> struct WgmmaE4m3<256> {
         : "l"(desc_a), "l"(desc_b), "r"(static_cast<int32_t>(scale_d)));
   }
 };
+#endif
 }  // namespace dg::ptx
