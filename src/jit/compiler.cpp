@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "jit/source_bundle.h"
 #include "runtime/log.h"
@@ -30,6 +31,16 @@ const char* const kSuppressedDiagnostics = "--diag-suppress=177,550";
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// NVRTC's version at run time (the library may load a newer one than it was built with).
+std::pair<int, int> nvrtc_version() {
+  static const std::pair<int, int> version = [] {
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    return std::make_pair(major, minor);
+  }();
+  return version;
 }
 
 dg_status nvrtc_check(nvrtcResult r, const char* what) {
@@ -186,6 +197,10 @@ std::vector<std::string> compiler_options(const std::string& arch, const Config&
   if (config.compiler == DG_COMPILER_NVRTC) {
     o.push_back("--gpu-architecture=" + arch);
     o.push_back("-default-device");
+    // Kernels use no texture, no device-side CUDA runtime call and no device-side launch: without
+    // their declarations NVRTC's built-in header parses ~10 ms faster per kernel (NVRTC 12.4+; the
+    // cubins are the same).
+    if (nvrtc_version() >= std::make_pair(12, 4)) o.push_back("-minimal");
   } else {
     o.push_back("--gpu-architecture=" + arch);
     o.push_back("-O3");
@@ -211,8 +226,7 @@ static std::string nvcc_version(const std::string& path) {
 
 std::string compiler_signature(const Config& config) {
   if (config.compiler == DG_COMPILER_NVCC) return "nvcc " + nvcc_version(config.nvcc_path) + " at " + config.nvcc_path;
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  const auto [major, minor] = nvrtc_version();
   return "NVRTC " + std::to_string(major) + "." + std::to_string(minor);
 }
 
