@@ -218,7 +218,8 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
       gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
       config_of(stream), &kernel));
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
-  if (pre_pass || (prepare_only && !grouped)) DG_TRY(run_gemm_scale(stream, args, true, true));
+  // A prepare with a C term loads the pre-pass whatever beta it was given; one without C never needs it.
+  if (pre_pass || (prepare_only && args.c != nullptr && !grouped)) DG_TRY(run_gemm_scale(stream, args, true, true));
   for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
   if (prepare_only) return DG_SUCCESS;
   if (pre_pass) DG_TRY(run_gemm_scale(stream, args, true, false));

@@ -478,7 +478,7 @@ TEST_CASE("FP8 GEMMs with MN-major operands and no usable workspace fail naming 
   dg_stream_destroy(stream);
 }
 
-TEST_CASE("dg_gemm_prepare: every FP8 layout loads all its call needs, the transpose included") {
+TEST_CASE("dg_gemm_prepare: every FP8 layout loads all its call needs, the transpose included, and no more") {
   FakeDriver fake(sizeof(Sm90GemmParams));
   dg_stream* stream = nullptr;
   REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
@@ -501,6 +501,12 @@ TEST_CASE("dg_gemm_prepare: every FP8 layout loads all its call needs, the trans
   CHECK(asked[DG_GEMM_LAYOUT_NN] == 3);
   CHECK(asked[DG_GEMM_LAYOUT_TT] == 3);
   CHECK(asked[DG_GEMM_LAYOUT_TN] == 4);
+  // Without a C term no call needs the pre-pass: the GEMM alone is asked for.
+  const int64_t before_no_c = requests();
+  REQUIRE_MESSAGE(dg_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, 77, 336, 400, DG_DTYPE_BFLOAT16, 0,
+                                  nullptr) == DG_SUCCESS,
+                  dg_last_error());
+  CHECK(requests() - before_no_c == 1);
   CHECK(fake.take().empty());
   int64_t compiled = 0, from_disk = 0;
   REQUIRE(dg_jit_get_stats(&compiled, &from_disk, nullptr) == DG_SUCCESS);
