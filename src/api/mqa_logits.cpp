@@ -4,6 +4,7 @@
 
 #include "api/gemm_common.h"
 #include "dg.h"
+#include "jit/concurrent.h"
 #include "ops/mqa_logits.h"
 #include "runtime/checked.h"
 #include "runtime/status.h"
@@ -398,13 +399,15 @@ dg_status paged_prepare(dg_stream* stream, int32_t heads, int32_t head_dim, int3
   if (next_n != 1 && next_n != 2 && next_n != 4)
     return dg::fail(DG_ERROR_UNSUPPORTED, "next_n: {} (expected 1, 2 or 4)", next_n);
   DG_TRY(check_logits_dtype(logits_dtype, "logits_dtype"));
-  DG_TRY(dg::ops::run_paged_mqa_metadata(*stream, dg::ops::PagedMqaMetadataArgs{}, true));
   dg::ops::PagedMqaLogitsArgs a;
   a.heads = heads;
   a.head_dim = head_dim;
   a.next_n = next_n;
   a.logits_dtype = logits_dtype;
-  return dg::ops::run_paged_mqa_logits(*stream, a, true);
+  // The two kernels compile at once.
+  return dg::jit::run_concurrently(
+      [&] { return dg::ops::run_paged_mqa_logits(*stream, a, true); },
+      [&] { return dg::ops::run_paged_mqa_metadata(*stream, dg::ops::PagedMqaMetadataArgs{}, true); });
 }
 
 }  // namespace

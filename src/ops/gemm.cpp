@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "jit/concurrent.h"
 #include "jit/kernel_cache.h"
 #include "ops/gemm_config_cache.h"
 #include "ops/gemm_util.h"
@@ -179,11 +180,18 @@ dg_status run_skinny(const dg_stream_s& stream, const GemmArgs& args, const Gemm
   SkinnyConfig c;
   DG_TRY(cached_config(stream, s, num_sms, o, choose_skinny_config, &c));
   const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
-      skinny_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = skinny_kernel_spec(s, c); return DG_SUCCESS; },
-      config_of(stream), &kernel));
-  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], prepare_only));
-  if (prepare_only) return DG_SUCCESS;
+  auto load_skinny = [&] {
+    return stream.device->kernels->get(
+        skinny_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = skinny_kernel_spec(s, c); return DG_SUCCESS; },
+        config_of(stream), &kernel);
+  };
+  auto load_copies = [&]() -> dg_status {
+    for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
+    return DG_SUCCESS;
+  };
+  if (prepare_only) return num_copies > 0 ? jit::run_concurrently(load_skinny, load_copies) : load_skinny();
+  DG_TRY(load_skinny());
+  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], false));
   GemmArgs a = args;
   a.shape = s;
   return launch_skinny_gemm(stream, a, c, *kernel);
@@ -214,14 +222,25 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   DG_TRY(cached_config(stream, s, num_sms, o, choose_gemm_config, &c));
   const jit::Kernel* kernel = nullptr;
   // The spec (strings, a template context) is built only on a cache miss: the warm path hashes the key.
-  DG_TRY(stream.device->kernels->get(
-      gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
-      config_of(stream), &kernel));
+  auto load_gemm = [&] {
+    return stream.device->kernels->get(
+        gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
+        config_of(stream), &kernel);
+  };
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
   // A prepare with a C term loads the pre-pass whatever beta it was given; one without C never needs it.
-  if (pre_pass || (prepare_only && args.c != nullptr && !grouped)) DG_TRY(run_gemm_scale(stream, args, true, true));
-  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
-  if (prepare_only) return DG_SUCCESS;
+  const bool load_pre_pass = pre_pass || (prepare_only && args.c != nullptr && !grouped);
+  auto load_others = [&]() -> dg_status {
+    if (load_pre_pass) DG_TRY(run_gemm_scale(stream, args, true, true));
+    for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
+    return DG_SUCCESS;
+  };
+  // A prepare compiles the GEMM and the kernels beside it at once; a call loads them in turn (its
+  // warm path starts no thread).
+  if (prepare_only)
+    return load_pre_pass || num_copies > 0 ? jit::run_concurrently(load_gemm, load_others) : load_gemm();
+  DG_TRY(load_gemm());
+  DG_TRY(load_others());
   if (pre_pass) DG_TRY(run_gemm_scale(stream, args, true, false));
   for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], false));
 

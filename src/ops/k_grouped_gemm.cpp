@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "jit/concurrent.h"
 #include "jit/kernel_cache.h"
 #include "ops/gemm.h"
 #include "ops/gemm_config_cache.h"
@@ -106,15 +107,23 @@ dg_status run_k_grouped_gemm(const dg_stream_s& stream, const KGroupedArgs& in, 
   GemmConfig c;
   DG_TRY(cached_config(stream, s, num_sms, o, choose_gemm_config, &c));
   const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
-      gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
-      config_of(stream), &kernel));
+  auto load_gemm = [&] {
+    return stream.device->kernels->get(
+        gemm_kernel_key(s, c), [&](jit::KernelSpec* spec) { *spec = gemm_kernel_spec(s, c); return DG_SUCCESS; },
+        config_of(stream), &kernel);
+  };
   const bool pre_pass = has_c && !(args.c == args.d && args.beta == 1.0f);
   const bool zero_empty = !has_c && live.size() < static_cast<size_t>(args.num_groups);
-  if (pre_pass || prepare_only) DG_TRY(run_gemm_scale(stream, whole, true, true));
-  if (zero_empty || prepare_only) DG_TRY(run_gemm_scale(stream, whole, false, true));
-  for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
-  if (prepare_only) return DG_SUCCESS;
+  auto load_others = [&]() -> dg_status {
+    if (pre_pass || prepare_only) DG_TRY(run_gemm_scale(stream, whole, true, true));
+    if (zero_empty || prepare_only) DG_TRY(run_gemm_scale(stream, whole, false, true));
+    for (int i = 0; i < num_copies; ++i) DG_TRY(run_transpose(stream, copies[i], true));
+    return DG_SUCCESS;
+  };
+  // A prepare compiles the GEMM and the kernels beside it at once; a call loads them in turn.
+  if (prepare_only) return jit::run_concurrently(load_gemm, load_others);
+  DG_TRY(load_gemm());
+  DG_TRY(load_others());
   if (pre_pass) DG_TRY(run_gemm_scale(stream, whole, true, false));
   if (zero_empty) {
     // An empty group's D is zero: its [M, N] block, one group after another.

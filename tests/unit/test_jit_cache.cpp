@@ -1,5 +1,5 @@
-// The disk cache (atomic writes, corruption, concurrency across threads and processes) and the
-// once-per-key build map behind the in-memory kernel cache.
+// The disk cache (atomic writes, corruption, concurrency across threads and processes), the
+// once-per-key build map behind the in-memory kernel cache, and the two-step runner of prepares.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,8 +11,10 @@
 #include <fstream>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
+#include "jit/concurrent.h"
 #include "jit/disk_cache.h"
 #include "jit/kernel.h"
 #include "jit/once_map.h"
@@ -293,6 +295,42 @@ TEST_CASE("OnceMap builds each key once under contention and retries failures") 
   CHECK(std::string(dg_last_error()) == "synthetic failure 2");
   CHECK(map.get(8, [](int* out) { *out = 1; return DG_SUCCESS; }, &v, &hit) == DG_SUCCESS);
   CHECK(*v == 1);
+}
+
+TEST_CASE("run_concurrently overlaps its two steps and reports main's failure, then side's") {
+  using dg::jit::run_concurrently;
+  // Each step waits for the other to have started: run one after the other, both would time out.
+  std::atomic<bool> main_started{false}, side_started{false};
+  auto wait_for = [](const std::atomic<bool>& flag) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!flag && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    return flag.load();
+  };
+  std::thread::id side_thread;
+  const dg_status both = run_concurrently(
+      [&] {
+        main_started = true;
+        return wait_for(side_started) ? DG_SUCCESS : dg::fail(DG_ERROR_INTERNAL, "side never started");
+      },
+      [&] {
+        side_thread = std::this_thread::get_id();
+        side_started = true;
+        return wait_for(main_started) ? DG_SUCCESS : dg::fail(DG_ERROR_INTERNAL, "main never started");
+      });
+  CHECK_MESSAGE(both == DG_SUCCESS, dg_last_error());
+  CHECK(side_thread != std::this_thread::get_id());
+
+  auto ok = [] { return DG_SUCCESS; };
+  auto side_fails = [] { return dg::fail(DG_ERROR_COMPILE, "side failed"); };
+  dg::fail(DG_ERROR_INTERNAL, "stale");
+  CHECK(run_concurrently(ok, side_fails) == DG_ERROR_COMPILE);
+  CHECK(std::string(dg_last_error()) == "side failed");  // the side thread's message, here
+  CHECK(run_concurrently([] { return dg::fail(DG_ERROR_UNSUPPORTED, "main failed"); }, side_fails) ==
+        DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()) == "main failed");
+  CHECK(run_concurrently(ok, []() -> dg_status { throw std::runtime_error("boom"); }) == DG_ERROR_INTERNAL);
+  CHECK(std::string(dg_last_error()).find("boom") != std::string::npos);
+  CHECK(run_concurrently(ok, ok) == DG_SUCCESS);
 }
 
 TEST_CASE("kernel keys compare and hash by family and parameters") {
