@@ -175,6 +175,39 @@ TEST_CASE("concurrent JIT of the same and of different kernels on offline stream
   CHECK(compiled + from_disk >= 8);
 }
 
+TEST_CASE("prepares that compile their kernels side by side, from many threads at once") {
+  TempDir cache;
+  dg_config* cfg = nullptr;
+  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
+  std::atomic<int> failures{0};
+  std::string first_error;
+  std::atomic<bool> recorded{false};
+  auto check = [&](dg_status st) {
+    if (st == DG_SUCCESS) return;
+    ++failures;
+    if (!recorded.exchange(true)) first_error = dg_last_error();
+  };
+  // The paged MQA prepare compiles its schedule kernel on a second thread; the FP8 tn prepare its
+  // operand transpose and pre-pass beside the GEMM. First round into the disk cache, second from it.
+  for (int round = 0; round < 2; ++round) {
+    run_threads(kThreads, [&](int t) {
+      dg_stream* s = nullptr;
+      check(dg_stream_create_offline(&s, 9, 0, 120 + round, cfg));
+      if (s == nullptr) return;
+      if (t % 2) {
+        check(dg_paged_mqa_logits_prepare(s, 32, 64, 1, DG_DTYPE_FLOAT32));
+      } else {
+        check(dg_gemm_prepare(s, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_TN, 128, 128, 256, DG_DTYPE_BFLOAT16, 1,
+                              nullptr));
+      }
+      dg_stream_destroy(s);
+    });
+  }
+  dg_config_destroy(cfg);
+  CHECK_MESSAGE(failures.load() == 0, first_error);
+}
+
 TEST_CASE("streams churn and kernels compile, load and launch concurrently on the fake device") {
   if (!has_device()) {
     MESSAGE("no device (the fake driver is not on LD_LIBRARY_PATH): the offline cases cover the JIT");
