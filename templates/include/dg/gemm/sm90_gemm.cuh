@@ -22,6 +22,9 @@
 // over disjoint K ranges; each leaves its FP32 partial tile in its shared memory, and after a cluster
 // barrier each CTA sums a 1/kSplitK share of the tile's rows across the cluster (DSMEM reads) and
 // writes it to D. One tile per CTA (the grid is not persistent); no workspace, deterministic.
+// Masked GEMMs with kSplitK == 2 split only a last round that would be at most half full, over CTA
+// pairs (the "split tail", sched/sm90_scheduler.cuh): the grid stays persistent and the whole tiles
+// take the usual epilogue; the one split tile of a pair, the last of both CTAs, is reduced as above.
 //
 // Shared memory (dynamic, 1024-byte aligned):
 //   [D staging: BLOCK_M x BLOCK_N OutT or rotating strips; none with split-K]
@@ -90,6 +93,7 @@ struct Sm90GemmTraits {
   static constexpr sched::GemmType kType = kType_;
   static constexpr uint32_t kSplitK = kSplitK_;
   static constexpr uint32_t kClusterDims = kSplitK > 1 ? kSplitK : kCluster;  // CTAs per cluster
+  static constexpr bool kTail = kSplitK == 2 && kType == sched::GemmType::kMGroupedMasked;  // split tail
 
   static constexpr bool kFp8 = kKind != Kind::kBf16;
   static constexpr uint32_t kElem = kFp8 ? 1 : 2;
@@ -130,16 +134,17 @@ struct Sm90GemmTraits {
   using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_, kKGrouped>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
-  // It overlays the stage ring: a split-K CTA computes one tile, so the ring is idle once its last K
-  // block is consumed, and the stages keep the whole budget.
+  // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
+  // ring is idle once its last K block is consumed, and the stages keep the whole budget.
   static constexpr uint32_t kRedPitch = kBlockN * 4 + ((kBlockN * 4) % 64 == 0 ? 32 : 0);
   static constexpr uint32_t kSmemRed = kSplitK > 1 ? kBlockM * kRedPitch : 0;
-  static constexpr uint32_t kSmemD = kSplitK > 1 ? 0 : kMathWG * Store::kSmemBytes;
+  static constexpr uint32_t kSmemD = kSplitK > 1 && !kTail ? 0 : kMathWG * Store::kSmemBytes;
   static constexpr uint32_t kOffA = kSmemD;
   static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
   static constexpr uint32_t kOffSfb = kOffSfa + kStages * kSmemSfa;
-  static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kSmemRed), 8);
+  static constexpr uint32_t kOffRed = kSmemD;  // the partial tile (split-K), over the ring
+  static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kOffRed + kSmemRed), 8);
   static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
 
   using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM, kBlockN>,
@@ -161,22 +166,28 @@ struct Sm90GemmTraits {
   static_assert((kBlockN / kPromoteSplit) % 8 == 0 && kBlockN % kPromoteSplit == 0, "column slices of 8");
   static_assert(kSplitK == 1 || kSplitK == 2 || kSplitK == 4 || kSplitK == 8, "split-K over 1, 2, 4 or 8 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not multicast");
+  static_assert(!kMGrouped || kSplitK == 1 || kTail, "M-grouped GEMMs split only the masked tail, by 2");
+  static_assert(!kTail || !kSfbStraddle || kSfbBoundaries != 0,
+                "split tail: straddling 1D2D tiles need their SFB boundaries at compile time (registers)");
   static_assert(!kMGrouped || (kKind != Kind::kFp8_1D1D && !kReduceAdd), "M-grouped GEMMs: BF16 or FP8 1D2D, D written");
   static_assert(!kKGrouped || (kKind != Kind::kFp8_1D2D && sizeof(OutT) == 4 && kCluster == 1 && kSplitK == 1),
                 "K-grouped GEMMs: BF16 or FP8 1D1D into FP32 D, no CTA pairs or split-K");
 };
 
-// Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (valid rows only),
-// sums each over every CTA's partial tile (DSMEM), scales by alpha and writes it to D (with
-// kReduceAdd: adds it to D). Consumer threads only, after the cluster barrier that publishes the partials.
+// Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
+// rows of the tile), sums each over every CTA's partial tile at `red` (DSMEM), scales by alpha and
+// writes it to D (with kReduceAdd: adds it to D); rows from `valid` on are written as zeros (a masked
+// group's rows past its count, as the whole tiles' epilogue does). Consumer threads only, after the
+// cluster barrier that publishes the partials.
 template <class T>
-DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* smem, uint32_t m0, uint32_t n0) {
+DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* red, uint32_t m0, uint32_t n0,
+                                    uint32_t rows, uint32_t valid) {
   using OutT = typename T::OutT;
   constexpr uint32_t kChunksPerRow = T::kBlockN / 4;
-  const uint32_t rows = min_of(T::kBlockM, p.m - m0), cols = min_of(T::kBlockN, p.n - n0);
+  const uint32_t cols = min_of(T::kBlockN, p.n - n0);
   const uint32_t total = rows * kChunksPerRow, rank = ptx::cluster_ctarank();
   const uint32_t begin = rank * total / T::kSplitK, end = (rank + 1) * total / T::kSplitK;
-  const uint32_t base = ptx::smem_addr(smem);
+  const uint32_t base = ptx::smem_addr(red);
   uint32_t peer[T::kSplitK];
 #pragma unroll
   for (uint32_t r = 0; r < T::kSplitK; ++r) peer[r] = ptx::map_shared_rank(base, r);
@@ -186,10 +197,12 @@ DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* smem
     if (col >= cols) continue;
     const uint32_t off = row * T::kRedPitch + col * 4;
     float v[4] = {0.f, 0.f, 0.f, 0.f};
+    if (row < valid) {
 #pragma unroll
-    for (uint32_t r = 0; r < T::kSplitK; ++r) {
-      const f32x4 x = ptx::ld_shared_cluster_v4(peer[r] + off);
-      v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+      for (uint32_t r = 0; r < T::kSplitK; ++r) {
+        const f32x4 x = ptx::ld_shared_cluster_v4(peer[r] + off);
+        v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+      }
     }
     OutT* out = d + static_cast<int64_t>(m0 + row) * p.ldd + (n0 + col);
     if (cols - col >= 4) {
@@ -372,6 +385,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
+        if constexpr (T::kTail) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
         // K-grouped: the slot's own maps of A and B, its K blocks, its first K block in SFA / SFB.
         const TmaDescriptor* tma_a = &p.tma_a;
         const TmaDescriptor* tma_b = &p.tma_b;
@@ -436,9 +450,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     }
     __syncwarp();  // the elected lane rejoins its warp before the aligned cluster barriers
     // Split-K: the consumers' barrier that publishes the partial tiles counts every thread of the cluster.
+    // Split tail: only pairs with a split tile meet there; both CTAs count the same tiles, so the whole
+    // cluster takes the same branch.
     if constexpr (T::kSplitK > 1) {
-      ptx::cluster_arrive();
-      ptx::cluster_wait();
+      if (!T::kTail || make_sched().pair_has_tail()) {
+        ptx::cluster_arrive();
+        ptx::cluster_wait();
+      }
     }
   } else {
     // ------------------------------------------------------------------ consumers
@@ -449,9 +467,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
     const uint32_t warp_in_wg = warp % 4;
     uint32_t stage = 0, phase = 0;
-    // Split-K: the one tile this CTA computes partially.
+    // Split-K: this CTA computes a tile partially (one tile, or a split tail's last: `t` below keeps it).
     bool split_tile = false;
-    uint32_t split_m0 = 0, split_n0 = 0;
 
     // Frees a stage: one arrival per consumer warp, on this CTA's barrier and the peer's.
     auto release = [&](uint32_t s) {
@@ -468,6 +485,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     while (sched.next(t)) {
       const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
       if constexpr (T::kKGrouped) kb_end = t.k_blocks;
+      if constexpr (T::kTail) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
 
       if constexpr (!T::kFp8) {
         // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
@@ -705,7 +723,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
       }
 
       // ---------------- epilogue
-      if constexpr (T::kSplitK > 1) {
+      if (T::kSplitK > 1 && (!T::kTail || t.split)) {
         // The partial tile (unscaled) goes to this CTA's shared memory in the fragment layout's rows,
         // over the stage ring: once every consumer warp's WGMMAs have completed (wgmma_wait<0> above)
         // no stage is read again, and every load the producer issued has landed (each was waited on).
@@ -715,13 +733,11 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 #pragma unroll
           for (uint32_t g = 0; g < kBlockN / 8; ++g) {
             const uint32_t row = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4, col = g * 8 + (lane % 4) * 2;
-            uint8_t* dst = smem + row * T::kRedPitch + col * 4;
+            uint8_t* dst = smem + T::kOffRed + row * T::kRedPitch + col * 4;
             *reinterpret_cast<f32x2*>(dst) = f32x2{acc[i][g * 4 + 0], acc[i][g * 4 + 1]};
             *reinterpret_cast<f32x2*>(dst + 8 * T::kRedPitch) = f32x2{acc[i][g * 4 + 2], acc[i][g * 4 + 3]};
           }
         split_tile = true;
-        split_m0 = m0;
-        split_n0 = n0;
       } else {
         if constexpr (T::kMGrouped) {
           if (!t.store) continue;  // a pair's block with no group: computed, not written
@@ -733,14 +749,21 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
                       static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
-    if constexpr (T::kSplitK == 1) {
-      T::Store::drain();
-    } else {
+    if constexpr (T::kSplitK == 1 || T::kTail) T::Store::drain();
+    if constexpr (T::kSplitK > 1) {
       // Every CTA's partial tile is in its shared memory once the whole cluster (producers included,
       // above) has passed this barrier; the final barrier below keeps the partials alive until read.
-      ptx::cluster_arrive();
-      ptx::cluster_wait();
-      if (split_tile) split_k_reduce_store<T>(p, smem, split_m0, split_n0);
+      // A split tail's tile lies in one group (max_m is a multiple of BLOCK_M): all its rows are
+      // written, those past the group's count as zeros.
+      if (!T::kTail || sched.pair_has_tail()) {
+        ptx::cluster_arrive();
+        ptx::cluster_wait();
+        if (split_tile) {
+          const uint32_t rows = min_of(kBlockM, p.m - t.m0);
+          split_k_reduce_store<T>(p, smem + T::kOffRed, t.m0, t.n_block * kBlockN, T::kTail ? kBlockM : rows,
+                                  T::kTail ? t.rows : rows);
+        }
+      }
     }
   }
 

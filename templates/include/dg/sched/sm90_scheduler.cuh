@@ -11,6 +11,13 @@
 // Split-K (kSplitK > 1, no multicast pair): a unit is one tile whose K blocks are divided among the
 // kSplitK CTAs of a cluster; CTA rank r computes share r of them (see `k_range`).
 //
+// Split tail (masked type with kSplitK == 2, "kTail"): the grid stays persistent, launched as CTA
+// pairs. The tiles are counted on the device; when the last round would be at most half full
+// (0 < T mod CTAs <= pairs), each CTA first takes its whole tiles of the full rounds (u = CTA,
+// CTA + CTAs, ...) and then pair p takes tail tile p, CTA rank r computing half r of its K blocks
+// (Tile::split); the pair sums the halves through distributed shared memory. Otherwise every tile
+// is whole and the walk is the persistent one. The last round then takes half the time.
+//
 // The GemmType says how a tile maps to its group and rows (the producer and the consumers of a CTA
 // walk the same sequence, so both skip the same tiles):
 //   kNormal                   one problem.
@@ -67,6 +74,7 @@ struct Tile {
   bool per_row;       // contiguous layout: the last row left the group, check each row's entry
   bool store;         // the tile is written (false: computed only to keep a CTA pair in step)
   bool multicast;     // a CTA pair loads B once for both (both tiles read the same B tile)
+  bool split = false; // split tail: this CTA computes half of the tile's K blocks (its cluster rank's)
   uint32_t k_blocks = 0;  // K-grouped: the slot's K blocks (other types: k_range)
   uint32_t sf_kb0 = 0;    // K-grouped: the slot's first K block in SFA / SFB
 };
@@ -205,19 +213,23 @@ struct Sm90Scheduler {
   static_assert(kType != GemmType::kKGrouped, "the K-grouped type has its own walk");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not pair tiles");
-  static_assert(kType == GemmType::kNormal || (kSplitK == 1 && (kCluster == 1 || !kPairAlongN)),
-                "grouped GEMMs pair CTAs along M only (sharing B), and do not split K");
+  static_assert(kType == GemmType::kNormal || ((kSplitK == 1 || (kSplitK == 2 && kType == GemmType::kMGroupedMasked)) &&
+                                                (kCluster == 1 || !kPairAlongN)),
+                "grouped GEMMs pair CTAs along M only (sharing B); of them only masked ones split (the tail, by 2)");
   static_assert(kType == GemmType::kNormal || kType == GemmType::kMGroupedMasked || kBlockM == kMkAlignment,
                 "contiguous layouts use 128-row blocks, one group each");
   static constexpr bool kTable = uses_group_table(kType);
-  static constexpr uint32_t kCtasPerUnit = kCluster * kSplitK;
+  static constexpr bool kTail = kTable && kSplitK == 2;  // the split tail (above)
+  static constexpr uint32_t kCtasPerUnit = kTail ? 1 : kCluster * kSplitK;
   static constexpr uint32_t kPairM = (kCluster == 2 && !kPairAlongN) ? 2 : 1;
   static constexpr uint32_t kPairN = (kCluster == 2 && kPairAlongN) ? 2 : 1;
 
   uint32_t units_m, units_n, num_units;
   uint32_t band, along_n;
   uint32_t next_unit, step, rank;
-  uint32_t split;  // this CTA's share of each unit's K blocks (split-K), else 0
+  uint32_t split;  // this CTA's share of each unit's K blocks (split-K, split tail), else 0
+  uint32_t whole_units;  // split tail: units [0, whole_units) are whole tiles, the rest split
+  static constexpr uint32_t kNoUnit = 0xffffffffu;  // split tail: the pair's tail tile was taken
   // Grouped types.
   const int32_t* layout;
   const uint32_t* table;  // masked / psum: the group table in shared memory
@@ -247,6 +259,12 @@ struct Sm90Scheduler {
     m_total = m;
     if constexpr (kTable) {
       num_units = table[num_groups];
+      whole_units = num_units;
+      if constexpr (kTail) {
+        // Split only a last round that would be at most half full; the pairs' ranks are blockIdx.x % 2.
+        const uint32_t last = num_units % gridDim.x;
+        if (last != 0 && last <= gridDim.x / 2) whole_units = num_units - last;
+      }
     } else {
       num_units = units_m * units_n;
     }
@@ -254,10 +272,22 @@ struct Sm90Scheduler {
   }
 
   // K blocks [begin, end) of this CTA's share: sizes differ by at most one, none empty if
-  // num_kb >= kSplitK (the host guarantees it).
+  // num_kb >= kSplitK (the host guarantees it). Split tail: every K block (whole tiles; `tile_k_range`
+  // gives a split tile's half).
   DG_DEVICE void k_range(uint32_t num_kb, uint32_t& begin, uint32_t& end) const {
-    begin = split * num_kb / kSplitK;
-    end = (split + 1) * num_kb / kSplitK;
+    if constexpr (kTail) {
+      begin = 0;
+      end = num_kb;
+    } else {
+      begin = split * num_kb / kSplitK;
+      end = (split + 1) * num_kb / kSplitK;
+    }
+  }
+  // Split tail: whether this CTA's pair takes a split tile.
+  DG_DEVICE bool pair_has_tail() const { return whole_units + blockIdx.x / 2 < num_units; }
+  DG_DEVICE void tile_k_range(const Tile& t, uint32_t num_kb, uint32_t& begin, uint32_t& end) const {
+    begin = t.split ? split * num_kb / 2 : 0;
+    end = t.split ? (split + 1) * num_kb / 2 : num_kb;
   }
 
   DG_DEVICE void prefetch(uint32_t u) {
@@ -274,31 +304,49 @@ struct Sm90Scheduler {
     }
   }
 
+  // Tile u of a table type (masked / psum).
+  DG_DEVICE void table_tile(uint32_t u, Tile& t) const {
+    // The group whose tiles contain u: the last g with prefix[g] <= u.
+    uint32_t lo = 0, hi = num_groups;
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (table[mid] <= u) lo = mid;
+      else hi = mid;
+    }
+    const uint32_t g = lo, first = table[num_groups + 1 + g], rows = table[2 * num_groups + 1 + g];
+    uint32_t um, un;
+    raster(u - table[g], ceil_div(ceil_div(rows, kBlockM), kPairM), units_n, band, along_n, um, un);
+    t.m_local0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
+    t.m0 = first + t.m_local0;
+    t.n_block = un;
+    t.group = g;
+    t.store = t.m_local0 < rows;
+    t.rows = t.store ? min_of(kBlockM, rows - t.m_local0) : 0u;
+    t.per_row = false;
+    t.multicast = true;
+    if constexpr (kType == GemmType::kMGroupedContiguousPsum) t.m_local0 = t.m0;
+  }
+
   // Next tile of this CTA; false when the CTA has no more work.
   DG_DEVICE bool next(Tile& t) {
+    if constexpr (kTail) {
+      if (next_unit >= whole_units) {
+        // Past the whole tiles: the pair's tail tile (split), once.
+        const uint32_t u = whole_units + blockIdx.x / 2;
+        if (whole_units == num_units || next_unit == kNoUnit || u >= num_units) return false;
+        next_unit = kNoUnit;
+        t.split = true;
+        table_tile(u, t);
+        return true;
+      }
+      t.split = false;
+    }
     while (next_unit < num_units) {
       const uint32_t u = next_unit;
       next_unit += step;
       uint32_t um, un;
       if constexpr (kTable) {
-        // The group whose tiles contain u: the last g with prefix[g] <= u.
-        uint32_t lo = 0, hi = num_groups;
-        while (hi - lo > 1) {
-          const uint32_t mid = (lo + hi) / 2;
-          if (table[mid] <= u) lo = mid;
-          else hi = mid;
-        }
-        const uint32_t g = lo, first = table[num_groups + 1 + g], rows = table[2 * num_groups + 1 + g];
-        raster(u - table[g], ceil_div(ceil_div(rows, kBlockM), kPairM), units_n, band, along_n, um, un);
-        t.m_local0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
-        t.m0 = first + t.m_local0;
-        t.n_block = un;
-        t.group = g;
-        t.store = t.m_local0 < rows;
-        t.rows = t.store ? min_of(kBlockM, rows - t.m_local0) : 0u;
-        t.per_row = false;
-        t.multicast = true;
-        if constexpr (kType == GemmType::kMGroupedContiguousPsum) t.m_local0 = t.m0;
+        table_tile(u, t);
         return true;
       } else {
         raster(u, units_m, units_n, band, along_n, um, un);
