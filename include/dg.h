@@ -379,7 +379,9 @@ typedef struct dg_gemm_options {
   /* Appended in 0.3: */
   int32_t split_k;            /* CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
                                  through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
-                                 0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic. */
+                                 0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
+                                 Masked M-grouped calls: 2 (their default) splits a last round that is at most
+                                 half full over CTA pairs, as counted on the device; 1 never splits. */
   /* Appended in 0.4: */
   void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
                                  MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
@@ -483,7 +485,7 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
  * strides (4-byte aligned). Options: dg_gemm_options with alpha, the tile overrides (block_m,
  * block_n, num_stages, num_math_warpgroups, num_sms, fp8_promotion, fp8_promotion_slices) and
  * cluster 2 with multicast_a 0 (CTA pairs along M that load a shared B tile once); C, beta, the
- * 1D1D recipe, multicast of A, split_k, a workspace and the skinny kernel do not apply (a
+ * 1D1D recipe, multicast of A, split_k (but for masked calls), a workspace and the skinny kernel do not apply (a
  * non-default value is DG_ERROR_INVALID_ARGUMENT naming the field). Everything runs on the stream with no host
  * synchronisation and no read of device-side group data by the host: the calls can be captured in
  * a CUDA graph once their kernel is loaded (dg_m_grouped_gemm_prepare, or one call before capture).
@@ -531,7 +533,10 @@ DG_API dg_status dg_m_grouped_bf16_gemm_nn_contiguous(dg_stream* stream, const d
  * with num_groups = G produces it). masked_m INT32 [G] in device memory: group g's first
  * clamp(masked_m[g], 0, max_m) rows are computed; D rows past them are written as zeros up to the
  * end of their tile, later rows are not written. max_m a multiple of 64; G <= 1024.
- * expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m. */
+ * expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m. The
+ * tiles are counted on the device; by default (options.split_k 0 or 2) a last round of tiles that
+ * would leave at least half of the SMs idle is split along K over pairs of CTAs (summed through
+ * distributed shared memory, deterministic); options.split_k 1 turns that off. */
 DG_API dg_status dg_m_grouped_fp8_gemm_nt_masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
                                                  const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
                                                  const dg_tensor* masked_m, int64_t expected_m,

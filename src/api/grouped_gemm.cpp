@@ -26,7 +26,8 @@ constexpr int64_t kMkAlignment = 128;  // dg_get_mk_alignment_for_contiguous_lay
 
 // The options a grouped call honours are alpha and the tile overrides; the rest describe features
 // the grouped kernels do not have, so a value other than the default is refused, not ignored.
-dg_status check_grouped_options(const dg_gemm_options& o) {
+// masked: the call is a masked one (split_k 2 splits its last round over CTA pairs).
+dg_status check_grouped_options(const dg_gemm_options& o, bool masked) {
   if (o.recipe != DG_FP8_RECIPE_1D2D)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.recipe: {} (M-grouped FP8 GEMMs use the 1D2D recipe: expected DG_FP8_RECIPE_1D2D (0))",
@@ -37,9 +38,13 @@ dg_status check_grouped_options(const dg_gemm_options& o) {
   if (o.multicast_a != -1 && o.multicast_a != 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.multicast_a: {} (M-grouped CTA pairs share B, never A: expected -1 or 0)", o.multicast_a);
-  if (o.split_k > 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} (M-grouped GEMMs do not split K: expected 0 or 1)",
-                    o.split_k);
+  if (masked && (o.split_k < 0 || o.split_k > 2))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.split_k: {} (masked GEMMs: expected 0 = heuristic, 1, or 2: a last round at most half "
+                    "full split over CTA pairs)", o.split_k);
+  if (!masked && o.split_k > 1)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.split_k: {} (contiguous M-grouped GEMMs do not split K: expected 0 or 1)", o.split_k);
   if (o.workspace != nullptr || o.workspace_size != 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.workspace: M-grouped GEMMs take no workspace (expected NULL and workspace_size 0)");
@@ -51,9 +56,10 @@ dg_status check_grouped_options(const dg_gemm_options& o) {
   return DG_SUCCESS;
 }
 
-dg::ops::GemmOverride grouped_override(const dg_gemm_options& o) {
+dg::ops::GemmOverride grouped_override(const dg_gemm_options& o, bool masked) {
   dg::ops::GemmOverride r = dg::api::override_of(o);
-  r.split_k = 0, r.kernel = 0;
+  if (!masked) r.split_k = 0;
+  r.kernel = 0;
   return r;
 }
 
@@ -145,7 +151,7 @@ dg_status check_grouped_a(const dg_tensor_s& a, const View& v, const char* view_
 }
 
 dg_status begin(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
-                const dg_tensor* d, const dg_tensor* groups, const char* groups_name, const dg_gemm_options* options,
+                const dg_tensor* d, const dg_tensor* groups, bool masked, const dg_gemm_options* options,
                 bool fp8, dg_gemm_options* opts) {
   DG_TRY(dg::check_stream(stream, "stream"));
   DG_TRY(dg::check_tensor(a, "a"));
@@ -153,9 +159,9 @@ dg_status begin(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, con
   DG_TRY(dg::check_tensor(b, "b"));
   if (fp8) DG_TRY(dg::check_tensor(sfb, "sfb"));
   DG_TRY(dg::check_tensor(d, "d"));
-  DG_TRY(dg::check_tensor(groups, groups_name));
+  DG_TRY(dg::check_tensor(groups, masked ? "masked_m" : "grouped_layout"));
   DG_TRY(dg::api::read_options(options, opts));
-  DG_TRY(check_grouped_options(*opts));
+  DG_TRY(check_grouped_options(*opts, masked));
   if (stream->device->cc_major != 9)
     return dg::fail(DG_ERROR_UNSUPPORTED, "stream: device {} is sm_{}{}; the M-grouped GEMMs run on SM90 (sm_90a) only",
                     stream->device->name, stream->device->cc_major, stream->device->cc_minor);
@@ -177,7 +183,7 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
                      const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* grouped_layout, int32_t layout,
                      int64_t expected_m, const dg_gemm_options* options, bool nn, bool fp8) {
   dg_gemm_options opts;
-  DG_TRY(begin(stream, a, sfa, b, sfb, d, grouped_layout, "grouped_layout", options, fp8, &opts));
+  DG_TRY(begin(stream, a, sfa, b, sfb, d, grouped_layout, false, options, fp8, &opts));
   if (layout != DG_M_GROUPED_LAYOUT_INDICES && layout != DG_M_GROUPED_LAYOUT_PSUM)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "layout: {} (expected DG_M_GROUPED_LAYOUT_INDICES (0) or DG_M_GROUPED_LAYOUT_PSUM (1))", layout);
@@ -222,7 +228,7 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
     args.sfa = static_cast<const float*>(sfa->data);
     DG_TRY(check_block_scales(*sfb, nn, s.num_groups, s.n, s.k, &args));
   }
-  return dg::ops::run_gemm(*stream, args, grouped_override(opts), false);
+  return dg::ops::run_gemm(*stream, args, grouped_override(opts, false), false);
 }
 
 // The masked SFA [G, max_m, sf_k]: per group MN-major TMA-aligned, groups packed.
@@ -248,7 +254,7 @@ dg_status masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, co
                  const dg_tensor* d, const dg_tensor* masked_m, int64_t expected_m, const dg_gemm_options* options,
                  bool fp8) {
   dg_gemm_options opts;
-  DG_TRY(begin(stream, a, sfa, b, sfb, d, masked_m, "masked_m", options, fp8, &opts));
+  DG_TRY(begin(stream, a, sfa, b, sfb, d, masked_m, true, options, fp8, &opts));
   DG_TRY(dg::check_rank(*a, "a", {3}));
   DG_TRY(dg::check_rank(*d, "d", {3}));
   dg::ops::GemmArgs args;
@@ -302,7 +308,7 @@ dg_status masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, co
     args.sfa = static_cast<const float*>(sfa->data);
     DG_TRY(check_block_scales(*sfb, false, g, s.n, s.k, &args));
   }
-  return dg::ops::run_gemm(*stream, args, grouped_override(opts), false);
+  return dg::ops::run_gemm(*stream, args, grouped_override(opts, true), false);
 }
 
 dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int32_t grouping, int64_t num_groups,
@@ -310,7 +316,7 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   DG_TRY(dg::check_stream(stream, "stream"));
   dg_gemm_options opts;
   DG_TRY(dg::api::read_options(options, &opts));
-  DG_TRY(check_grouped_options(opts));
+  DG_TRY(check_grouped_options(opts, grouping == DG_M_GROUPED_LAYOUT_MASKED));
   if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
                     dg::dtype_name(ab_dtype));
@@ -352,7 +358,7 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   s.expected_m = expected_m > 0 ? (s.type == GemmType::kMGroupedMasked ? std::min(expected_m, m) : expected_m)
                                 : std::max<int64_t>(1, m / num_groups);
   args.alpha = opts.alpha;
-  return dg::ops::run_gemm(*stream, args, grouped_override(opts), true);
+  return dg::ops::run_gemm(*stream, args, grouped_override(opts, s.type == GemmType::kMGroupedMasked), true);
 }
 
 }  // namespace

@@ -78,7 +78,12 @@ const char* illegal(const GemmShape& s, int bm, int bn, int math_wg, int cluster
     if (cluster != 1) return "K-grouped GEMMs run single CTAs (cluster 1)";
   }
   if (is_m_grouped(s.type)) {
-    if (split_k != 1) return "M-grouped GEMMs do not split K";
+    if (split_k != 1 && !(s.type == GemmType::kMGroupedMasked && split_k == 2))
+      return "contiguous M-grouped GEMMs do not split K (masked ones split their last round with split_k 2)";
+    // The split tail's consumers keep a partial tile's bookkeeping live: straddling 1D2D tiles need
+    // their SFB boundaries at compile time to stay in registers.
+    if (split_k == 2 && s.kind == GemmKind::kFp8_1D2D && 128 % bn != 0 && sfb_boundaries(s.n, bn) == 0)
+      return "the masked split tail needs block_n with few SFB boundaries over N (e.g. 128, 160 or 192)";
     if (cluster == 2 && mc_a) return "M-grouped CTA pairs share B (pairs along M: multicast_a 0)";
     if (s.type != GemmType::kMGroupedMasked && bm != 128)
       return "contiguous M-grouped GEMMs use block_m 128 (the groups' row alignment)";
@@ -164,9 +169,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   const int64_t mb = expected_m_blocks(s, bm), nb = cdiv(s.n, bn);
   const int pm = cluster == 2 && !mc_a ? 2 : 1, pn = cluster == 2 && mc_a ? 2 : 1;
   const int64_t units = cdiv(mb, pm) * cdiv(nb, pn);
-  const int64_t slots = split_k > 1 ? resident_clusters(num_sms, split_k) : num_sms / cluster;
+  // Masked split tail: a persistent grid of CTA pairs; whole K blocks except in a short last round.
+  const bool tail = s.type == GemmType::kMGroupedMasked && split_k == 2;
+  const int64_t slots = tail ? num_sms / 2 * 2 : split_k > 1 ? resident_clusters(num_sms, split_k) : num_sms / cluster;
   const int64_t rounds = cdiv(units, slots);
-  const int64_t kbs = cdiv(cdiv(s.k, bk), split_k);
+  const int64_t kbs = tail ? cdiv(s.k, bk) : cdiv(cdiv(s.k, bk), split_k);
   const double peak = fp8 ? 11.0e12 : 5.9e12;  // sustained FLOP/s per SM
   // FP8 promotion cost (calibrated on an H100 against 128x128 with overlap): without overlap one
   // warp-group's promotion stalls its WGMMAs unless column slices let the two groups interleave;
@@ -219,8 +226,11 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // 128x240: 16 columns) cost about twice per byte (+~1 us per tile on an H100).
   const int strip_bytes = strip_elems(out_bytes(s), bn) * out_bytes(s);
   double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9 * (strip_bytes < 64 ? 2.0 : 1.0);
-  if (split_k > 1) t_epi += kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
+  const double t_reduce = kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
+  if (split_k > 1 && !tail) t_epi += t_reduce;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
+  // Split tail: a last round at most half full runs half of the K blocks per CTA, then a reduction.
+  if (tail && units - (rounds - 1) * slots <= slots / 2) t -= double(kbs - cdiv(kbs, 2)) * t_kb - t_reduce;
   // Multicast pairs never beat the same tiles without them on the H100 (2026-11-23: equal within 1%
   // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
   // lockstep for a single round), so the heuristic considers them only when an override asks.
@@ -258,12 +268,15 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128))
                        : s.kind == GemmKind::kFp8_1D2D ? 16 : 0;
   const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
+  const unsigned staging = static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
   if (split_k > 1) {
-    // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring.
+    // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring; a
+    // masked split tail also stages its whole tiles' epilogue.
     const unsigned red_pitch = bn * 4 + ((bn * 4) % 64 == 0 ? 32 : 0);
-    return std::max(ring, static_cast<unsigned>(bm) * red_pitch) + barriers;
+    return (s.type == GemmType::kMGroupedMasked ? staging : 0u) +
+           std::max(ring, static_cast<unsigned>(bm) * red_pitch) + barriers;
   }
-  return static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s)) + ring + barriers;
+  return staging + ring + barriers;
 }
 
 dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out) {
@@ -358,8 +371,9 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
     const int cap = small_m(s) ? 32 : 12;
     int stages = std::min(max_stages(s, bm, bn, 0, sk), cap), d_bufs = 0;
     // Wide tiles: two rotating epilogue strips instead of the whole tile leave room for another
-    // stage or two (128x256: 3 -> 4). Split-K stages no D.
-    if (sk == 1 && stages < kRotateBelowStages && std::min(max_stages(s, bm, bn, 2, sk), cap) > stages) {
+    // stage or two (128x256: 3 -> 4). Split-K stages no D, but for a masked split tail's whole tiles.
+    const bool staged = sk == 1 || s.type == GemmType::kMGroupedMasked;  // whole tiles through the staging
+    if (staged && stages < kRotateBelowStages && std::min(max_stages(s, bm, bn, 2, sk), cap) > stages) {
       stages = std::min(max_stages(s, bm, bn, 2, sk), cap);
       d_bufs = 2;
     }
@@ -367,7 +381,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
       // The explicit stage count decides the staging: the whole tile where it fits, else two
       // rotating strips, else one strip buffer per warp-group (each strip waits for the last store).
       d_bufs = 0;
-      if (sk == 1 && o.stages > max_stages(s, bm, bn, 0, sk))
+      if (staged && o.stages > max_stages(s, bm, bn, 0, sk))
         d_bufs = o.stages <= max_stages(s, bm, bn, 2, sk) ? 2 : 1;
       if (o.stages > max_stages(s, bm, bn, d_bufs, sk)) {
         last_reason = "options.num_stages does not fit in shared memory";
@@ -427,9 +441,13 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               const bool sliced_ok = split == 2 && (ov ? s.kind == GemmKind::kFp8_1D2D && bn == 192
                                                        : bn == 256 || promotes_rows(bm, wg, ov, split));
               if (fp8 && !o.promotion_slices && split != 1 && !sliced_ok) continue;
-              for (int sk : {1, 2, 4, 8}) {
+              // Masked problems split their last round by default (split_k 2, first, so that it is
+              // kept unless single CTAs are estimated faster): their tile count is only known on the
+              // device, and the split costs nothing when the last round is full.
+              const bool tail_first = !o.split_k && s.type == GemmType::kMGroupedMasked && num_sms >= 2;
+              for (int sk : {tail_first ? 2 : 1, tail_first ? 1 : 2, 4, 8}) {
                 if (o.split_k && sk != o.split_k) continue;
-                if (sk != (o.split_k ? o.split_k : 1)) continue;
+                if (sk != (o.split_k ? o.split_k : 1) && !(tail_first && sk == 2)) continue;
                 consider(bm, bn, wg, cl, mca, ov, split, sk);
               }
             }
@@ -443,7 +461,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
                   last_reason);
     return fail(DG_ERROR_UNSUPPORTED, "no SM90 GEMM config fits this problem: {}", last_reason);
   }
-  best.num_sms = num_sms / best.cluster * best.cluster;
+  // A masked split tail launches CTA pairs: an even grid.
+  const bool tail = s.type == GemmType::kMGroupedMasked && best.split_k == 2;
+  const int pair = tail ? 2 : best.cluster;
+  best.num_sms = num_sms / pair * pair;
   const int64_t pm = best.cluster == 2 && !best.multicast_a ? 2 : 1, pn = best.cluster == 2 && best.multicast_a ? 2 : 1;
   // Grouped problems: the expected tiles (masked and psum counts live on the device; the grid stays
   // persistent over whatever they turn out to be).
@@ -459,7 +480,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   const bool trim = best.split_k == 1 && waves > 1 && 2 * last_wave >= slots && !uses_group_table(s.type);
   // Masked / psum tiles are counted on the device: every SM stays in the grid.
   const int64_t clusters = trim ? cdiv(units, waves) : uses_group_table(s.type) ? slots : std::min(slots, units);
-  best.grid = static_cast<int>(best.split_k > 1 ? units * best.split_k : clusters * best.cluster);
+  best.grid = static_cast<int>(tail ? best.num_sms : best.split_k > 1 ? units * best.split_k : clusters * best.cluster);
   // Raster bands: the tiles in flight at once reuse the fewest operand rows from L2.
   const int64_t concurrent = trim ? clusters : slots;
   double best_cost = 1e300;
