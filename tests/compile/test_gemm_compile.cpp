@@ -495,6 +495,21 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
     REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
     compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
   }
+  // tests/gpu/test_grouped_gemm.cpp: the masked split tail, 128x128 tiles on 8 SMs, with and without.
+  for (GemmKind kind : {GemmKind::kFp8_1D2D, GemmKind::kBf16})
+    for (int64_t n : {512, 448})
+      for (int split : {2, 1}) {
+        GemmShape s;
+        s.kind = kind, s.type = GemmType::kMGroupedMasked, s.num_groups = 2, s.m = 512, s.n = n;
+        s.k = kind == GemmKind::kBf16 ? 7 * 64 : 7 * 128, s.expected_m = 256;
+        dg::ops::GemmOverride o;
+        o.block_m = 128, o.block_n = 128, o.num_sms = 8, o.split_k = split;
+        dg::ops::GemmConfig c;
+        REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+        CHECK(c.split_k == split);
+        CHECK(c.grid == 8);
+        compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
+      }
   dg_set_log_level(log_level);
 }
 

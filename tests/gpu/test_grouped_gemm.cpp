@@ -378,6 +378,41 @@ void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, i
   }
 }
 
+// The masked split tail on a grid of 8 CTAs (4 pairs) with 128x128 tiles, 4 N blocks (the last one
+// partial at N = 448) and 7 K blocks (halves of 3 and 4): a last round of 4 tiles after 16 whole
+// ones, 4 tiles alone (no whole round), a full last round (no split), each with split_k 2 (the
+// masked default) and 1.
+void check_masked_tail(Gpu& g, bool fp8, int64_t n, uint64_t seed) {
+  const int64_t groups = 2, max_m = 512, k = fp8 ? 7 * 128 : 7 * 64;
+  const Weights w = make_weights(fp8, groups, n, k, seed);
+  DeviceWeights dw(g, w);
+  const std::vector<std::vector<int32_t>> sets = {{300, 130}, {40, 0}, {500, 0}, {257, 0}};
+  for (const auto& counts : sets) {
+    const Rows a = masked_rows(fp8, groups, max_m, k, counts, seed);
+    MaskedCall call(g, a, dw, w, groups, max_m);
+    call.gm.upload(counts);
+    for (int split : {2, 1}) {
+      dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+      o.block_m = 128, o.block_n = 128, o.num_sms = 8, o.split_k = split;
+      call.gd.poison();
+      INFO((fp8 ? "fp8" : "bf16") << " masked N=" << n << " counts " << counts[0] << "," << counts[1]
+                                  << " split_k " << split);
+      const dg_status st = call.run(g, fp8, 256, &o);
+      INFO(dg_last_error());
+      REQUIRE(st == DG_SUCCESS);
+      const std::vector<uint16_t> d = call.gd.download<uint16_t>();
+      Rng rng(seed + static_cast<uint64_t>(split));
+      double diff = 0;
+      int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
+      check_masked_d(a, max_m, w, groups, counts, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
+      CHECK(nonfinite == 0);
+      CHECK(bad_zero == 0);
+      CHECK(bad_untouched == 0);
+      CHECK(diff < (fp8 ? 1e-3 : 1e-5));
+    }
+  }
+}
+
 // The DeepSeek MoE sets: (N, K) x contiguous (G, expected M per group) and masked (G, expected m).
 void moe_sets(bool fp8) {
   Gpu g;
@@ -410,6 +445,13 @@ TEST_CASE("quick: M-grouped contiguous and masked GEMMs" * doctest::test_suite("
     check_contiguous(g, w, dw, 3, 150, fp8 ? 63 : 64);
     check_masked(g, w, dw, 3, 100, fp8 ? 65 : 66, 256);
   }
+}
+
+TEST_CASE("m-grouped gemm: masked split tail over CTA pairs (FP8, BF16; N 512 and 448)" * doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  for (bool fp8 : {true, false})
+    for (int64_t n : {512, 448}) check_masked_tail(g, fp8, n, fp8 ? 71 + n : 81 + n);
 }
 
 TEST_CASE("m-grouped gemm: BF16 contiguous (indices, psum; nt, nn) and masked on the DeepSeek MoE shapes") {
@@ -674,6 +716,11 @@ TEST_CASE("m-grouped gemm: bad arguments name the argument") {
   CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, nullptr, 64, nullptr) ==
         DG_ERROR_INVALID_ARGUMENT);
   CHECK(msg().find("masked_m") == 0);
+  // Masked split_k: 0, 1 or 2 (the split tail).
+  dg_gemm_options split4 = DG_GEMM_OPTIONS_INIT;
+  split4.split_k = 4;
+  CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, cnt.t, 64, &split4) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options.split_k: 4 (masked") == 0);
   // BF16 nn with K not a multiple of 64 (a K tile would span two groups).
   Tensor a_k96(buf.data(), bf, {128, 96}), b_nn96(buf.data(), bf, {2, 96, 128}), d128(buf.data(), bf, {128, 128});
   Tensor idx128(buf.data(), i32, {128});

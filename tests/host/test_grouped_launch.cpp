@@ -86,10 +86,13 @@ void run_and_check(FakeDriver& fake, bool fp8, GemmType type, int64_t g, int64_t
   CAPTURE(dg::ops::describe(s, cfg));
   CHECK(l.kernel == dg::ops::gemm_kernel_spec(s, cfg).kernel_name);
   CHECK(l.config.grid[0] == unsigned(cfg.grid));
-  CHECK(cfg.grid % cfg.cluster == 0);
+  // Masked calls of single CTAs split a short last round over CTA pairs (split_k 2): launched as pairs.
+  CHECK(cfg.split_k == (masked && cluster != 2 ? 2 : 1));
+  const int dims = cfg.split_k > 1 ? cfg.split_k : cfg.cluster;
+  CHECK(cfg.grid % dims == 0);
   // Masked and psum tile counts live on the device: the grid keeps every SM (pair).
-  if (dg::ops::uses_group_table(type)) CHECK(cfg.grid == kSms / cfg.cluster * cfg.cluster);
-  CHECK(l.config.cluster[0] == (cfg.cluster > 1 ? unsigned(cfg.cluster) : 0u));
+  if (dg::ops::uses_group_table(type)) CHECK(cfg.grid == kSms / dims * dims);
+  CHECK(l.config.cluster[0] == (dims > 1 ? unsigned(dims) : 0u));
   CHECK(cfg.cluster == (cluster == 2 ? 2 : 1));
   CHECK(l.config.smem_bytes == cfg.smem_bytes + dg::ops::group_table_bytes(type, g));
   CHECK(l.config.smem_bytes <= 232448u);

@@ -727,7 +727,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         // The partial tile (unscaled) goes to this CTA's shared memory in the fragment layout's rows,
         // over the stage ring: once every consumer warp's WGMMAs have completed (wgmma_wait<0> above)
         // no stage is read again, and every load the producer issued has landed (each was waited on).
-        ptx::named_barrier_sync(1, T::kMathWG * 128);
+        // (Barrier 1 + kMathWG: the epilogue's strips use 1 + wg, which a split tail's warp-group may
+        // still be in for its previous tile while the other reaches this one.)
+        ptx::named_barrier_sync(1 + T::kMathWG, T::kMathWG * 128);
 #pragma unroll
         for (uint32_t i = 0; i < T::kMIters; ++i)
 #pragma unroll
