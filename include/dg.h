@@ -484,10 +484,11 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
  * as for the dense GEMMs; batched for masked), sfb [G, ceil(N/128), ceil(K/128)] FP32 with any
  * strides (4-byte aligned). Options: dg_gemm_options with alpha, the tile overrides (block_m,
  * block_n, num_stages, num_math_warpgroups, num_sms, fp8_promotion, fp8_promotion_slices) and
- * cluster 2 with multicast_a 0 (CTA pairs along M that load a shared B tile once); C, beta, the
- * 1D1D recipe, multicast of A, split_k (but for masked calls), a workspace and the skinny kernel do not apply (a
- * non-default value is DG_ERROR_INVALID_ARGUMENT naming the field). Everything runs on the stream with no host
- * synchronisation and no read of device-side group data by the host: the calls can be captured in
+ * cluster 2 with multicast_a 0 (CTA pairs along M that load a shared B tile once), split_k for
+ * masked calls; C, beta, the 1D1D recipe, multicast of A, split_k for contiguous calls, a workspace
+ * and the skinny kernel do not apply (a non-default value is DG_ERROR_INVALID_ARGUMENT naming the
+ * field). Everything runs on the stream with no host synchronisation and no read of device-side
+ * group data by the host: the calls can be captured in
  * a CUDA graph once their kernel is loaded (dg_m_grouped_gemm_prepare, or one call before capture).
  * Group data the host cannot check is made safe on the device, never read or written out of bounds
  * (see each layout). Operands: a and b 16-byte aligned, rows a multiple of 16 bytes apart

@@ -106,9 +106,9 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
           (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),
       c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes,
       c.d_bufs ? fmt::format(" ({} rotating epilogue strips)", c.d_bufs) : std::string(),
-      c.split_k > 1 ? (s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
-                                                            : fmt::format(", split-K over {} CTAs", c.split_k))
-                    : std::string(),
+      c.split_k <= 1                         ? std::string()
+      : s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
+                                             : fmt::format(", split-K over {} CTAs", c.split_k),
       c.estimate_us);
 }
 

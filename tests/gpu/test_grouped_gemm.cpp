@@ -447,7 +447,8 @@ TEST_CASE("quick: M-grouped contiguous and masked GEMMs" * doctest::test_suite("
   }
 }
 
-TEST_CASE("m-grouped gemm: masked split tail over CTA pairs (FP8, BF16; N 512 and 448)" * doctest::test_suite("quick")) {
+TEST_CASE("m-grouped gemm: masked split tail over CTA pairs (FP8, BF16; N 512 and 448)" *
+          doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
   for (bool fp8 : {true, false})
@@ -719,7 +720,8 @@ TEST_CASE("m-grouped gemm: bad arguments name the argument") {
   // Masked split_k: 0, 1 or 2 (the split tail).
   dg_gemm_options split4 = DG_GEMM_OPTIONS_INIT;
   split4.split_k = 4;
-  CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, cnt.t, 64, &split4) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, cnt.t, 64, &split4) ==
+        DG_ERROR_INVALID_ARGUMENT);
   CHECK(msg().find("options.split_k: 4 (masked") == 0);
   // BF16 nn with K not a multiple of 64 (a K tile would span two groups).
   Tensor a_k96(buf.data(), bf, {128, 96}), b_nn96(buf.data(), bf, {2, 96, 128}), d128(buf.data(), bf, {128, 128});
