@@ -448,6 +448,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               for (int sk : {tail_first ? 2 : 1, tail_first ? 1 : 2, 4, 8}) {
                 if (o.split_k && sk != o.split_k) continue;
                 if (sk != (o.split_k ? o.split_k : 1) && !(tail_first && sk == 2)) continue;
+                if (sk == 2 && s.type == GemmType::kMGroupedMasked && num_sms < 2) {
+                  last_reason = "the masked split tail runs CTA pairs: it needs options.num_sms >= 2";
+                  continue;
+                }
                 consider(bm, bn, wg, cl, mca, ov, split, sk);
               }
             }

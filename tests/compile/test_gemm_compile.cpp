@@ -370,6 +370,33 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   o.split_k = 2;
   CHECK(dg::ops::choose_gemm_config(tiny, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("options.split_k: 2 exceeds") != std::string::npos);
+  // Masked: the split tail by default (an even grid of CTA pairs), off with split_k 1, refused on one
+  // SM and on straddling tiles whose SFB boundaries take too many values; contiguous: never.
+  GemmShape m = s;
+  m.type = GemmType::kMGroupedMasked, m.num_groups = 4, m.m = 1024, m.expected_m = 300;
+  REQUIRE(dg::ops::choose_gemm_config(m, 131, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 2);
+  CHECK(c.grid == 130);
+  o = {};
+  o.split_k = 1;
+  REQUIRE(dg::ops::choose_gemm_config(m, 131, o, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  CHECK(c.grid == 131);
+  o.split_k = 2, o.num_sms = 1;
+  CHECK(dg::ops::choose_gemm_config(m, 131, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("needs options.num_sms >= 2") != std::string::npos);
+  o = {};
+  o.split_k = 2, o.block_n = 144;  // its tiles start at 8 offsets mod 128
+  m.n = 144 * 16;
+  CHECK(dg::ops::choose_gemm_config(m, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("split tail needs block_n") != std::string::npos);
+  GemmShape cg = s;
+  cg.type = GemmType::kMGroupedContiguous, cg.num_groups = 4;
+  REQUIRE(dg::ops::choose_gemm_config(cg, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  o = {};
+  o.split_k = 2;
+  CHECK(dg::ops::choose_gemm_config(cg, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {

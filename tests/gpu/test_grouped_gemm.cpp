@@ -723,6 +723,11 @@ TEST_CASE("m-grouped gemm: bad arguments name the argument") {
   CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, cnt.t, 64, &split4) ==
         DG_ERROR_INVALID_ARGUMENT);
   CHECK(msg().find("options.split_k: 4 (masked") == 0);
+  dg_gemm_options split_one_sm = DG_GEMM_OPTIONS_INIT;
+  split_one_sm.split_k = 2, split_one_sm.num_sms = 1;
+  CHECK(dg_m_grouped_bf16_gemm_nt_masked(g.stream, am2.t, bm.t, dm2.t, cnt.t, 64, &split_one_sm) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(msg().find("options: the explicit kernel config cannot run this problem: the masked split tail") == 0);
   // BF16 nn with K not a multiple of 64 (a K tile would span two groups).
   Tensor a_k96(buf.data(), bf, {128, 96}), b_nn96(buf.data(), bf, {2, 96, 128}), d128(buf.data(), bf, {128, 128});
   Tensor idx128(buf.data(), i32, {128});
