@@ -330,16 +330,17 @@ struct Sm90Scheduler {
   // Next tile of this CTA; false when the CTA has no more work.
   DG_DEVICE bool next(Tile& t) {
     if constexpr (kTail) {
-      if (next_unit >= whole_units) {
-        // Past the whole tiles: the pair's tail tile (split), once.
-        const uint32_t u = whole_units + blockIdx.x / 2;
-        if (whole_units == num_units || next_unit == kNoUnit || u >= num_units) return false;
-        next_unit = kNoUnit;
-        t.split = true;
-        table_tile(u, t);
-        return true;
-      }
-      t.split = false;
+      // Whole tiles first, then the pair's tail tile (split) once. Written as one path with one exit:
+      // with a second return path ptxas kept the consumers' stage and phase in vector registers, and
+      // every WGMMA descriptor then crossed to uniform registers (R2UR) first: 20-28% slower.
+      uint32_t u = next_unit;
+      const bool split_now = u >= whole_units;
+      if (split_now) u = next_unit == kNoUnit ? num_units : whole_units + blockIdx.x / 2;
+      next_unit = split_now ? kNoUnit : next_unit + step;
+      if (u >= num_units) return false;
+      t.split = split_now;
+      table_tile(u, t);
+      return true;
     }
     while (next_unit < num_units) {
       const uint32_t u = next_unit;
