@@ -444,13 +444,12 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
               const bool sliced_ok = split == 2 && (ov ? s.kind == GemmKind::kFp8_1D2D && bn == 192
                                                        : bn == 256 || promotes_rows(bm, wg, ov, split));
               if (fp8 && !o.promotion_slices && split != 1 && !sliced_ok) continue;
-              // Masked problems split their last round by default (split_k 2, first, so that it is
-              // kept unless single CTAs are estimated faster): their tile count is only known on the
-              // device, and the split costs nothing when the last round is full.
-              const bool tail_first = !o.split_k && s.type == GemmType::kMGroupedMasked && num_sms >= 2;
-              for (int sk : {tail_first ? 2 : 1, tail_first ? 1 : 2, 4, 8}) {
+              // Masked problems may split their last round (split_k 2) where the estimate says it
+              // pays (few rounds): single CTAs come first and keep ties (DRAM-bound calls).
+              const bool tail_ok = !o.split_k && s.type == GemmType::kMGroupedMasked && num_sms >= 2;
+              for (int sk : {1, 2, 4, 8}) {
                 if (o.split_k && sk != o.split_k) continue;
-                if (sk != (o.split_k ? o.split_k : 1) && !(tail_first && sk == 2)) continue;
+                if (sk != (o.split_k ? o.split_k : 1) && !(tail_ok && sk == 2)) continue;
                 if (sk == 2 && s.type == GemmType::kMGroupedMasked && num_sms < 2) {
                   last_reason = "the masked split tail runs CTA pairs: it needs options.num_sms >= 2";
                   continue;
