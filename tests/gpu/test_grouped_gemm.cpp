@@ -278,13 +278,13 @@ void check_contiguous(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t group
 }
 
 // ---------------------------------------------------------------- masked
-// Checks D of a masked call: sampled entries of each group's valid rows, zeros from masked_m to the
-// end of its 64-row block, rows from its 128-row block's end on untouched (between the two: either).
+// Checks D of a masked call: sampled entries of each group's valid rows against the reference (FP8
+// calc_diff < 1e-3, BF16 < 1e-5) and finite, zeros from masked_m to the end of its 64-row block, rows
+// from its 128-row block's end on untouched (between the two: either).
 void check_masked_d(const Rows& a, int64_t max_m, const Weights& w, int64_t groups, const std::vector<int32_t>& masked,
-                    const std::vector<uint16_t>& d, Rng& rng, double* diff, int64_t* bad_zero, int64_t* bad_untouched,
-                    int64_t* nonfinite) {
+                    const std::vector<uint16_t>& d, Rng& rng) {
   std::vector<double> ref, out;
-  *bad_zero = *bad_untouched = *nonfinite = 0;
+  int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
   for (int64_t grp = 0; grp < groups; ++grp) {
     const int64_t valid = std::clamp<int64_t>(masked[grp], 0, max_m), base = grp * max_m;
     sample_group(a, base, grp * a.sf_ld * a.sf_k, w, grp, d, base, valid, w.n, 1024 / int(groups) + 64, rng, ref,
@@ -292,13 +292,16 @@ void check_masked_d(const Rows& a, int64_t max_m, const Weights& w, int64_t grou
     for (int64_t r = 0; r < max_m; ++r)
       for (int64_t j = 0; j < w.n; ++j) {
         const uint16_t v = d_at(d, base + r, w.n, j);
-        if (r < valid) *nonfinite += !std::isfinite(bf2f(v));
-        else if (r < align_up(valid, 64)) *bad_zero += v != 0;
-        else if (r >= align_up(valid, 128)) *bad_untouched += v != kPoison;
-        else *bad_untouched += v != 0 && v != kPoison;
+        if (r < valid) nonfinite += !std::isfinite(bf2f(v));
+        else if (r < align_up(valid, 64)) bad_zero += v != 0;
+        else if (r >= align_up(valid, 128)) bad_untouched += v != kPoison;
+        else bad_untouched += v != 0 && v != kPoison;
       }
   }
-  *diff = calc_diff(ref, out);
+  CHECK(nonfinite == 0);
+  CHECK(bad_zero == 0);
+  CHECK(bad_untouched == 0);
+  CHECK(calc_diff(ref, out) < (w.fp8 ? 1e-3 : 1e-5));
 }
 
 // Masked A with its per-group scales: sfa [G, max_m, sf_k] MN-major TMA-aligned per group. Rows past
@@ -368,13 +371,7 @@ void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, i
     INFO(dg_last_error());
     REQUIRE(st == DG_SUCCESS);
     const std::vector<uint16_t> d = call.gd.download<uint16_t>();
-    double diff = 0;
-    int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
-    check_masked_d(a, kMaxM, w, groups, masked, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
-    CHECK(nonfinite == 0);
-    CHECK(bad_zero == 0);
-    CHECK(bad_untouched == 0);
-    CHECK(diff < (w.fp8 ? 1e-3 : 1e-5));
+    check_masked_d(a, kMaxM, w, groups, masked, d, rng);
   }
 }
 
@@ -402,13 +399,7 @@ void check_masked_tail(Gpu& g, bool fp8, int64_t n, uint64_t seed) {
       REQUIRE(st == DG_SUCCESS);
       const std::vector<uint16_t> d = call.gd.download<uint16_t>();
       Rng rng(seed + static_cast<uint64_t>(split));
-      double diff = 0;
-      int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
-      check_masked_d(a, max_m, w, groups, counts, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
-      CHECK(nonfinite == 0);
-      CHECK(bad_zero == 0);
-      CHECK(bad_untouched == 0);
-      CHECK(diff < (fp8 ? 1e-3 : 1e-5));
+      check_masked_d(a, max_m, w, groups, counts, d, rng);
     }
   }
 }
@@ -525,13 +516,7 @@ TEST_CASE("m-grouped gemm: out-of-range group data is skipped or clamped on the 
       REQUIRE(call.run(g, fp8, 64) == DG_SUCCESS);
       const std::vector<uint16_t> d = call.gd.download<uint16_t>();
       Rng rng(3);
-      double diff = 0;
-      int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
-      check_masked_d(a, max_m, w, G, counts, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
-      CHECK(nonfinite == 0);
-      CHECK(bad_zero == 0);
-      CHECK(bad_untouched == 0);
-      CHECK(diff < (fp8 ? 1e-3 : 1e-5));
+      check_masked_d(a, max_m, w, G, counts, d, rng);
     }
     // Psum ends: decreasing and past M are read as a running maximum clamped to M.
     {
@@ -628,14 +613,8 @@ TEST_CASE("m-grouped gemm: a captured masked call is right on every replay with 
       }
       REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
       const std::vector<uint16_t> d = call.gd.download<uint16_t>();
-      double diff = 0;
-      int64_t bad_zero = 0, bad_untouched = 0, nonfinite = 0;
-      check_masked_d(a, max_m, w, G, counts, d, rng, &diff, &bad_zero, &bad_untouched, &nonfinite);
       INFO("replay " << replay);
-      CHECK(nonfinite == 0);
-      CHECK(bad_zero == 0);
-      CHECK(bad_untouched == 0);
-      CHECK(diff < (fp8 ? 1e-3 : 1e-5));
+      check_masked_d(a, max_m, w, G, counts, d, rng);
     }
     exec_destroy(exec);
     graph_destroy(graph);
