@@ -40,6 +40,28 @@ struct TempDir {
   }
 };
 
+// A JIT cache of its own for the test's streams, and a tally of the calls that failed (from any
+// thread; the first failure's message is kept for the report).
+struct JitCase {
+  TempDir cache;
+  dg_config* cfg = nullptr;
+  std::atomic<int> failures{0};
+  std::atomic<bool> recorded{false};
+  std::string first_error;
+  JitCase() {
+    REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+    REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
+  }
+  ~JitCase() { dg_config_destroy(cfg); }
+  JitCase(const JitCase&) = delete;
+  JitCase& operator=(const JitCase&) = delete;
+  void check(dg_status st) {
+    if (st == DG_SUCCESS) return;
+    ++failures;
+    if (!recorded.exchange(true)) first_error = dg_last_error();
+  }
+};
+
 bool has_device() {
   int32_t n = 0;
   return dg_device_count(&n) == DG_SUCCESS && n > 0;
@@ -139,73 +161,48 @@ TEST_CASE("log callbacks swapped while other threads log: no call after its swap
 }
 
 TEST_CASE("concurrent JIT of the same and of different kernels on offline streams") {
-  TempDir cache;
-  dg_config* cfg = nullptr;
-  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
-  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
-  std::atomic<int> failures{0};
-  std::string first_error;
-  std::atomic<bool> recorded{false};
+  JitCase jc;
   // K = 0 problems compile only the small D := beta * C kernel: four variants (d dtype x C).
   // Two rounds of fresh offline devices (distinct SM counts): the first compiles into the disk
   // cache under contention, the second loads from it under contention.
   for (int round = 0; round < 2; ++round) {
     run_threads(kThreads, [&](int t) {
       dg_stream* s = nullptr;
-      if (dg_stream_create_offline(&s, 9, 0, 100 + round * 10 + t % 2, cfg) != DG_SUCCESS) {
-        ++failures;
-        return;
-      }
+      jc.check(dg_stream_create_offline(&s, 9, 0, 100 + round * 10 + t % 2, jc.cfg));
+      if (s == nullptr) return;
       for (int i = 0; i < 4; ++i) {
         const int variant = (t + i) % 4;  // threads meet on the same kernels in different orders
-        const dg_status st = dg_gemm_prepare(s, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0,
-                                             variant % 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, variant / 2, nullptr);
-        if (st != DG_SUCCESS) {
-          ++failures;
-          if (!recorded.exchange(true)) first_error = dg_last_error();
-        }
+        jc.check(dg_gemm_prepare(s, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0,
+                                 variant % 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, variant / 2, nullptr));
       }
       dg_stream_destroy(s);
     });
   }
-  dg_config_destroy(cfg);
-  CHECK_MESSAGE(failures.load() == 0, first_error);
+  CHECK_MESSAGE(jc.failures.load() == 0, jc.first_error);
   int64_t compiled = 0, from_disk = 0;
   REQUIRE(dg_jit_get_stats(&compiled, &from_disk, nullptr) == DG_SUCCESS);
   CHECK(compiled + from_disk >= 8);
 }
 
 TEST_CASE("prepares that compile their kernels side by side, from many threads at once") {
-  TempDir cache;
-  dg_config* cfg = nullptr;
-  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
-  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
-  std::atomic<int> failures{0};
-  std::string first_error;
-  std::atomic<bool> recorded{false};
-  auto check = [&](dg_status st) {
-    if (st == DG_SUCCESS) return;
-    ++failures;
-    if (!recorded.exchange(true)) first_error = dg_last_error();
-  };
+  JitCase jc;
   // The paged MQA prepare compiles its schedule kernel on a second thread; the FP8 tn prepare its
   // operand transpose and pre-pass beside the GEMM. First round into the disk cache, second from it.
   for (int round = 0; round < 2; ++round) {
     run_threads(kThreads, [&](int t) {
       dg_stream* s = nullptr;
-      check(dg_stream_create_offline(&s, 9, 0, 120 + round, cfg));
+      jc.check(dg_stream_create_offline(&s, 9, 0, 120 + round, jc.cfg));
       if (s == nullptr) return;
       if (t % 2) {
-        check(dg_paged_mqa_logits_prepare(s, 32, 64, 1, DG_DTYPE_FLOAT32));
+        jc.check(dg_paged_mqa_logits_prepare(s, 32, 64, 1, DG_DTYPE_FLOAT32));
       } else {
-        check(dg_gemm_prepare(s, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_TN, 128, 128, 256, DG_DTYPE_BFLOAT16, 1,
+        jc.check(dg_gemm_prepare(s, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_TN, 128, 128, 256, DG_DTYPE_BFLOAT16, 1,
                               nullptr));
       }
       dg_stream_destroy(s);
     });
   }
-  dg_config_destroy(cfg);
-  CHECK_MESSAGE(failures.load() == 0, first_error);
+  CHECK_MESSAGE(jc.failures.load() == 0, jc.first_error);
 }
 
 TEST_CASE("streams churn and kernels compile, load and launch concurrently on the fake device") {
@@ -213,22 +210,11 @@ TEST_CASE("streams churn and kernels compile, load and launch concurrently on th
     MESSAGE("no device (the fake driver is not on LD_LIBRARY_PATH): the offline cases cover the JIT");
     return;
   }
-  TempDir cache;
-  dg_config* cfg = nullptr;
-  REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
-  REQUIRE(dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, cache.path.c_str()) == DG_SUCCESS);
-  std::atomic<int> failures{0};
-  std::string first_error;
-  std::atomic<bool> recorded{false};
-  auto check = [&](dg_status st) {
-    if (st == DG_SUCCESS) return;
-    ++failures;
-    if (!recorded.exchange(true)) first_error = dg_last_error();
-  };
+  JitCase jc;
   run_threads(kThreads, [&](int t) {
     for (int i = 0; i < 20; ++i) {
       dg_stream* s = nullptr;
-      check(dg_stream_create(&s, 0, nullptr, i % 2 ? DG_STREAM_CREATE : DG_STREAM_BORROW, i % 3 ? cfg : nullptr));
+      jc.check(dg_stream_create(&s, 0, nullptr, i % 2 ? DG_STREAM_CREATE : DG_STREAM_BORROW, i % 3 ? jc.cfg : nullptr));
       if (s == nullptr) continue;
       // Layout transforms: two ops x two input orders = four kernels; every thread runs all four.
       const int64_t mn = 128, sf_k = 4;
@@ -236,25 +222,24 @@ TEST_CASE("streams churn and kernels compile, load and launch concurrently on th
       const int64_t in_sizes[2] = {mn, sf_k};
       const int64_t in_strides[2] = {mn_major ? 1 : sf_k, mn_major ? mn : 1};
       dg_tensor* in = nullptr;
-      check(dg_tensor_create(&in, address(1), DG_DTYPE_FLOAT32, 2, in_sizes, in_strides));
+      jc.check(dg_tensor_create(&in, address(1), DG_DTYPE_FLOAT32, 2, in_sizes, in_strides));
       const int64_t out_strides[2] = {1, mn};
       dg_tensor* out = nullptr;
-      check(dg_tensor_create(&out, address(2), DG_DTYPE_FLOAT32, 2, in_sizes, out_strides));
+      jc.check(dg_tensor_create(&out, address(2), DG_DTYPE_FLOAT32, 2, in_sizes, out_strides));
       const int64_t packed_sizes[2] = {mn, 1};
       dg_tensor* packed = nullptr;
-      check(dg_tensor_create(&packed, address(3), DG_DTYPE_INT32, 2, packed_sizes, out_strides));
+      jc.check(dg_tensor_create(&packed, address(3), DG_DTYPE_INT32, 2, packed_sizes, out_strides));
       if ((t + i) % 3 == 0) {
-        check(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(s, in, packed));
+        jc.check(dg_get_mn_major_tma_aligned_packed_ue8m0_tensor(s, in, packed));
       } else {
-        check(dg_get_mn_major_tma_aligned_tensor(s, in, out));
+        jc.check(dg_get_mn_major_tma_aligned_tensor(s, in, out));
       }
-      check(dg_stream_synchronize(s));
+      jc.check(dg_stream_synchronize(s));
       dg_tensor_destroy(packed);
       dg_tensor_destroy(out);
       dg_tensor_destroy(in);
       dg_stream_destroy(s);
     }
   });
-  dg_config_destroy(cfg);
-  CHECK_MESSAGE(failures.load() == 0, first_error);
+  CHECK_MESSAGE(jc.failures.load() == 0, jc.first_error);
 }
