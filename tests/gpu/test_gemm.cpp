@@ -408,7 +408,7 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
         cs.block_n = bn, cs.promotion = promo, cs.slices = slices;
         check_case(g, cs, rng);
       }
-  // 256x128 tiles promoted in row units (the heuristic's tile for the large shapes from M = 8192):
+  // 256x128 tiles promoted in row units (the heuristic's tile for the large shapes from M = 4096):
   // partial M, N and K tiles, both outputs, with and without C, and a 128-column SFB block per tile.
   for (int64_t m : {300, 8192})
     for (int c_mode : {0, 2}) {
