@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <string>
@@ -125,7 +126,52 @@ struct PtxasInfo {
   int registers = -1, stack_frame = -1, spill_stores = -1, spill_loads = -1;
   bool wgmma_serialized = false;  // ptxas fell back to waiting on every WGMMA (C7515-style advisory)
   int mbarrier_inits = -1;        // mbarrier.init instructions in the PTX (when it was kept)
+  int r2ur = -1;                  // R2UR instructions in the SASS (-1: no nvdisasm)
 };
+
+// nvdisasm, for reading a kernel's SASS: $DG_NVDISASM, else the CUDA toolkit's; empty when absent
+// (it is not part of every toolkit install; `pip install nvidia-cuda-nvdisasm` provides one).
+std::string nvdisasm_path() {
+  const char* env = std::getenv("DG_NVDISASM");
+  for (const char* p : {env, "/usr/local/cuda/bin/nvdisasm"}) {
+    if (p == nullptr || *p == '\0') continue;
+    if (std::FILE* f = std::fopen(p, "rb")) {
+      std::fclose(f);
+      return p;
+    }
+  }
+  return {};
+}
+
+// R2UR instructions in a cubin's SASS: values moved from vector to uniform registers. A GEMM K loop
+// whose pipeline stage ptxas keeps in vector registers builds every WGMMA descriptor per thread and
+// moves it with R2UR before the issue (a masked split-tail kernel did, and ran 20-28% slower:
+// 205 R2UR against 19). -1 without nvdisasm.
+int count_r2ur(const std::vector<char>& cubin) {
+  static const std::string tool = nvdisasm_path();
+  if (tool.empty()) return -1;
+  char path[] = "/tmp/dg-sass-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::FILE* f = fdopen(fd, "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(std::fwrite(cubin.data(), 1, cubin.size(), f) == cubin.size());
+  std::fclose(f);
+  int count = 0;
+  std::FILE* sass = popen((tool + " -c " + path + " 2>/dev/null").c_str(), "r");
+  REQUIRE(sass != nullptr);
+  char line[1024];
+  while (std::fgets(line, sizeof line, sass))
+    if (std::strstr(line, " R2UR ") != nullptr) ++count;
+  const int rc = pclose(sass);
+  std::remove(path);
+  CHECK_MESSAGE(rc == 0, tool << " failed on a cubin");
+  return count;
+}
+
+// An upper bound for the R2UR of an SM90 GEMM kernel: 8-20 where the K loop's state stays uniform,
+// 90-205 where it does not (count_r2ur).
+constexpr int kMaxR2ur = 48;
 
 PtxasInfo parse_ptxas(const std::string& log) {
   PtxasInfo info;
@@ -158,6 +204,7 @@ PtxasInfo compile_clean(const dg::jit::KernelSpec& spec, const dg::Config& confi
     for (size_t at = r.ptx.find("mbarrier.init"); at != std::string::npos; at = r.ptx.find("mbarrier.init", at + 1))
       ++info.mbarrier_inits;
   }
+  info.r2ur = count_r2ur(r.cubin);
   INFO("ptxas log:\n" << r.log);
   CHECK(info.registers > 0);
   CHECK(info.stack_frame == 0);
@@ -179,7 +226,7 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
   const int32_t log_level = dg_get_log_level();
   dg_set_log_level(DG_LOG_ERROR);  // the ptxas report is parsed here, not printed per kernel
   std::set<std::string> seen;
-  int compiled = 0;
+  int compiled = 0, max_r2ur = -1;
   double worst = 0;
   std::string table;
   for (const GemmShape& s : gemm_shapes()) {
@@ -194,18 +241,21 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
     // warp roles split: a kernel without them faults on its first wait (an unbraced `if constexpr`
     // once swallowed the init loop of every non-K-grouped kernel, and only the GPU noticed).
     CHECK_MESSAGE(info.mbarrier_inits >= 2, spec.kernel_name << ": " << info.mbarrier_inits << " mbarrier.init in the PTX");
+    // The K loops keep their pipeline state in uniform registers (count_r2ur).
+    if (info.r2ur >= 0) CHECK_MESSAGE(info.r2ur <= kMaxR2ur, spec.kernel_name << ": " << info.r2ur << " R2UR in the SASS");
+    max_r2ur = std::max(max_r2ur, info.r2ur);
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     worst = std::max(worst, sec);
     char row[256];
-    std::snprintf(row, sizeof(row), "  %-72s %4d regs %7u B smem %5.2f s\n", spec.kernel_name.c_str(), info.registers,
-                  c.smem_bytes, sec);
+    std::snprintf(row, sizeof(row), "  %-72s %4d regs %7u B smem %4d R2UR %5.2f s\n", spec.kernel_name.c_str(),
+                  info.registers, c.smem_bytes, info.r2ur, sec);
     table += row;
     ++compiled;
   }
   dg_set_log_level(log_level);
-  std::printf("sm90 gemm: %d distinct configs compiled, slowest %.2f s (registers: the launch bound; the consumer "
-              "warp-groups raise theirs with setmaxnreg)\n%s",
-              compiled, worst, table.c_str());
+  std::printf("sm90 gemm: %d distinct configs compiled, slowest %.2f s, at most %d R2UR (-1: no nvdisasm; registers: "
+              "the launch bound; the consumer warp-groups raise theirs with setmaxnreg)\n%s",
+              compiled, worst, max_r2ur, table.c_str());
 }
 
 // The skinny kernel: every template instance its heuristic can produce (token tiles 1-4, both
