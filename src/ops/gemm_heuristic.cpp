@@ -342,11 +342,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
 
   const bool fp8 = is_fp8(s.kind);
   // block_m 256 is legal for both dtypes; BF16 never ran fastest with it on an H100 (only by override).
-  // FP8 1D2D 256x128 in row units ran 2-4% faster than the 128-row tiles at M = 8192; at M = 4096,
-  // since the K loop tests its next stage early, 0.2-3.7% faster on the five large DeepSeek shapes
-  // (bench/peer_bench.py dense, the same process, after the heuristic's 128x256 and 128x192; the
-  // sweep bench/models/h100/tiles-m4096-fp8.json agrees) and mixed at M = 2048 (-2% .. +6%):
-  // a candidate from M = 4096.
+  // FP8 1D2D 256x128 in row units ran 2-4% faster than the 128-row tiles at M = 8192, 0.2-3.7% faster
+  // than 128x256 and 128x192 on the five large DeepSeek shapes at M = 4096 (H100, bench/peer_bench.py
+  // dense, one process; the sweep bench/models/h100/tiles-m4096-fp8.json agrees) and mixed at
+  // M = 2048 (-2% .. +6%): a candidate from M = 4096.
   std::vector<int> bms = {64, 128};
   if (s.type == GemmType::kNormal && s.kind == GemmKind::kFp8_1D2D && s.m >= 4096) bms.push_back(256);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
