@@ -272,16 +272,10 @@ struct Sm90Scheduler {
   }
 
   // K blocks [begin, end) of this CTA's share: sizes differ by at most one, none empty if
-  // num_kb >= kSplitK (the host guarantees it). Split tail: every K block (whole tiles; `tile_k_range`
-  // gives a split tile's half).
+  // num_kb >= kSplitK (the host guarantees it). A split tail sets them per tile (`tile_k_range`).
   DG_DEVICE void k_range(uint32_t num_kb, uint32_t& begin, uint32_t& end) const {
-    if constexpr (kTail) {
-      begin = 0;
-      end = num_kb;
-    } else {
-      begin = split * num_kb / kSplitK;
-      end = (split + 1) * num_kb / kSplitK;
-    }
+    begin = split * num_kb / kSplitK;
+    end = (split + 1) * num_kb / kSplitK;
   }
   // Split tail: whether this CTA's pair takes a split tile.
   DG_DEVICE bool pair_has_tail() const { return whole_units + blockIdx.x / 2 < num_units; }
