@@ -377,8 +377,8 @@ void check_masked(Gpu& g, const Weights& w, DeviceWeights& dw, int64_t groups, i
 
 // The masked split tail on a grid of 8 CTAs (4 pairs) with 128x128 tiles, 4 N blocks (the last one
 // partial at N = 448) and 7 K blocks (halves of 3 and 4): a last round of 4 tiles after 16 whole
-// ones, 4 tiles alone (no whole round), a full last round (no split), each with split_k 2 (the
-// masked default) and 1.
+// ones, 4 tiles alone (no whole round), a full last round (no split), each with split_k 2 (the tail
+// forced) and 1 (off).
 void check_masked_tail(Gpu& g, bool fp8, int64_t n, uint64_t seed) {
   const int64_t groups = 2, max_m = 512, k = fp8 ? 7 * 128 : 7 * 64;
   const Weights w = make_weights(fp8, groups, n, k, seed);
