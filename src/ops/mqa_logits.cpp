@@ -25,6 +25,22 @@ unsigned MqaLogitsConfig::smem_bytes() const {
   return 2 * q + stages * (kv + sf) + 2 * (512 + 128) + (2 * stages + 4) * 8;
 }
 
+int mqa_logits_split(int64_t tiles, int64_t max_tile_blocks, int num_sms) {
+  // The part count whose rounds of num_sms parts are fullest (parts counted as equal: the tiles'
+  // block counts are on the device), the smallest within half a percent of the best: each part
+  // reloads its Q tile and restarts the KV stream. At most 8 parts, none under 8 blocks.
+  const int max_split = static_cast<int>(std::clamp<int64_t>(max_tile_blocks / 8, 1, 8));
+  const auto fill = [&](int s) {
+    const int64_t parts = tiles * s, rounds = (parts + num_sms - 1) / num_sms;
+    return static_cast<double>(parts) / static_cast<double>(rounds * num_sms);
+  };
+  double best = 0;
+  for (int s = 1; s <= max_split; ++s) best = std::max(best, fill(s));
+  int split = 1;
+  while (fill(split) < best - 0.005) ++split;
+  return split;
+}
+
 MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype) {
   MqaLogitsConfig c;
   c.heads = heads;
@@ -121,10 +137,11 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
   DG_TRY(num_sms_of(stream, &num_sms));
   const MqaLogitsConfig c = choose_mqa_logits_config(a.heads, a.head_dim, a.logits_dtype);
   if (!prepare_only && (a.s_q == 0 || a.s_kv == 0)) return DG_SUCCESS;
-  // Persistent: at most one CTA per SM, each striding over the Q tiles.
+  // Persistent: at most one CTA per SM, each striding over the parts of the Q tiles.
   const int64_t tiles = (a.s_q + c.block_q() - 1) / c.block_q();
+  const int split = mqa_logits_split(tiles, (a.s_kv + c.block_kv() - 1) / c.block_kv(), num_sms);
   return launch_logits_kernel<MqaLogitsParams>(
-      stream, c, mqa_logits_kernel_key(c), mqa_logits_kernel_spec, prepare_only, std::min<int64_t>(tiles, num_sms),
+      stream, c, mqa_logits_kernel_key(c), mqa_logits_kernel_spec, prepare_only, std::min<int64_t>(tiles * split, num_sms),
       [&](MqaLogitsParams* p) {
         const uint32_t d = static_cast<uint32_t>(a.head_dim);
         DG_TRY(tma::encode_2d(&p->tma_q, a.q, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, d, a.s_q * a.heads, a.ld_q, d, 128,
@@ -144,6 +161,7 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
         p->s_q = static_cast<uint32_t>(a.s_q);
         p->s_kv = static_cast<uint32_t>(a.s_kv);
         p->clean = a.clean ? 1u : 0u;
+        p->split = static_cast<uint32_t>(split);
         return DG_SUCCESS;
       });
 }
@@ -180,10 +198,10 @@ dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetada
 
 unsigned PagedMqaLogitsConfig::smem_bytes() const {
   // Mirrors PagedMqaLogitsTraits: two Q stages, the KV and scale stages (math_wg blocks each),
-  // two weight stages, 2 barriers per stage and per Q stage.
+  // two weight stages, two 32-byte sequence works, 2 barriers per stage and per Q stage.
   const unsigned q = static_cast<unsigned>(next_n * heads * head_dim), w = static_cast<unsigned>(next_n * heads * 4);
   const unsigned kv = 64u * head_dim * math_wg, sf = 256u * math_wg;
-  return 2 * q + stages * (kv + sf) + 2 * w + (2 * stages + 4) * 8;
+  return 2 * q + stages * (kv + sf) + 2 * w + 2 * 32 + (2 * stages + 4) * 8;
 }
 
 PagedMqaLogitsConfig choose_paged_mqa_logits_config(int heads, int head_dim, int next_n, dg_dtype logits_dtype) {

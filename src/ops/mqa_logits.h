@@ -49,6 +49,9 @@ struct MqaLogitsConfig {
 };
 
 MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype);
+// Parts per Q tile of the non-paged kernel (1 to 8): `tiles` Q tiles of at most `max_tile_blocks`
+// KV blocks each, on `num_sms` persistent CTAs.
+int mqa_logits_split(int64_t tiles, int64_t max_tile_blocks, int num_sms);
 // Every configuration the non-paged entry point can choose (the compile tests build each).
 std::vector<MqaLogitsConfig> all_mqa_logits_configs();
 
@@ -64,7 +67,7 @@ struct alignas(64) MqaLogitsParams {
   int64_t ld_logits;
   uint32_t s_q, s_kv;
   uint32_t clean;
-  uint32_t reserved;
+  uint32_t split;  // parts per Q tile
 };
 static_assert(sizeof(MqaLogitsParams) == 576, "must match the device struct");
 static_assert(offsetof(MqaLogitsParams, ks) == 512 && offsetof(MqaLogitsParams, logits) == 528 &&

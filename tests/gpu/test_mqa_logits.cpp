@@ -223,6 +223,44 @@ void small_problem(int64_t h, int64_t d) {
   }
 }
 
+// Tiles cut into parts (H 64, D 128, FP32, clean on): 37 tokens make 19 tiles and S_kv 20000
+// 79 blocks a tile at most, so each tile is split in 6 parts over the SMs (mqa_logits_split).
+// Patterns: random ranges (clipped, empty, reversed, whole); one token with every key between
+// empty tiles; a few tokens with ranges ending at S_kv; no token with a range (every entry -inf);
+// one token of a single-block range (parts without blocks).
+void split_tiles() {
+  Gpu g;
+  if (!g.sm90()) return;
+  Inputs in = make_inputs(37, 20000, 64, 128, 7);
+  Device dev(g, in, DG_DTYPE_FLOAT32);
+  const char* patterns[] = {"random ranges", "one long token", "ranges at the end", "no ranges", "one block"};
+  for (int pattern = 0; pattern < 5; ++pattern) {
+    CAPTURE(std::string(patterns[pattern]));
+    Rng rng(uint64_t(pattern + 11));
+    for (int64_t i = 0; i < in.s_q; ++i) {
+      in.ks[i] = in.ke[i] = 0;
+      if (pattern == 0) {
+        in.ks[i] = static_cast<int32_t>(rng.below(in.s_kv + 100) - 50);
+        in.ke[i] = static_cast<int32_t>(in.ks[i] + rng.below(in.s_kv));
+        if (i % 7 == 3) in.ke[i] = in.ks[i] - 1;
+      }
+      if (pattern == 1 && i == 20) in.ks[i] = 3, in.ke[i] = static_cast<int32_t>(in.s_kv);
+      if (pattern == 2 && i >= 33) in.ks[i] = static_cast<int32_t>(rng.below(in.s_kv)), in.ke[i] = 1 << 30;
+      if (pattern == 4 && i == 36) in.ks[i] = 130, in.ke[i] = 200;
+    }
+    dev.ks.upload(in.ks);
+    dev.ke.upload(in.ke);
+    const std::vector<uint32_t> got = dev.run(g, in, 1);
+    CHECK(check_masks(in, got, dev.ld, DG_DTYPE_FLOAT32, true) == 0);
+    if (pattern != 3) {
+      const double diff = value_diff(in, got, dev.ld, DG_DTYPE_FLOAT32, 0, 1);
+      MESSAGE(std::string(patterns[pattern]) << ": calc_diff " << diff);
+      CHECK(diff < 5e-6);
+    }
+    CHECK(dev.run(g, in, 1) == got);
+  }
+}
+
 // The indexer's causal and context-parallel ranges at H 64, D 128, FP32 logits: values at 2^16
 // sampled entries, the -inf mask at every entry, 20 runs bitwise identical.
 void indexer_problem(int64_t s_q, int64_t s_kv) {
@@ -265,6 +303,7 @@ TEST_CASE("MQA logits: small problem H 32 D 64 (every logits dtype; clean on and
 TEST_CASE("MQA logits: small problem H 32 D 128 (every logits dtype; clean on and off)") { small_problem(32, 128); }
 TEST_CASE("MQA logits: small problem H 64 D 64 (every logits dtype; clean on and off)") { small_problem(64, 64); }
 TEST_CASE("MQA logits: small problem H 64 D 128 (every logits dtype; clean on and off)" * doctest::test_suite("quick")) { small_problem(64, 128); }
+TEST_CASE("MQA logits: tiles split in parts (few tiles; empty and single-block ranges)" * doctest::test_suite("quick")) { split_tiles(); }
 TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 4096") { indexer_problem(2048, 4096); }
 TEST_CASE("MQA logits: indexer ranges S_q 4096 S_kv 4096") { indexer_problem(4096, 4096); }
 TEST_CASE("MQA logits: indexer ranges S_q 2048 S_kv 65536") { indexer_problem(2048, 65536); }

@@ -66,13 +66,16 @@ TEST_CASE("MQA logits: the chosen kernel, its grid and its TMA maps reach the dr
     const Launch& l = launches[0];
     CHECK(l.kernel == dg::ops::mqa_logits_kernel_spec(c).kernel_name);
     CHECK(l.kernel.find("mqa_logits") != std::string::npos);
+    // One CTA per SM at most, striding over the tiles' parts.
     const int64_t tiles = (p.s_q + 128 / p.h - 1) / (128 / p.h);
-    CHECK(l.config.grid[0] == unsigned(std::min<int64_t>(tiles, kSms)));
+    const int split = dg::ops::mqa_logits_split(tiles, (p.s_kv + c.block_kv() - 1) / c.block_kv(), kSms);
+    CHECK(l.config.grid[0] == unsigned(std::min<int64_t>(tiles * split, kSms)));
     CHECK(l.config.block[0] == c.threads());
     CHECK(l.config.smem_bytes == c.smem_bytes());
     REQUIRE(l.params.size() == sizeof(MqaLogitsParams));
     MqaLogitsParams k;
     std::memcpy(&k, l.params.data(), sizeof(k));
+    CHECK(k.split == uint32_t(split));
     const CUtensorMapSwizzle sw = p.d == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
     const fake_tensor_map qm = map_of(k.tma_q), km = map_of(k.tma_kv), sm = map_of(k.tma_sf);
     CHECK(qm.address == reinterpret_cast<uintptr_t>(fake_address(1)));
@@ -93,6 +96,23 @@ TEST_CASE("MQA logits: the chosen kernel, its grid and its TMA maps reach the dr
     CHECK(k.ld_logits == (p.ld_logits ? p.ld_logits : (p.s_kv + 1024 / eb - 1) / (1024 / eb) * (1024 / eb)));
     CHECK((k.s_q == uint32_t(p.s_q) && k.s_kv == uint32_t(p.s_kv) && k.clean == uint32_t(p.clean)));
   }
+}
+
+TEST_CASE("MQA logits: parts per tile fill the SMs' rounds without parts under 8 blocks") {
+  using dg::ops::mqa_logits_split;
+  // 4096 x 65536 causal at H 64: 2048 tiles of up to 256 blocks take 16 rounds for 15.5 of work
+  // whole; in 5 parts, 78 rounds of 132 for 77.6.
+  CHECK(mqa_logits_split(2048, 256, 132) == 5);
+  CHECK(mqa_logits_split(4096, 256, 132) == 4);
+  // Fewer tiles than SMs: 64 tiles in 2 parts fill 128 of 132 SMs in one round.
+  CHECK(mqa_logits_split(64, 256, 132) == 2);
+  CHECK(mqa_logits_split(19, 79, 132) == 6);
+  // Parts of at least 8 blocks: none for short tiles, whatever the fill.
+  CHECK(mqa_logits_split(64, 15, 132) == 1);
+  CHECK(mqa_logits_split(1, 16, 132) == 2);
+  CHECK(mqa_logits_split(1, 1 << 20, 132) == 8);
+  // Full rounds already: whole tiles.
+  CHECK(mqa_logits_split(132 * 7, 256, 132) == 1);
 }
 
 TEST_CASE("MQA logits: empty problems launch nothing; H, D and strides outside the kernels are refused") {

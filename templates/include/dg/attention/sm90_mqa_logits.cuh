@@ -2,23 +2,32 @@
 //
 //   logits[i, j] = kv_sf[j] * sum_h w[i, h] * relu(q[i, h, :] . kv[j, :])   for j in [ks[i], ke[i])
 //
-// Persistent CTAs stride over Q tiles of kBlockQ = 128 / H tokens, i.e. 128 (token, head) rows: a
-// tile is the WGMMA's B operand (N = 128, K = D). One producer thread walks the CTA's tiles: per
-// tile it computes the KV rows the tile's tokens need, [min ks, max ke) (start rounded down to
-// 64), loads the Q tile and the tile's [kBlockQ, H] weights by TMA into one of two Q stages (with
-// the ranges, so the consumers read no global memory), then streams the KV rows in blocks of
-// kBlockKv = 64 * kMathWG through a ring of kStages stages (rows, then their scales); with two Q
-// stages the next tile's Q and first blocks load while the current tile computes. Each consumer
-// warp-group takes 64 rows of a block as the WGMMA's A operand (M = 64), so a WGMMA computes q.kv
-// for 64 keys x 128 (token, head) pairs; the thread then applies ReLU, the head weights (held in
-// registers for the tile) and the sum over heads (its own columns, then the four lanes of its
-// quad), scales by kv_sf and stores. The summation order is fixed: results are bitwise
-// reproducible.
+// Q tiles hold kBlockQ = 128 / H tokens, i.e. 128 (token, head) rows: a tile is the WGMMA's B
+// operand (N = 128, K = D). A tile needs the KV rows [min ks, max ke) of its tokens (start rounded
+// down to 64), in blocks of kBlockKv = 64 * kMathWG rows.
+//
+// Work: each tile is cut into `split` parts of equal numbers of its blocks (split chosen by the
+// host, mqa_logits_split); persistent CTAs stride over the parts, tile by tile. Parts write
+// disjoint columns, so no reduction is needed. With split 1 these are whole tiles; more parts
+// fill the SMs when there are fewer tiles than SMs, and shorten the last round where the tiles
+// leave it mostly empty (2048 long tiles on 132 SMs: 16 rounds for 15.5 of work).
+//
+// One producer thread walks the CTA's parts: per part it loads the Q tile and the tile's
+// [kBlockQ, H] weights by TMA into one of two Q stages (with the ranges and the part's blocks, so
+// the consumers read no global memory), then streams those KV blocks through a ring of kStages
+// stages (rows, then their scales); with two Q stages the next part's Q and first blocks load
+// while the current one computes. After the last part it publishes an end marker in the next Q
+// stage. Each consumer warp-group takes 64 rows of a block as the WGMMA's A operand (M = 64), so a
+// WGMMA computes q.kv for 64 keys x 128 (token, head) pairs; the thread then applies ReLU, the
+// head weights (held in registers for the part) and the sum over heads (its own columns, then the
+// four lanes of its quad), scales by kv_sf and stores. The summation order is fixed and
+// independent of the split: results are bitwise reproducible.
 //
 // clean_logits: entries of a computed block outside their row's [ks, ke) are written -inf, and
 // the producer warp-group's three idle warps write -inf over the columns of [0, S_kv) the tile does
-// not scan, in parallel with the math (no second kernel). Without it only the scanned blocks are
-// written (entries outside [ks, ke) there hold values of no meaning, as in DeepGEMM).
+// not scan, in parallel with the math (no second kernel; tiles strided over the CTAs, whoever
+// computes their parts). Without it only the scanned blocks are written (entries outside [ks, ke)
+// there hold values of no meaning, as in DeepGEMM).
 //
 // Shared memory (dynamic, 1024-byte aligned): [Q stages] [KV stages] [scale stages] [weight
 // stages] [range stages] [barriers].
@@ -44,7 +53,7 @@ struct alignas(64) MqaLogitsParams {
   int64_t ld_logits;
   uint32_t s_q, s_kv;
   uint32_t clean;
-  uint32_t reserved;
+  uint32_t split;  // parts per tile (>= 1)
 };
 static_assert(sizeof(MqaLogitsParams) == 576, "the host mirrors this layout (src/ops/mqa_logits.h)");
 
@@ -170,6 +179,7 @@ template <uint32_t kBlockQ, uint32_t kBlockKv>
 struct TileRange {
   uint32_t ks[kBlockQ], ke[kBlockQ];
   uint32_t kv_lo = 0, num_blocks = 0;
+  TileRange() = default;
   DG_DEVICE TileRange(const MqaLogitsParams& p, uint32_t q0) {
     uint32_t lo = p.s_kv, hi = 0;
 #pragma unroll
@@ -188,6 +198,15 @@ struct TileRange {
   }
 };
 
+// What the producer publishes with a Q stage: the tile, its ranges and the blocks [first, end) of
+// it that the part holds; tile == kEndOfRun marks the end of the CTA's parts.
+template <uint32_t kBlockQ, uint32_t kBlockKv>
+struct TileWork {
+  static constexpr uint32_t kEndOfRun = 0xffffffffu;
+  TileRange<kBlockQ, kBlockKv> range;
+  uint32_t tile, first, end;
+};
+
 template <class T>
 DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   using OutT = typename T::OutT;
@@ -195,7 +214,8 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
                      kHeads = T::kHeads;
   constexpr uint32_t kGroups = 128 / 8;  // 8-column groups of the accumulator
   using Range = TileRange<kBlockQ, kBlockKv>;
-  static_assert(sizeof(Range) <= T::kSmemInfo, "a tile's ranges fit their slot");
+  using Work = TileWork<kBlockQ, kBlockKv>;
+  static_assert(sizeof(Work) <= T::kSmemInfo, "a tile's work fits its slot");
   extern __shared__ __align__(1024) uint8_t smem[];
 
   const uint32_t smem_base = ptx::smem_addr(smem);
@@ -235,29 +255,41 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
     if (warp == T::kMathWG * 4) {
       if (ptx::elect_one()) {
         uint32_t stage = 0, phase = 0, q_iter = 0;
+        const uint32_t num_parts = num_tiles * p.split;
 #pragma unroll 1
-        for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++q_iter) {
-          const uint32_t q0 = tile * kBlockQ;
-          const Range range(p, q0);
-          // A Q stage is refilled once every consumer warp is done with its previous tile; the
-          // tile's ranges go with it (written before the arrive, whose release publishes them).
+        for (uint32_t part = blockIdx.x; part < num_parts; part += gridDim.x) {
+          const uint32_t tile = part / p.split, j = part % p.split, q0 = tile * kBlockQ;
+          Work work;
+          work.range = Range(p, q0);
+          work.tile = tile;
+          work.first = work.range.num_blocks * j / p.split;
+          work.end = work.range.num_blocks * (j + 1) / p.split;
+          if (work.first >= work.end) continue;
+          // A Q stage is refilled once every consumer warp is done with its previous part; the
+          // part's work goes with it (written before the arrive, whose release publishes it).
           const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+          ++q_iter;
           ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
-          *reinterpret_cast<Range*>(smem + T::kOffInfo + qs * T::kSmemInfo) = range;
+          *reinterpret_cast<Work*>(smem + T::kOffInfo + qs * T::kSmemInfo) = work;
           ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ + T::kSmemW);
           ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
                            static_cast<int32_t>(q0 * kHeads));
           ptx::tma_load_2d(&p.tma_w, &q_full[qs], smem + T::kOffW + qs * T::kSmemW, 0, static_cast<int32_t>(q0));
 #pragma unroll 1
-          for (uint32_t b = 0; b < range.num_blocks; ++b) {
+          for (uint32_t b = work.first; b < work.end; ++b) {
             ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
             ptx::mbar_arrive_expect_tx(&full[stage], T::kSmemKv + T::kSmemSf);
-            const int32_t row = static_cast<int32_t>(range.kv_lo + b * kBlockKv);
+            const int32_t row = static_cast<int32_t>(work.range.kv_lo + b * kBlockKv);
             ptx::tma_load_2d(&p.tma_kv, &full[stage], smem + T::kOffKv + stage * T::kSmemKv, 0, row);
             ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + stage * T::kSmemSf, row, 0);
             if (++stage == kStages) stage = 0, phase ^= 1;
           }
         }
+        // The end of the run: a Q stage without data whose work says so.
+        const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+        ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
+        reinterpret_cast<Work*>(smem + T::kOffInfo + qs * T::kSmemInfo)->tile = Work::kEndOfRun;
+        ptx::mbar_arrive(q_full_addr + qs * 8);
       }
       __syncwarp();
     } else if (p.clean) {
@@ -291,14 +323,16 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   OutT* const out = static_cast<OutT*>(p.logits);
   const OutT ninf = out_value<OutT>(-__int_as_float(0x7f800000));
   float acc[64];
-  uint32_t stage = 0, phase = 0, q_iter = 0;
+  uint32_t stage = 0, phase = 0;
 #pragma unroll 1
-  for (uint32_t tile = blockIdx.x; tile < num_tiles; tile += gridDim.x, ++q_iter) {
-    const uint32_t q0 = tile * kBlockQ;
+  for (uint32_t q_iter = 0;; ++q_iter) {
     const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
     ptx::mbar_wait(q_full_addr + qs * 8, qp);
-    const Range& range = *reinterpret_cast<const Range*>(smem + T::kOffInfo + qs * T::kSmemInfo);
-    const uint32_t kv_lo = range.kv_lo, num_blocks = range.num_blocks;
+    const Work& work = *reinterpret_cast<const Work*>(smem + T::kOffInfo + qs * T::kSmemInfo);
+    if (work.tile == Work::kEndOfRun) break;
+    const uint32_t q0 = work.tile * kBlockQ, first = work.first, end = work.end;
+    const Range& range = work.range;
+    const uint32_t kv_lo = range.kv_lo;
     const uint32_t q_addr = smem_base + T::kOffQ + qs * T::kSmemQ;
     // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights
     // (the tile's [kBlockQ, H] block, zeros past S_q).
@@ -328,7 +362,7 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
     }
 
 #pragma unroll 1
-    for (uint32_t b = 0; b < num_blocks; ++b) {
+    for (uint32_t b = first; b < end; ++b) {
       // The WGMMA descriptors are computed before the barrier wait (ptx::pin).
       uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + stage * T::kSmemKv + wg * 64 * T::kHeadDim, 0);
       uint64_t q_desc = operand_desc<T::kHeadDim>(q_addr, 0);
