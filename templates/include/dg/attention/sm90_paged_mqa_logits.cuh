@@ -12,12 +12,16 @@
 // Work: the schedule (dg_get_paged_mqa_logits_metadata) gives each CTA a run of 256-key segments,
 // sequence by sequence. One producer warp walks it: per sequence it loads the Q tile (the
 // next_n * H (token, head) rows of the sequence, the WGMMA's B operand, N = next_n * H) and the
-// sequence's weights into a ring of two Q stages; per segment it gathers the blocks, kMathWG per
+// sequence's weights into a ring of two Q stages, and publishes with them the sequence's blocks
+// in the run and its rows' context ends (SequenceWork); then it gathers those blocks, kMathWG per
 // stage of the KV ring (values by a 3-D TMA map over the cache, scales by a 2-D one), reading the
-// block table 32 entries at a time (one per lane); each consumer warp-group takes one block as
-// the WGMMA's A operand (M = 64 keys). The epilogue is the non-paged kernel's: ReLU,
-// head weights held in registers per sequence, the sum over heads in a fixed order (bitwise
-// reproducible), the key scale.
+// block table 32 entries at a time (one per lane). After the run it publishes an end marker. Each
+// consumer warp-group takes one block of a stage as the WGMMA's A operand (M = 64 keys). The
+// consumers read no global memory: when each read a sequence's context length itself, every new
+// sequence stalled them a memory latency while loaded stages waited. The producer's first block
+// table read of a sequence is issued before its context length read, not after. The epilogue is
+// the non-paged kernel's: ReLU, head weights held in registers per sequence, the sum over heads
+// in a fixed order (bitwise reproducible), the key scale.
 //
 // Writes stay inside [0, max_context_len). clean_logits: computed entries past their row's end are
 // written -inf, and the producer warp-group's three idle warps write -inf past each sequence's
@@ -56,7 +60,6 @@ struct PagedMqaLogitsTraits {
                             kStages = kStages_;
   static constexpr uint32_t kN = kNextN * kHeads;  // (token, head) rows of a Q tile: the WGMMA's N
   static constexpr uint32_t kBlockKv = 64;         // keys per cache block
-  static constexpr uint32_t kSegment = 256;        // keys per schedule segment
   static constexpr uint32_t kQStages = 2;
   static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
   static constexpr uint32_t kSmemQ = kN * kHeadDim;
@@ -67,7 +70,8 @@ struct PagedMqaLogitsTraits {
   static constexpr uint32_t kOffKv = kOffQ + kQStages * kSmemQ;
   static constexpr uint32_t kOffSf = kOffKv + kStages * kMathWG * kSmemKv;
   static constexpr uint32_t kOffW = kOffSf + kStages * kMathWG * kSmemSf;
-  static constexpr uint32_t kOffBar = kOffW + kQStages * kSmemW;
+  static constexpr uint32_t kOffWork = kOffW + kQStages * kSmemW;  // a SequenceWork per Q stage
+  static constexpr uint32_t kOffBar = kOffWork + kQStages * 32;
   static constexpr uint32_t kSmemBytes = kOffBar + (2 * kStages + 2 * kQStages) * 8;
   // Registers: the producer warp-group drops to 40 (32 beside four consumer warp-groups, whose
   // 640 threads launch with 96 each); the consumers share the rest of the launch pool.
@@ -78,10 +82,19 @@ struct PagedMqaLogitsTraits {
   static_assert(kHeadDim == 64 || kHeadDim == 128, "D: 64 or 128 (rows of one swizzle span)");
   static_assert(kNextN == 1 || kNextN == 2 || kNextN == 4, "next_n: 1, 2 or 4");
   static_assert(kN <= 256, "WGMMA N <= 256");
-  static_assert(kMathWG == 1 || kMathWG == 2 || kMathWG == 4, "a segment's 4 blocks fill whole stages");
+  static_assert(kMathWG == 1 || kMathWG == 2 || kMathWG == 4, "1, 2 or 4 consumer warp-groups");
   static_assert(kStages >= 2, "at least two stages");
   static_assert(kSmemQ % 1024 == 0 && kSmemKv % 1024 == 0, "swizzled tiles start at 1024-byte boundaries");
   static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
+};
+
+// What the producer publishes with a Q stage: the blocks [first, end) of sequence b that the CTA
+// computes and the end of each of its rows (context lengths clipped to the logits' columns);
+// b == kEndOfRun marks the end of the CTA's run.
+struct SequenceWork {
+  static constexpr uint32_t kEndOfRun = 0xffffffffu;
+  uint32_t b, first, end, reserved;
+  uint32_t row_end[4];
 };
 
 // What a CTA needs of sequence b.
@@ -107,25 +120,23 @@ DG_DEVICE PagedSequence paged_sequence(const PagedMqaLogitsParams& p, uint32_t b
   return s;
 }
 
-// Calls f(b, segment, sequence) for this CTA's segments in order: from schedule[cta] up to (not
-// including) schedule[cta + 1]. Bounded by the batch and each sequence's segments whatever the
-// schedule holds, so every role of the CTA walks the same list.
-template <uint32_t kNextN, class F>
-DG_DEVICE void for_each_segment(const PagedMqaLogitsParams& p, F&& f) {
+// Calls f(b, first, end) for each sequence of this CTA's run of the schedule, from schedule[cta] up
+// to (not including) schedule[cta + 1], with the blocks [first, end) of the run's segments of it
+// (none past the sequence's computed blocks; sequences without any are skipped). Bounded by the
+// batch and each sequence's segments whatever the schedule holds. enter(b, first) runs before
+// sequence b's context length is read: loads it issues overlap that read.
+template <uint32_t kNextN, class Enter, class F>
+DG_DEVICE void for_each_sequence(const PagedMqaLogitsParams& p, Enter&& enter, F&& f) {
   const int32_t* s = p.schedule + 2 * blockIdx.x;
   uint32_t b = static_cast<uint32_t>(max(s[0], 0)), seg = static_cast<uint32_t>(max(s[1], 0));
   const uint32_t b_end = static_cast<uint32_t>(max(s[2], 0)), seg_end = static_cast<uint32_t>(max(s[3], 0));
-  uint32_t cur = p.batch;
-  PagedSequence sq{0, 0};
 #pragma unroll 1
-  while (b < p.batch && (b < b_end || (b == b_end && seg < seg_end))) {
-    if (b != cur) cur = b, sq = paged_sequence(p, b, kNextN);
-    if (seg >= sq.segments) {
-      ++b, seg = 0;
-      continue;
-    }
-    f(b, seg, sq);
-    ++seg;
+  for (; b < p.batch && (b < b_end || (b == b_end && seg < seg_end)); ++b, seg = 0) {
+    enter(b, seg * 4);
+    const PagedSequence sq = paged_sequence(p, b, kNextN);
+    const uint32_t seg_hi = b < b_end ? sq.segments : min_of(seg_end, sq.segments);
+    const uint32_t first = seg * 4, last = min_of(seg_hi * 4, sq.blocks);
+    if (first < last) f(b, first, last);
   }
 }
 
@@ -134,7 +145,6 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
   using OutT = typename T::OutT;
   constexpr uint32_t kStages = T::kStages, kMathWG = T::kMathWG, kHeads = T::kHeads, kNextN = T::kNextN;
   constexpr uint32_t kN = T::kN, kGroups = kN / 8, kQStages = T::kQStages;
-  constexpr uint32_t kStagesPerSegment = T::kSegment / (T::kBlockKv * kMathWG);
   extern __shared__ __align__(1024) uint8_t smem[];
 
   const uint32_t smem_base = ptx::smem_addr(smem);
@@ -172,51 +182,67 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
     if (warp == kMathWG * 4) {
       // The whole warp walks the schedule: each lane holds one entry of a 32-block window of the
       // block table, so one load latency serves 32 blocks; lane 0 issues the barriers and copies.
-      uint32_t stage = 0, phase = 0, q_iter = 0, cur = p.batch;
-      uint32_t window_b = p.batch, window_first = 0;
+      uint32_t stage = 0, phase = 0, q_iter = 0;
+      uint32_t window_first = 0;
       int32_t window = 0;
-      for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
-        if (b != cur) {
-          // A new sequence: its Q tile and weights go to the next Q stage once the consumers
-          // released it.
-          cur = b;
-          const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
-          ++q_iter;
-          if (lane == 0) {
-            ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
-            ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ + T::kSmemW);
-            ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
-                             static_cast<int32_t>(b * kN));
-            ptx::tma_load_2d(&p.tma_w, &q_full[qs], smem + T::kOffW + qs * T::kSmemW, 0,
-                             static_cast<int32_t>(b * kNextN));
-          }
-        }
-#pragma unroll 1
-        for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
-          const uint32_t first = seg * 4 + h * kMathWG;
-          if (first >= sq.blocks) break;
-          const uint32_t n = min_of(kMathWG, sq.blocks - first);
-          if (b != window_b || first + n > window_first + 32) {
-            window_b = b, window_first = first;
-            const uint32_t i = first + lane;
-            window = i < sq.blocks ? p.block_table[static_cast<int64_t>(b) * p.ld_block_table + i] : 0;
-          }
-          int32_t blocks[kMathWG];
+      // Entries up to the table's width are readable; those past the sequence's blocks go unused.
+      const auto load_window = [&](uint32_t b, uint32_t first) {
+        window_first = first;
+        const uint32_t i = first + lane;
+        window = i < p.max_blocks ? p.block_table[static_cast<int64_t>(b) * p.ld_block_table + i] : 0;
+      };
+      // The Q stage of the next sequence (or the end marker) once the consumers released it.
+      const auto next_q_stage = [&]() {
+        const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+        ++q_iter;
+        if (lane == 0) ptx::mbar_wait(q_empty_addr + qs * 8, qp ^ 1);
+        return qs;
+      };
+      for_each_sequence<kNextN>(
+          p, load_window, [&](uint32_t b, uint32_t first, uint32_t end) {
+            const uint32_t qs = next_q_stage();
+            if (lane == 0) {
+              SequenceWork work{b, first, end, 0, {0, 0, 0, 0}};
+              const int32_t* ctx = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
 #pragma unroll
-          for (uint32_t w = 0; w < kMathWG; ++w) blocks[w] = __shfl_sync(0xffffffffu, window, first - window_first + w);
-          if (lane == 0) {
-            ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
-            ptx::mbar_arrive_expect_tx(&full[stage], n * (T::kSmemKv + T::kSmemSf));
-            for (uint32_t w = 0; w < n; ++w) {
-              const uint32_t slot = stage * kMathWG + w;
-              ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, blocks[w]);
-              ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, blocks[w]);
+              for (uint32_t j = 0; j < kNextN; ++j)
+                work.row_end[j] = clamp_u32(p.ctx_2d ? ctx[j] : ctx[0] - static_cast<int32_t>(kNextN - 1 - j), 0,
+                                            p.max_context_len);
+              // Published by the arrive's release.
+              *reinterpret_cast<SequenceWork*>(smem + T::kOffWork + qs * 32) = work;
+              ptx::mbar_arrive_expect_tx(&q_full[qs], T::kSmemQ + T::kSmemW);
+              ptx::tma_load_2d(&p.tma_q, &q_full[qs], smem + T::kOffQ + qs * T::kSmemQ, 0,
+                               static_cast<int32_t>(b * kN));
+              ptx::tma_load_2d(&p.tma_w, &q_full[qs], smem + T::kOffW + qs * T::kSmemW, 0,
+                               static_cast<int32_t>(b * kNextN));
             }
-          }
-          __syncwarp();
-          if (++stage == kStages) stage = 0, phase ^= 1;
-        }
-      });
+#pragma unroll 1
+            for (uint32_t f = first; f < end; f += kMathWG) {
+              const uint32_t n = min_of(kMathWG, end - f);
+              if (f + n > window_first + 32) load_window(b, f);
+              int32_t blocks[kMathWG];
+#pragma unroll
+              for (uint32_t w = 0; w < kMathWG; ++w) blocks[w] = __shfl_sync(0xffffffffu, window, f - window_first + w);
+              if (lane == 0) {
+                ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
+                ptx::mbar_arrive_expect_tx(&full[stage], n * (T::kSmemKv + T::kSmemSf));
+                for (uint32_t w = 0; w < n; ++w) {
+                  const uint32_t slot = stage * kMathWG + w;
+                  ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, blocks[w]);
+                  ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, blocks[w]);
+                }
+              }
+              __syncwarp();
+              if (++stage == kStages) stage = 0, phase ^= 1;
+            }
+          });
+      // The end of the run: a Q stage without data whose work says so.
+      const uint32_t qs = next_q_stage();
+      if (lane == 0) {
+        reinterpret_cast<SequenceWork*>(smem + T::kOffWork + qs * 32)->b = SequenceWork::kEndOfRun;
+        ptx::mbar_arrive(q_full_addr + qs * 8);
+      }
+      __syncwarp();
     } else if (p.clean) {
       // -inf past each sequence's computed blocks, for this CTA's share of the rows.
       const uint32_t tid = threadIdx.x - (kMathWG * 128 + 32);
@@ -252,42 +278,29 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
   }
   float acc[kN / 2];
   float w[kGroups][2];
-  uint32_t row_end[kOwn];  // the context length of each stored result's token
-  uint32_t stage = 0, phase = 0, q_iter = 0, q_stage = 0, cur = p.batch;
-  for_each_segment<kNextN>(p, [&](uint32_t b, uint32_t seg, const PagedSequence& sq) {
-    if (b != cur) {
-      // A new sequence: release the previous Q tile, take this one, its weights and row ends.
-      if (cur != p.batch) {
-        __syncwarp();
-        if (lane == 0) ptx::mbar_arrive(q_empty_addr + q_stage * 8);
-      }
-      cur = b;
-      q_stage = q_iter % kQStages;
-      const uint32_t qp = (q_iter / kQStages) & 1;
-      ++q_iter;
-      const int32_t* ctx = p.ctx + static_cast<int64_t>(b) * p.ld_ctx;
-#pragma unroll
-      for (uint32_t n = 0; n < kOwn; ++n) {
-        const uint32_t j = token[n];
-        const int32_t end = p.ctx_2d ? ctx[j] : ctx[0] - static_cast<int32_t>(kNextN - 1 - j);
-        row_end[n] = clamp_u32(end, 0, p.max_context_len);
-      }
-      ptx::mbar_wait(q_full_addr + q_stage * 8, qp);
-      // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
-      const float* wt = reinterpret_cast<const float*>(smem + T::kOffW + q_stage * T::kSmemW);
-#pragma unroll
-      for (uint32_t g = 0; g < kGroups; ++g) {
-        const float2 pair = *reinterpret_cast<const float2*>(wt + g * 8 + quad * 2);
-        w[g][0] = pair.x;
-        w[g][1] = pair.y;
-      }
-    }
-    const uint32_t q_addr = smem_base + T::kOffQ + q_stage * T::kSmemQ;
+  uint32_t stage = 0, phase = 0;
 #pragma unroll 1
-    for (uint32_t h = 0; h < kStagesPerSegment; ++h) {
-      const uint32_t first = seg * 4 + h * kMathWG;
-      if (first >= sq.blocks) break;
-      const uint32_t block = first + wg;
+  for (uint32_t q_iter = 0;; ++q_iter) {
+    const uint32_t qs = q_iter % kQStages, qp = (q_iter / kQStages) & 1;
+    ptx::mbar_wait(q_full_addr + qs * 8, qp);
+    const SequenceWork& work = *reinterpret_cast<const SequenceWork*>(smem + T::kOffWork + qs * 32);
+    if (work.b == SequenceWork::kEndOfRun) break;
+    const uint32_t b = work.b, first = work.first, end = work.end;
+    uint32_t row_end[kOwn];  // the context length of each stored result's token
+#pragma unroll
+    for (uint32_t n = 0; n < kOwn; ++n) row_end[n] = work.row_end[token[n]];
+    // This thread's accumulator columns are (token, head) pairs 8 g + 2 quad + e: their weights.
+    const float* wt = reinterpret_cast<const float*>(smem + T::kOffW + qs * T::kSmemW);
+#pragma unroll
+    for (uint32_t g = 0; g < kGroups; ++g) {
+      const float2 pair = *reinterpret_cast<const float2*>(wt + g * 8 + quad * 2);
+      w[g][0] = pair.x;
+      w[g][1] = pair.y;
+    }
+    const uint32_t q_addr = smem_base + T::kOffQ + qs * T::kSmemQ;
+#pragma unroll 1
+    for (uint32_t f = first; f < end; f += kMathWG) {
+      const uint32_t block = f + wg;
       const uint32_t slot = stage * kMathWG + wg;
       // The WGMMA descriptors are computed before the barrier wait (ptx::pin).
       uint64_t kv_desc = operand_desc<T::kHeadDim>(smem_base + T::kOffKv + slot * T::kSmemKv, 0);
@@ -296,7 +309,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       ptx::pin(q_desc);
       ptx::mbar_wait(full_addr + stage * 8, phase);
       float sf_key[kOwn];
-      if (block < sq.blocks) {
+      if (block < end) {
         const float* sf = reinterpret_cast<const float*>(smem + T::kOffSf + slot * T::kSmemSf);
 #pragma unroll
         for (uint32_t n = 0; n < kOwn; ++n) sf_key[n] = sf[key[n]];
@@ -315,7 +328,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
       __syncwarp();
       if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
       if (++stage == kStages) stage = 0, phase ^= 1;
-      if (block >= sq.blocks) continue;
+      if (block >= end) continue;
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
       float part[kValues];
@@ -331,7 +344,11 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
             masked ? ninf : out_value<OutT>(sum[n] * sf_key[n]);
       }
     }
-  });
+    // The sequence's last WGMMA has completed (wait<0> above) and its weights and row ends are in
+    // registers: the producer may replace the Q stage.
+    __syncwarp();
+    if (lane == 0) ptx::mbar_arrive(q_empty_addr + qs * 8);
+  }
 }
 
 }  // namespace dg::attention
