@@ -8,7 +8,10 @@ perf/anchors_h100.md; for paged-mqa a device copy moving the bytes the call read
 cuBLAS column).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
-hit every contender alike. Contenders:
+hit every contender alike. paged-mqa times replays of a CUDA graph of each call, as decoding runs
+them: its calls take 25-120 us of GPU time, and a Python host path slower than the GPU work between
+two of them (libdg's paged call took 47-230 us per warm call, DeepGEMM's 12-27 us) would put host
+time into the kernel's. Contenders:
   libdg     the Python binding (`dg`), found through DG_LIBRARY_PATH or the source tree;
   deepgemm  `deep_gemm`, when importable (built from source: see bench/README.md);
   cublas    for dense, cuBLASLt (FP8 without block scales) or torch.matmul; else one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
@@ -110,6 +113,16 @@ def dequant_b(q, sf):
 
 rows = []
 ALT = {}  # name -> dg_gemm_options overrides (--alt)
+
+
+def graphed(fn):
+    """fn captured once in a CUDA graph (after a warm call): the replay, with no Python in it."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
 
 
 def race(row, contenders):
@@ -431,7 +444,7 @@ def paged_mqa(batch, next_n, avg):
                 got.append(logits[r, :end].double())
         row["diff_" + name] = "%.1e" % calc_diff(torch.cat(got), torch.cat(ref))
     torch.cuda.synchronize()
-    race(row, contenders)
+    race(row, {name: graphed(fn) for name, fn in contenders.items()})
 
 
 def geomean(sel, peer):
