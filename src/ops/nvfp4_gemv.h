@@ -44,6 +44,7 @@ struct Nvfp4GemvConfig {
   int defer = 1;             // KT > 32: rounds whose cross-warp row sums share one barrier (>= 1)
   Nvfp4CacheHint hint = Nvfp4CacheHint::kNoAllocate;
   int grid = 0;              // blocks; 0 = nvfp4_gemv_grid of one wave (blocks per SM x SMs)
+  bool sweep = false;        // one batch (L = 1): rounds dealt round-robin over the grid
   int threads() const { return threads_per_row * row_groups; }
 };
 
