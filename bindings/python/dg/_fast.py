@@ -1,13 +1,17 @@
-"""The warm path of the GEMM wrappers: a call whose arguments were all seen before is one C call.
+"""The warm path of the GEMM and MQA-logits wrappers: a call whose arguments were all seen before
+is one C call (two torch calls and two C calls where it returns a new output tensor).
 
 A wrapper that can take it builds a key from everything its Python plumbing decides on: each
 tensor's data pointer, sizes, strides and dtype, the scalars and the entry point. The first call
 with a key runs the full plumbing (argument checks, layout queries, descriptors); when it launched
-with nothing made for it (no scale transform, no workspace, no new tensor), :func:`store` records
-the descriptors, options and device it passed. A later call with the same key goes straight to
-:func:`call`: it reads torch's current stream, and makes the one C call, which validates its
-arguments as every libdg call does. Same key, same arguments, so the skipped Python checks passed
-already.
+with nothing made for it (no scale transform, no workspace) but perhaps its output, :func:`store`
+records the arguments it passed after the stream (descriptors, scalars, options) and the device. A
+later call with the same key goes straight to :func:`call` (or :func:`call_new` where the call
+allocates its output): it reads torch's current stream, and makes the one C call, which validates
+its arguments as every libdg call does. Same key, same arguments, so the skipped Python checks
+passed already. A new output has the layout of the first call's (the layout is a function of the
+key): it is allocated as that one was, and the plan's own descriptor of it is re-pointed at it
+with ``dg_tensor_set_data``.
 
 Only plain torch tensors (``torch.Tensor``, ``torch.nn.Parameter``) on torch's current stream
 qualify, after torch has initialised CUDA: their attributes are cheap to read and their device
@@ -24,7 +28,7 @@ from ctypes import c_int64, c_void_p
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import _lib, _stream
-from ._tensor import TensorInfo, torch_module
+from ._tensor import TensorInfo, TorchAllocation, torch_module
 
 # Plans per thread; a full table is emptied (its descriptors destroyed) and refilled.
 CAPACITY = 256
@@ -55,21 +59,25 @@ def tensor_types() -> Optional[Tuple[type, ...]]:
 
 
 class Plan:
-    """What a call with one key hands libdg: the entry point, the device, the descriptors (owned
-    by the plan) and the options."""
+    """What a call with one key hands libdg: the entry point, the device, and the arguments after
+    the stream (descriptors owned by the plan, ctypes scalars, a byref of the options); for a call
+    that allocates its output, how (``alloc``), and which argument describes it (``out``)."""
 
-    __slots__ = ("lib", "name", "fn", "device", "args", "options")
+    __slots__ = ("lib", "name", "fn", "device", "args", "alloc", "out", "set_data")
 
-    def __init__(self, lib: Any, name: str, device: int, args: Tuple[Any, ...], options: Any) -> None:
+    def __init__(self, lib: Any, name: str, device: int, args: Tuple[Any, ...], alloc: Optional[TorchAllocation],
+                 out: Any) -> None:
         self.lib = lib
         self.name = name
         # A function object of its own without argtypes: the arguments are ctypes objects already
-        # (c_void_p handles, None, a byref of the options), so ctypes passes them without
-        # converting each one; the return value is the int32 dg_status.
+        # (c_void_p handles, None, c_int32/c_int64 scalars, a byref of the options), so ctypes
+        # passes them without converting each one; the return value is the int32 dg_status.
         self.fn = lib.cdll[name]
         self.device = device
         self.args = args
-        self.options = options
+        self.alloc = alloc
+        self.out = out
+        self.set_data = lib.fn("dg_tensor_set_data") if alloc is not None else None
 
 
 class _Table(threading.local):
@@ -106,15 +114,39 @@ def call(key: Any) -> bool:
     dev = plan.device
     cu = _raw_stream(dev)
     handle = _stream._cache.get((dev, cu)) or _stream._cached(dev, cu)
-    status = plan.fn(handle, *plan.args, plan.options)
+    status = plan.fn(handle, *plan.args)
     if status != 0:
         lib.check(status, plan.name)
     return True
 
 
-def _descriptor(lib: Any, info: Optional[TensorInfo]) -> Optional[c_void_p]:
-    if info is None:
+def call_new(key: Any) -> Any:
+    """Runs the plan of ``key``, a call that allocates its output, on a new output and returns it,
+    or returns None when there is no plan (or it belongs to another library)."""
+    plan = _table.plans.get(key)
+    if plan is None:
         return None
+    lib = _lib._library
+    if plan.lib is not lib:
+        return None
+    alloc = plan.alloc
+    # torch's current stream of the device, as the full path allocates when no stream is given.
+    result = alloc.empty(alloc.shape, dtype=alloc.dtype, device=alloc.device)
+    status = plan.set_data(plan.out, result.data_ptr())
+    if status != 0:
+        lib.check(status, "dg_tensor_set_data")
+    if alloc.view is not None:
+        result = result.as_strided(*alloc.view)
+    dev = plan.device
+    cu = _raw_stream(dev)
+    handle = _stream._cache.get((dev, cu)) or _stream._cached(dev, cu)
+    status = plan.fn(handle, *plan.args)
+    if status != 0:
+        lib.check(status, plan.name)
+    return result
+
+
+def _descriptor(lib: Any, info: TensorInfo) -> c_void_p:
     rank = info.rank
     sizes = (c_int64 * max(rank, 1))(*info.shape)
     strides = (c_int64 * max(rank, 1))(*info.strides)
@@ -124,17 +156,20 @@ def _descriptor(lib: Any, info: Optional[TensorInfo]) -> Optional[c_void_p]:
     return handle
 
 
-def store(key: Any, name: str, device: int, infos: Sequence[Optional[TensorInfo]], options: Any) -> None:
-    """Records the plan of a call that just succeeded with ``key``: ``name`` called with the stream,
-    descriptors of ``infos`` (in order) and ``options`` (a ``byref`` of the options struct)."""
+def store(key: Any, name: str, device: int, args: Sequence[Any], alloc: Optional[TorchAllocation] = None,
+          out: int = -1) -> None:
+    """Records the plan of a call that just succeeded with ``key``: ``name`` called with the stream
+    and ``args``, where each :class:`TensorInfo` becomes a descriptor of the plan's own and anything
+    else (None, a ctypes scalar, a ``byref`` of an options struct) passes as it is. A call that
+    allocated its output with ``alloc`` names the output's argument with ``out``."""
     if tensor_types() is None:
         return
     lib = _lib.get()
     table = _table
     if len(table.plans) >= CAPACITY:
         table.clear()
-    args = tuple(_descriptor(lib, info) for info in infos)
-    table.plans[key] = Plan(lib, name, device, args, options)
+    plan_args = tuple(_descriptor(lib, a) if isinstance(a, TensorInfo) else a for a in args)
+    table.plans[key] = Plan(lib, name, device, plan_args, alloc, plan_args[out] if alloc is not None else None)
 
 
 def clear() -> None:

@@ -68,7 +68,7 @@ def _bf16_gemm(
         status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ic), opts)
         lib.check(status, name)
     if key is not None:
-        _fast.store(key, name, dev, (ia, ib, idd, ic), opts)
+        _fast.store(key, name, dev, (ia, ib, idd, ic, opts))
 
 
 def _make_bf16(layout: str) -> Callable[..., None]:
@@ -192,7 +192,7 @@ def _fp8_gemm(
         lib.check(status, name)
     # Warm path only where the call made nothing of its own (no scale copies, no workspace).
     if key is not None and keep[0] is a_sf and keep[1] is b_sf and ws is None:
-        _fast.store(key, name, dev, (ia, isfa2, ib, isfb2, idd, ic), opts)
+        _fast.store(key, name, dev, (ia, isfa2, ib, isfb2, idd, ic, opts))
     del keep
 
 

@@ -5,17 +5,29 @@
 Outputs are allocated with torch for torch inputs (rows padded as ``get_mqa_logits_layout`` says,
 the logical shape returned as a view); other callers pass ``out``. Nothing synchronises the host:
 the paged pair can be captured in a CUDA graph (call :func:`paged_mqa_logits_prepare` first).
+Repeated calls with torch tensors on torch's current stream take the warm path of ``_fast``, also
+when they allocate their output.
 """
 
 from __future__ import annotations
 
-from ctypes import byref, c_int64, c_size_t
+from ctypes import byref, c_int32, c_int64, c_size_t
 from typing import Any, Optional, Tuple
 
-from . import _lib, _stream
-from ._tensor import BFLOAT16, FLOAT32, INT32, Descriptors, TensorInfo, allocate_torch, describe
+from . import _fast, _lib, _stream
+from ._tensor import BFLOAT16, FLOAT32, INT32, Descriptors, TensorInfo, TorchAllocation, describe
 from .api import StreamLike, Tensor, _dtype_arg, _int32, _pair, _prepare_call, _writable
 from .errors import InvalidArgument, Unsupported
+
+
+# Types of clean_logits a warm-path key may hold (any other object's truth value could cost a sync).
+_FLAGS = (bool, int)
+
+
+def _dtype_key(x: Any, like: Any) -> bool:
+    """Whether ``logits_dtype`` ``x`` may be part of a warm-path key: None, an int, a name, or a
+    torch dtype (``like`` is a tensor's dtype)."""
+    return x is None or type(x) in (int, str) or type(x) is type(like)
 
 
 def _logits_dtype(x: Any) -> int:
@@ -39,14 +51,17 @@ def get_mqa_logits_layout(seq_len: int, seq_len_kv: int, logits_dtype: Any = Non
     return (sizes[0], sizes[1]), (strides[0], strides[1]), nbytes.value
 
 
-def _logits_out(out: Optional[Tensor], like: TensorInfo, rows: int, cols: int, dtype: int, cu: int) -> Tuple[Any, TensorInfo]:
+def _logits_out(out: Optional[Tensor], like: TensorInfo, rows: int, cols: int, dtype: int,
+                cu: int) -> Tuple[Any, TensorInfo, Optional[TorchAllocation]]:
+    """(the logits, their info, how they were allocated: None for ``out``)."""
     if out is None:
         sizes, strides, nbytes = get_mqa_logits_layout(rows, cols, dtype)
-        result = allocate_torch(like, dtype, sizes, strides, nbytes, cu)
-        return result, describe(result, "logits")
+        alloc = TorchAllocation(like, dtype, sizes, strides, nbytes)
+        result = alloc.new(cu)
+        return result, describe(result, "logits"), alloc
     info = describe(out, "out")
     _writable(info, "out")
-    return out, info
+    return out, info, None
 
 
 def fp8_mqa_logits(
@@ -79,11 +94,32 @@ def fp8_mqa_logits(
 
     Returns:
         The logits ``[S_q, S_kv]``."""
+    name = "dg_fp8_mqa_logits"
+    key = None
+    if (stream is None and type(max_seqlen_k) is int and max_seqlen_k == 0 and type(clean_logits) in _FLAGS
+            and type(kv) is tuple and len(kv) == 2):
+        types = _fast._types or _fast.tensor_types()
+        x, sx = kv
+        if (types is not None and type(q) in types and type(x) in types and type(sx) in types and type(weights) in types
+                and type(cu_seq_len_k_start) in types and type(cu_seq_len_k_end) in types
+                and (out is None or type(out) in types) and _dtype_key(logits_dtype, q.dtype)):
+            ks, ke = cu_seq_len_k_start, cu_seq_len_k_end
+            key = (name, bool(clean_logits), logits_dtype, q.data_ptr(), q.shape, q.stride(), q.dtype,
+                   x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
+                   weights.data_ptr(), weights.shape, weights.stride(), weights.dtype,
+                   ks.data_ptr(), ks.shape, ks.stride(), ks.dtype, ke.data_ptr(), ke.shape, ke.stride(), ke.dtype,
+                   None if out is None else (out.data_ptr(), out.shape, out.stride(), out.dtype))
+            if out is None:
+                result = _fast.call_new(key)
+                if result is not None:
+                    return result
+            elif _fast.call(key):
+                return out
     if int(max_seqlen_k) != 0:
         raise Unsupported("max_seqlen_k = %d: libdg writes the non-compressed [S_q, S_kv] logits only (pass 0)" % int(max_seqlen_k))
     kv_fp8, kv_sf = _pair(kv, "kv")
     dtype = _logits_dtype(logits_dtype)
-    handle, _dev, cu, (iq, ikv, isf, iw, iks, ike) = _prepare_call(
+    handle, dev, cu, (iq, ikv, isf, iw, iks, ike) = _prepare_call(
         [(q, "q", None), (kv_fp8, "kv", None), (kv_sf, "kv_sf", None), (weights, "weights", None),
          (cu_seq_len_k_start, "cu_seq_len_k_start", None), (cu_seq_len_k_end, "cu_seq_len_k_end", None)],
         stream,
@@ -91,12 +127,15 @@ def fp8_mqa_logits(
     assert iq is not None and ikv is not None
     if iq.rank != 3 or ikv.rank != 2:
         raise InvalidArgument("q: expected [S_q, H, D] and kv [S_kv, D], got ranks %d and %d" % (iq.rank, ikv.rank))
-    result, il = _logits_out(out, iq, iq.shape[0], ikv.shape[0], dtype, cu)
+    result, il, alloc = _logits_out(out, iq, iq.shape[0], ikv.shape[0], dtype, cu)
     lib = _lib.get()
+    clean = 1 if clean_logits else 0
     with Descriptors() as ds:
-        status = lib.fn("dg_fp8_mqa_logits")(handle, ds.add(iq), ds.add(ikv), ds.add(isf), ds.add(iw), ds.add(iks),
-                                             ds.add(ike), ds.add(il), 1 if clean_logits else 0)
-        lib.check(status, "dg_fp8_mqa_logits")
+        status = lib.fn(name)(handle, ds.add(iq), ds.add(ikv), ds.add(isf), ds.add(iw), ds.add(iks), ds.add(ike),
+                              ds.add(il), clean)
+        lib.check(status, name)
+    if key is not None:
+        _fast.store(key, name, dev, (iq, ikv, isf, iw, iks, ike, il, c_int32(clean)), alloc, 6)
     return result
 
 
@@ -106,20 +145,37 @@ def get_paged_mqa_logits_metadata(
     """The schedule of :func:`fp8_paged_mqa_logits`: int32 ``[num_sms + 1, 2]`` computed on the
     stream from ``context_lens`` (int32 ``[B]`` or ``[B, next_n]``). ``block_kv`` must be 64;
     ``num_sms`` is the number of CTAs the paged call runs (DeepGEMM passes the SM count)."""
+    name = "dg_get_paged_mqa_logits_metadata"
+    key = None
+    if stream is None and type(block_kv) is int and type(num_sms) is int:
+        types = _fast._types or _fast.tensor_types()
+        if types is not None and type(context_lens) in types and (out is None or type(out) in types):
+            ctx = context_lens
+            key = (name, block_kv, num_sms, ctx.data_ptr(), ctx.shape, ctx.stride(), ctx.dtype,
+                   None if out is None else (out.data_ptr(), out.shape, out.stride(), out.dtype))
+            if out is None:
+                result = _fast.call_new(key)
+                if result is not None:
+                    return result
+            elif _fast.call(key):
+                return out
     block_kv, num_sms = _int32(block_kv, "block_kv"), _int32(num_sms, "num_sms")
-    handle, _dev, cu, (ictx, iout) = _prepare_call([(context_lens, "context_lens", None), (out, "out", None)], stream)
+    handle, dev, cu, (ictx, iout) = _prepare_call([(context_lens, "context_lens", None), (out, "out", None)], stream)
     assert ictx is not None
-    result = out
+    result, alloc = out, None
     if iout is None:
         if num_sms < 1:
             raise InvalidArgument("num_sms: %d (expected at least 1)" % num_sms)
-        result = allocate_torch(ictx, INT32, [num_sms + 1, 2], [2, 1], 8 * (num_sms + 1), cu)
+        alloc = TorchAllocation(ictx, INT32, [num_sms + 1, 2], [2, 1], 8 * (num_sms + 1))
+        result = alloc.new(cu)
         iout = describe(result, "out")
     _writable(iout, "out")
     lib = _lib.get()
     with Descriptors() as ds:
-        status = lib.fn("dg_get_paged_mqa_logits_metadata")(handle, ds.add(ictx), block_kv, num_sms, ds.add(iout))
-        lib.check(status, "dg_get_paged_mqa_logits_metadata")
+        status = lib.fn(name)(handle, ds.add(ictx), block_kv, num_sms, ds.add(iout))
+        lib.check(status, name)
+    if key is not None:
+        _fast.store(key, name, dev, (ictx, c_int32(block_kv), c_int32(num_sms), iout), alloc, 3)
     return result
 
 
@@ -156,9 +212,28 @@ def fp8_paged_mqa_logits(
 
     Returns:
         The logits ``[B * next_n, max_context_len]``."""
+    name = "dg_fp8_paged_mqa_logits"
+    key = None
+    if stream is None and type(max_context_len) is int and type(clean_logits) in _FLAGS:
+        types = _fast._types or _fast.tensor_types()
+        if (types is not None and type(q) in types and type(kv_cache) in types and type(weights) in types
+                and type(context_lens) in types and type(block_table) in types and type(schedule_meta) in types
+                and (out is None or type(out) in types) and _dtype_key(logits_dtype, q.dtype)):
+            c, ctx, bt, sm = kv_cache, context_lens, block_table, schedule_meta
+            key = (name, max_context_len, bool(clean_logits), logits_dtype, q.data_ptr(), q.shape, q.stride(), q.dtype,
+                   c.data_ptr(), c.shape, c.stride(), c.dtype, weights.data_ptr(), weights.shape, weights.stride(),
+                   weights.dtype, ctx.data_ptr(), ctx.shape, ctx.stride(), ctx.dtype,
+                   bt.data_ptr(), bt.shape, bt.stride(), bt.dtype, sm.data_ptr(), sm.shape, sm.stride(), sm.dtype,
+                   None if out is None else (out.data_ptr(), out.shape, out.stride(), out.dtype))
+            if out is None:
+                result = _fast.call_new(key)
+                if result is not None:
+                    return result
+            elif _fast.call(key):
+                return out
     max_context_len = int(max_context_len)
     dtype = _logits_dtype(logits_dtype)
-    handle, _dev, cu, (iq, ic, iw, ictx, ibt, ism) = _prepare_call(
+    handle, dev, cu, (iq, ic, iw, ictx, ibt, ism) = _prepare_call(
         [(q, "q", None), (kv_cache, "kv_cache", None), (weights, "weights", None), (context_lens, "context_lens", None),
          (block_table, "block_table", None), (schedule_meta, "schedule_meta", None)],
         stream,
@@ -166,13 +241,15 @@ def fp8_paged_mqa_logits(
     assert iq is not None
     if iq.rank != 4:
         raise InvalidArgument("q: expected [B, next_n, H, D], got rank %d" % iq.rank)
-    result, il = _logits_out(out, iq, iq.shape[0] * iq.shape[1], max_context_len, dtype, cu)
+    result, il, alloc = _logits_out(out, iq, iq.shape[0] * iq.shape[1], max_context_len, dtype, cu)
     lib = _lib.get()
+    clean = 1 if clean_logits else 0
     with Descriptors() as ds:
-        status = lib.fn("dg_fp8_paged_mqa_logits")(handle, ds.add(iq), ds.add(ic), ds.add(iw), ds.add(ictx),
-                                                   ds.add(ibt), ds.add(ism), max_context_len, ds.add(il),
-                                                   1 if clean_logits else 0)
-        lib.check(status, "dg_fp8_paged_mqa_logits")
+        status = lib.fn(name)(handle, ds.add(iq), ds.add(ic), ds.add(iw), ds.add(ictx), ds.add(ibt), ds.add(ism),
+                              max_context_len, ds.add(il), clean)
+        lib.check(status, name)
+    if key is not None:
+        _fast.store(key, name, dev, (iq, ic, iw, ictx, ibt, ism, c_int64(max_context_len), il, c_int32(clean)), alloc, 7)
     return result
 
 

@@ -483,6 +483,45 @@ def read_descriptor(handle: c_void_p) -> Tuple[int, int, Tuple[int, ...], Tuple[
     return (data.value or 0, dtype.value, tuple(sizes[:r]), tuple(strides[:r]))
 
 
+class TorchAllocation:
+    """How :func:`allocate_torch` makes a tensor of one layout, kept so that a warm call makes the
+    next one with the same torch calls: ``torch.empty(shape, dtype=, device=)`` (``shape`` the
+    sizes themselves where they are contiguous and fill the buffer, else the element count), then
+    ``as_strided(*view)`` unless ``view`` is None."""
+
+    __slots__ = ("empty", "shape", "dtype", "device", "view")
+
+    def __init__(self, like: TensorInfo, dtype: int, sizes: Sequence[int], strides: Sequence[int], nbytes: int) -> None:
+        torch = torch_module()
+        if torch is None or not like.is_torch:
+            raise InvalidArgument("cannot allocate an output: the input is not a torch tensor; pass out=")
+        sizes, strides = tuple(int(s) for s in sizes), tuple(int(s) for s in strides)
+        elem = DTYPE_SIZES[dtype]
+        numel = -(-int(nbytes) // elem)
+        needed = 1 + sum((s - 1) * st for s, st in zip(sizes, strides)) if all(s > 0 for s in sizes) else 0
+        numel = max(numel, needed)
+        exact = numel == needed and strides == contiguous_strides(sizes)
+        self.empty = torch.empty
+        self.shape = sizes if exact else numel
+        self.dtype = getattr(torch, TORCH_NAMES[dtype])
+        self.device = like.source.device
+        self.view = None if exact else (sizes, strides)
+
+    def new(self, cu_stream: Optional[int] = None) -> Any:
+        """A new tensor, allocated on ``cu_stream`` when it is not torch's current stream."""
+        device = self.device
+        if cu_stream is not None:
+            torch = torch_module()
+            if torch.cuda.current_stream(device).cuda_stream != cu_stream:
+                with torch.cuda.stream(torch.cuda.ExternalStream(cu_stream, device=device)):
+                    return self._new()
+        return self._new()
+
+    def _new(self) -> Any:
+        buf = self.empty(self.shape, dtype=self.dtype, device=self.device)
+        return buf if self.view is None else buf.as_strided(*self.view)
+
+
 def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: Sequence[int], nbytes: int,
                    cu_stream: Optional[int] = None) -> Any:
     """A torch tensor on ``like``'s device with the given sizes/strides (elements) over a buffer of
@@ -493,18 +532,4 @@ def allocate_torch(like: TensorInfo, dtype: int, sizes: Sequence[int], strides: 
     stream's work is done, and nothing is recorded on that stream when the tensor is freed, so it
     stays safe after a libdg-owned stream is destroyed. Using the result on another stream needs
     the usual synchronisation."""
-    torch = torch_module()
-    if torch is None or not like.is_torch:
-        raise InvalidArgument("cannot allocate an output: the input is not a torch tensor; pass out=")
-    tdtype = getattr(torch, TORCH_NAMES[dtype])
-    elem = DTYPE_SIZES[dtype]
-    numel = -(-int(nbytes) // elem)
-    needed = 1 + sum((int(s) - 1) * int(st) for s, st in zip(sizes, strides)) if all(int(s) > 0 for s in sizes) else 0
-    numel = max(numel, needed)
-    device = like.source.device
-    if cu_stream is not None and torch.cuda.current_stream(device).cuda_stream != cu_stream:
-        with torch.cuda.stream(torch.cuda.ExternalStream(cu_stream, device=device)):
-            buf = torch.empty(numel, dtype=tdtype, device=device)
-    else:
-        buf = torch.empty(numel, dtype=tdtype, device=device)
-    return buf.as_strided(tuple(int(s) for s in sizes), tuple(int(s) for s in strides))
+    return TorchAllocation(like, dtype, sizes, strides, nbytes).new(cu_stream)

@@ -702,6 +702,8 @@ def test_fp8_mqa_logits(h, d, logits_dtype):
     assert bool((logits[~inside] == float("-inf")).all())
     ref = _mqa_reference(q, kv, sf, w)
     assert calc_diff(logits[inside].double(), ref[inside]) < (1e-6 if logits_dtype == torch.float32 else 3e-5)
+    again = dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=True, logits_dtype=logits_dtype)  # warm
+    assert again.data_ptr() != logits.data_ptr() and torch.equal(again, logits)
 
 
 def test_fp8_mqa_logits_errors():
@@ -751,3 +753,11 @@ def test_fp8_paged_mqa_logits(next_n, two_d):
     assert bool((logits[~inside] == float("-inf")).all())
     assert bool(torch.isfinite(logits[inside]).all())
     assert calc_diff(logits[inside].double(), ref[inside]) < 1e-6
+    # Repeated calls take the warm path: new outputs, the same values (the kernels are deterministic).
+    for _ in range(2):
+        again = dg.get_paged_mqa_logits_metadata(ctx, 64, dg.get_num_sms())
+        assert again.data_ptr() != schedule.data_ptr() and torch.equal(again, schedule)
+        again = dg.fp8_paged_mqa_logits(q, cache.view(num_blocks, 64, 1, d + 4), w, ctx, table, schedule, max_ctx,
+                                        clean_logits=True)
+        assert again.data_ptr() != logits.data_ptr() and again.stride() == logits.stride()
+        assert torch.equal(again, logits)

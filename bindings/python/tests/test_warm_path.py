@@ -1,9 +1,10 @@
-"""The GEMM wrappers' warm path (dg/_fast.py) end to end against the fake CUDA driver
-(tests/fake_driver, put on LD_LIBRARY_PATH by the python_fake_driver CTest), with a stand-in for
-torch: a repeated call makes the same launch as the first without running the Python plumbing,
-anything in the key that changes takes the full path again, calls that made scale copies are never
-replayed, libdg's errors still raise, and a full table frees its descriptors. Skipped without the
-fake driver (a real GPU runs the real thing in test_gpu.py)."""
+"""The GEMM and MQA-logits wrappers' warm path (dg/_fast.py) end to end against the fake CUDA
+driver (tests/fake_driver, put on LD_LIBRARY_PATH by the python_fake_driver CTest), with a stand-in
+for torch: a repeated call makes the same launch as the first without running the Python plumbing
+(into a new output where the call allocates one), anything in the key that changes takes the full
+path again, calls that made scale copies are never replayed, libdg's errors still raise, and a
+full table frees its descriptors. Skipped without the fake driver (a real GPU runs the real thing
+in test_gpu.py)."""
 
 import ctypes
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 import dg
 from dg import _fast, _lib, _stream, api
+from dg import _tensor as T
 
 
 def _fake_driver():
@@ -73,9 +75,13 @@ def _make_torch(stream_box):
 
     heap = [0x7A0000000000]
 
-    def empty(numel, dtype, device):  # fake device memory: addresses only
+    def empty(shape, dtype, device):  # fake device memory: addresses only
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        numel = 1
+        for s in shape:
+            numel *= s
         heap[0] += (numel * 4 + 4095) // 4096 * 4096
-        return Tensor(heap[0], dtype, (numel,))
+        return Tensor(heap[0], dtype, shape)
 
     torch.Tensor = Tensor
     torch.empty = empty
@@ -111,6 +117,7 @@ def env(monkeypatch):
         return real(*a, **k)
 
     monkeypatch.setattr(dg._gemm, "_prepare_call", counting)
+    monkeypatch.setattr(dg._mqa, "_prepare_call", counting)
     _fast.clear()
     yield torch, launches, stream_box, full
     _fast.clear()
@@ -233,3 +240,152 @@ def test_a_full_table_frees_its_descriptors(env, monkeypatch):
         dg.bf16_gemm_nt(*_bf16(torch, base=0x7C0000000000 + (i << 40)))
     assert len(destroyed) == 4 * 3  # the first four plans' a, b and d
     assert len(_fast._table.plans) == 1
+
+
+# --- MQA logits -----------------------------------------------------------------------------------
+
+
+class _Paged:
+    """The arguments of a paged MQA-logits call (B 4, next_n 1, H 64, D 128)."""
+
+    def __init__(self, torch, b=4, max_ctx=600, base=0x7B0000000000):
+        self.ctx = torch.Tensor(base, torch.int32, (b,))
+        self.q = torch.Tensor(base + (1 << 32), torch.float8_e4m3fn, (b, 1, 64, 128))
+        self.cache = torch.Tensor(base + (2 << 32), torch.uint8, (40, 64, 1, 132))
+        self.w = torch.Tensor(base + (3 << 32), torch.float32, (b, 64))
+        self.table = torch.Tensor(base + (4 << 32), torch.int32, (b, 10))
+        self.sched = torch.Tensor(base + (5 << 32), torch.int32, (133, 2))
+        self.max_ctx = max_ctx
+
+    def logits(self, **kw):
+        return dg.fp8_paged_mqa_logits(self.q, self.cache, self.w, self.ctx, self.table, self.sched, self.max_ctx, **kw)
+
+
+def _prefill(torch, s_q=5, s_kv=300):
+    base = 0x7C0000000000
+    q = torch.Tensor(base, torch.float8_e4m3fn, (s_q, 64, 128))
+    kv = torch.Tensor(base + (1 << 32), torch.float8_e4m3fn, (s_kv, 128))
+    sf = torch.Tensor(base + (2 << 32), torch.float32, (s_kv,))
+    w = torch.Tensor(base + (3 << 32), torch.float32, (s_q, 64))
+    ks = torch.Tensor(base + (4 << 32), torch.int32, (s_q,))
+    ke = torch.Tensor(base + (5 << 32), torch.int32, (s_q,))
+    return q, (kv, sf), w, ks, ke
+
+
+def _out_descriptor(key_prefix):
+    (plan,) = [p for k, p in _fast._table.plans.items() if k[0] == key_prefix]
+    return plan, T.read_descriptor(plan.out)
+
+
+@pytest.mark.parametrize("which", ["metadata", "paged", "prefill"])
+def test_repeated_mqa_call_allocates_and_replays_the_first_launch(env, which):
+    torch, launches, _stream_box, full = env
+    p = _Paged(torch)
+    call, name = {
+        "metadata": (lambda: dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132), "dg_get_paged_mqa_logits_metadata"),
+        "paged": (lambda: p.logits(), "dg_fp8_paged_mqa_logits"),
+        "prefill": (lambda: dg.fp8_mqa_logits(*_prefill(torch)), "dg_fp8_mqa_logits"),
+    }[which]
+    first = call()
+    assert full[0] == 1 and len(launches) == 1
+    results = [call() for _ in range(3)]
+    assert full[0] == 1, "the warm path ran the Python plumbing"
+    assert launches == launches[:1] * 4
+    _plan, (data, _dtype, sizes, strides) = _out_descriptor(name)
+    last = results[-1]
+    # Each call returns a tensor of its own, laid out as the first, and libdg wrote that one.
+    assert len({r.data_ptr() for r in [first] + results}) == 4
+    assert all(r.shape == first.shape and r.stride() == first.stride() and r.dtype is first.dtype for r in results)
+    assert data == last.data_ptr() and sizes == tuple(last.shape) and strides == tuple(last.stride())
+
+
+def test_mqa_layouts_of_new_outputs(env):
+    torch, _launches, _stream_box, _full = env
+    p = _Paged(torch)
+    for _ in range(2):
+        sched = dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132)
+        assert sched.shape == (133, 2) and sched.stride() == (2, 1) and sched.dtype is torch.int32
+        logits = p.logits()  # rows padded to 1024 bytes
+        assert logits.shape == (4, 600) and logits.stride() == (768, 1) and logits.dtype is torch.float32
+        logits = p.logits(logits_dtype=torch.bfloat16)
+        assert logits.shape == (4, 600) and logits.stride() == (1024, 1) and logits.dtype is torch.bfloat16
+
+
+def test_mqa_call_with_out_replays_into_it(env):
+    torch, launches, _stream_box, full = env
+    p = _Paged(torch)
+    out = torch.Tensor(0x7D0000000000, torch.float32, (4, 600), (768, 1))
+    sched = torch.Tensor(0x7D0100000000, torch.int32, (133, 2))
+    for _ in range(3):
+        assert p.logits(out=out) is out
+        assert dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132, out=sched) is sched
+    assert full[0] == 2 and len(launches) == 6 and launches[0::2] == launches[:1] * 3
+
+
+def test_anything_in_an_mqa_key_changes_takes_the_full_path(env):
+    torch, _launches, _stream_box, full = env
+    p = _Paged(torch)
+    p.logits()
+    other = _Paged(torch, base=0x7E0000000000)
+    variants = [
+        lambda: p.logits(clean_logits=True),
+        lambda: p.logits(logits_dtype=torch.bfloat16),
+        lambda: p.logits(logits_dtype="bfloat16"),
+        lambda: p.logits(out=torch.Tensor(0x7D0000000000, torch.float32, (4, 600), (768, 1))),
+        lambda: dg.fp8_paged_mqa_logits(p.q, p.cache, p.w, p.ctx, p.table, p.sched, 512),  # max_context_len
+        lambda: dg.fp8_paged_mqa_logits(p.q, p.cache, p.w, p.ctx, p.table, other.sched, 600),  # a pointer
+        lambda: dg.fp8_paged_mqa_logits(p.q, p.cache, p.w, p.ctx, torch.Tensor(p.table.data_ptr(), torch.int32, (4, 12)),
+                                        p.sched, 600),  # sizes
+        lambda: dg.fp8_paged_mqa_logits(p.q, torch.Tensor(p.cache.data_ptr(), torch.uint8, (40, 64, 1, 132),
+                                                          (64 * 144, 132, 132, 1)), p.w, p.ctx, p.table, p.sched, 600),  # strides
+        lambda: dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132),
+        lambda: dg.get_paged_mqa_logits_metadata(p.ctx, 64, 66),  # num_sms
+        lambda: dg.fp8_mqa_logits(*_prefill(torch)),
+        lambda: dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False),
+        lambda: dg.fp8_mqa_logits(*_prefill(torch, s_kv=256)),
+    ]
+    for i, call in enumerate(variants):
+        call()
+        assert full[0] == 2 + i, i
+        call()  # now warm itself
+        assert full[0] == 2 + i, i
+    # Explicit streams, and scalars that are not plain ints, always take the full path.
+    p.logits(stream=0)
+    dg.fp8_paged_mqa_logits(p.q, p.cache, p.w, p.ctx, p.table, p.sched, 600.0)
+    dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132, stream=0)
+    dg.get_paged_mqa_logits_metadata(p.ctx, 64.0, 132)
+    q, kv, w, ks, ke = _prefill(torch)
+    dg.fp8_mqa_logits(q, list(kv), w, ks, ke)
+    assert full[0] == 1 + len(variants) + 5
+
+
+def test_mqa_errors_raise_and_are_never_replayed(env):
+    torch, launches, _stream_box, full = env
+    p = _Paged(torch)
+    p.q = torch.Tensor(p.q.data_ptr(), torch.float8_e4m3fn, (4, 1, 48, 128))
+    for i in range(2):
+        with pytest.raises(dg.Unsupported, match="H = 48"):
+            p.logits()
+        with pytest.raises(dg.Unsupported, match="block_kv: 32"):
+            dg.get_paged_mqa_logits_metadata(p.ctx, 32, 132)
+        with pytest.raises(dg.Unsupported, match="max_seqlen_k"):
+            dg.fp8_mqa_logits(*_prefill(torch), max_seqlen_k=128)
+        with pytest.raises(dg.InvalidArgument, match="num_sms"):
+            dg.get_paged_mqa_logits_metadata(p.ctx, 64, 0)
+        assert full[0] == 3 * (i + 1)
+    assert launches == [] and not _fast._table.plans
+
+
+def test_libdg_errors_raise_on_the_mqa_warm_path(env):
+    torch, launches, _stream_box, full = env
+    p = _Paged(torch)
+    first = p.logits()
+    plan, _ = _out_descriptor("dg_fp8_paged_mqa_logits")
+    lib = _lib.get()
+    good = plan.fn
+    plan.fn = lambda *args: lib.fn("dg_get_tma_aligned_size")(5, 3, None)
+    with pytest.raises(dg.InvalidArgument, match="dg_fp8_paged_mqa_logits: aligned: out-pointer is NULL"):
+        p.logits()
+    plan.fn = good
+    assert p.logits().shape == first.shape
+    assert full[0] == 1 and len(launches) == 2
