@@ -41,11 +41,12 @@ int mqa_logits_split(int64_t tiles, int64_t max_tile_blocks, int num_sms) {
   return split;
 }
 
-MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype) {
+MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype, bool compressed) {
   MqaLogitsConfig c;
   c.heads = heads;
   c.head_dim = head_dim;
   c.bf16_out = logits_dtype == DG_DTYPE_BFLOAT16;
+  c.compressed = compressed;
   // Four consumer warp-groups (256 KV rows a stage): while one sums its block over the heads, the
   // others keep the tensor cores busy (two warp-groups ran 0.88x as fast on the H100). Three
   // stages (131 KB for D = 128) measured the same as four or five.
@@ -58,25 +59,27 @@ std::vector<MqaLogitsConfig> all_mqa_logits_configs() {
   std::vector<MqaLogitsConfig> out;
   for (int h : {32, 64})
     for (int d : {64, 128})
-      for (dg_dtype t : {DG_DTYPE_FLOAT32, DG_DTYPE_BFLOAT16}) out.push_back(choose_mqa_logits_config(h, d, t));
+      for (dg_dtype t : {DG_DTYPE_FLOAT32, DG_DTYPE_BFLOAT16})
+        for (bool compressed : {false, true}) out.push_back(choose_mqa_logits_config(h, d, t, compressed));
   return out;
 }
 
 jit::KernelKey mqa_logits_kernel_key(const MqaLogitsConfig& c) {
-  return jit::KernelKey(jit::kFamilyMqaLogits, {c.heads, c.head_dim, c.math_wg, c.stages, c.bf16_out});
+  return jit::KernelKey(jit::kFamilyMqaLogits, {c.heads, c.head_dim, c.math_wg, c.stages, c.bf16_out, c.compressed});
 }
 
 jit::KernelSpec mqa_logits_kernel_spec(const MqaLogitsConfig& c) {
   jit::KernelSpec spec;
   spec.template_name = "kernels/mqa_logits.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_fp8_mqa_logits_h{}_d{}_w{}_s{}_{}", c.heads, c.head_dim, c.math_wg,
-                                 c.stages, c.bf16_out ? "bf16" : "f32");
+  spec.kernel_name = fmt::format("dg_sm90_fp8_mqa_logits_h{}_d{}_w{}_s{}_{}{}", c.heads, c.head_dim, c.math_wg,
+                                 c.stages, c.bf16_out ? "bf16" : "f32", c.compressed ? "_compressed" : "");
   spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
                                       {"heads", c.heads},
                                       {"head_dim", c.head_dim},
                                       {"math_wg", c.math_wg},
                                       {"stages", c.stages},
                                       {"out_type", c.bf16_out ? "dg::bf16" : "float"},
+                                      {"compressed", c.compressed ? "true" : "false"},
                                       {"smem_bytes", static_cast<int64_t>(c.smem_bytes())}});
   return spec;
 }
@@ -135,11 +138,13 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
                 dev.name, dev.cc_major, dev.cc_minor);
   int num_sms = 0;
   DG_TRY(num_sms_of(stream, &num_sms));
-  const MqaLogitsConfig c = choose_mqa_logits_config(a.heads, a.head_dim, a.logits_dtype);
+  const MqaLogitsConfig c = choose_mqa_logits_config(a.heads, a.head_dim, a.logits_dtype, a.max_seqlen_k > 0);
   if (!prepare_only && (a.s_q == 0 || a.s_kv == 0)) return DG_SUCCESS;
-  // Persistent: at most one CTA per SM, each striding over the parts of the Q tiles.
+  // Persistent: at most one CTA per SM, each striding over the parts of the Q tiles. A compressed
+  // tile scans about max_seqlen_k keys when its tokens' ranges start close together.
   const int64_t tiles = (a.s_q + c.block_q() - 1) / c.block_q();
-  const int split = mqa_logits_split(tiles, (a.s_kv + c.block_kv() - 1) / c.block_kv(), num_sms);
+  const int64_t tile_keys = a.max_seqlen_k > 0 ? std::min(a.s_kv, a.max_seqlen_k) : a.s_kv;
+  const int split = mqa_logits_split(tiles, (tile_keys + c.block_kv() - 1) / c.block_kv(), num_sms);
   return launch_logits_kernel<MqaLogitsParams>(
       stream, c, mqa_logits_kernel_key(c), mqa_logits_kernel_spec, prepare_only, std::min<int64_t>(tiles * split, num_sms),
       [&](MqaLogitsParams* p) {
@@ -162,6 +167,7 @@ dg_status run_mqa_logits(const dg_stream_s& stream, const MqaLogitsArgs& a, bool
         p->s_kv = static_cast<uint32_t>(a.s_kv);
         p->clean = a.clean ? 1u : 0u;
         p->split = static_cast<uint32_t>(split);
+        p->max_seqlen_k = static_cast<uint32_t>(a.max_seqlen_k);
         return DG_SUCCESS;
       });
 }

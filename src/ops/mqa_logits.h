@@ -23,6 +23,7 @@ struct MqaLogitsArgs {
   int heads = 0, head_dim = 0;
   dg_dtype logits_dtype = DG_DTYPE_FLOAT32;
   bool clean = true;
+  int64_t max_seqlen_k = 0;  // > 0: the compressed layout, rows of max_seqlen_k columns from each ks
   const void* q = nullptr;      // [S_q * H, D] rows ld_q bytes apart
   int64_t ld_q = 0;
   const void* kv = nullptr;     // [S_kv, D] rows ld_kv bytes apart
@@ -42,13 +43,14 @@ struct MqaLogitsConfig {
   int math_wg = 2;  // consumer warp-groups: 64 KV rows each per stage
   int stages = 6;
   bool bf16_out = false;
+  bool compressed = false;  // the compressed layout (writes each token's keys only, never -inf)
   unsigned threads() const { return 128u * static_cast<unsigned>(math_wg + 1); }
   int block_q() const { return 128 / heads; }
   int block_kv() const { return 64 * math_wg; }
   unsigned smem_bytes() const;
 };
 
-MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype);
+MqaLogitsConfig choose_mqa_logits_config(int heads, int head_dim, dg_dtype logits_dtype, bool compressed = false);
 // Parts per Q tile of the non-paged kernel (1 to 8): `tiles` Q tiles of at most `max_tile_blocks`
 // KV blocks each, on `num_sms` persistent CTAs.
 int mqa_logits_split(int64_t tiles, int64_t max_tile_blocks, int num_sms);
@@ -67,11 +69,13 @@ struct alignas(64) MqaLogitsParams {
   int64_t ld_logits;
   uint32_t s_q, s_kv;
   uint32_t clean;
-  uint32_t split;  // parts per Q tile
+  uint32_t split;         // parts per Q tile
+  uint32_t max_seqlen_k;  // compressed kernels: columns per row
 };
 static_assert(sizeof(MqaLogitsParams) == 576, "must match the device struct");
 static_assert(offsetof(MqaLogitsParams, ks) == 512 && offsetof(MqaLogitsParams, logits) == 528 &&
-                  offsetof(MqaLogitsParams, s_q) == 544 && offsetof(MqaLogitsParams, clean) == 552,
+                  offsetof(MqaLogitsParams, s_q) == 544 && offsetof(MqaLogitsParams, clean) == 552 &&
+                  offsetof(MqaLogitsParams, max_seqlen_k) == 560,
               "must match the device struct");
 
 // One launch on `stream` (none when S_q or S_kv is 0). With prepare_only the kernel is compiled and

@@ -8,11 +8,11 @@
 #include "ops/mqa_logits.h"
 #include "runtime/config.h"
 
-TEST_CASE("MQA logits kernels compile for sm_90a: H 32/64, D 64/128, FP32 and BF16 logits") {
+TEST_CASE("MQA logits kernels compile for sm_90a: H 32/64, D 64/128, FP32 and BF16 logits, both layouts") {
   dg::Config config = dg::Config::from_environment();
   config.compiler = DG_COMPILER_NVRTC;
   const auto configs = dg::ops::all_mqa_logits_configs();
-  CHECK(configs.size() == 8);
+  CHECK(configs.size() == 16);
   for (const dg::ops::MqaLogitsConfig& c : configs) {
     const dg::jit::KernelSpec spec = dg::ops::mqa_logits_kernel_spec(c);
     CAPTURE(spec.kernel_name);

@@ -29,6 +29,12 @@
 // computes their parts). Without it only the scanned blocks are written (entries outside [ks, ke)
 // there hold values of no meaning, as in DeepGEMM).
 //
+// Compressed layout (kCompressed, DeepGEMM's max_seqlen_k > 0): row t holds key j at column
+// j - ks[t], for ks[t] <= j < min(ke[t], ks[t] + max_seqlen_k): a range longer than max_seqlen_k
+// is clipped to its first max_seqlen_k keys (the tile scans no further). Only those entries are
+// written, never -inf (clean_logits does not apply); the rest of the row is left untouched. A
+// separate instantiation, so the non-compressed kernel's code is unchanged.
+//
 // Shared memory (dynamic, 1024-byte aligned): [Q stages] [KV stages] [scale stages] [weight
 // stages] [range stages] [barriers].
 // Rows are D bytes (64 or 128) with the D-byte TMA swizzle, which the WGMMA descriptors mirror.
@@ -53,14 +59,17 @@ struct alignas(64) MqaLogitsParams {
   int64_t ld_logits;
   uint32_t s_q, s_kv;
   uint32_t clean;
-  uint32_t split;  // parts per tile (>= 1)
+  uint32_t split;         // parts per tile (>= 1)
+  uint32_t max_seqlen_k;  // kCompressed: columns per row (>= 1)
 };
 static_assert(sizeof(MqaLogitsParams) == 576, "the host mirrors this layout (src/ops/mqa_logits.h)");
 
-template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kMathWG_, uint32_t kStages_, typename OutT_>
+template <uint32_t kHeads_, uint32_t kHeadDim_, uint32_t kMathWG_, uint32_t kStages_, typename OutT_,
+          bool kCompressed_>
 struct MqaLogitsTraits {
   using OutT = OutT_;
   static constexpr uint32_t kHeads = kHeads_, kHeadDim = kHeadDim_, kMathWG = kMathWG_, kStages = kStages_;
+  static constexpr bool kCompressed = kCompressed_;  // rows of max_seqlen_k columns from each token's ks
   static constexpr uint32_t kBlockQ = 128 / kHeads;  // tokens per tile
   static constexpr uint32_t kBlockKv = 64 * kMathWG;  // KV rows per stage
   static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
@@ -174,8 +183,9 @@ DG_DEVICE void weighted_relu_sums(const float (&acc)[kAcc], const float (&w)[kTo
 }
 
 // The KV range a tile of tokens [q0, q0 + kBlockQ) needs: its tokens' [ks, ke) clipped to
-// [0, S_kv), the start rounded down to 64 rows, in blocks of kBlockKv rows.
-template <uint32_t kBlockQ, uint32_t kBlockKv>
+// [0, S_kv) (kCompressed: and ke to ks + max_seqlen_k), the start rounded down to 64 rows, in blocks
+// of kBlockKv rows.
+template <uint32_t kBlockQ, uint32_t kBlockKv, bool kCompressed>
 struct TileRange {
   uint32_t ks[kBlockQ], ke[kBlockQ];
   uint32_t kv_lo = 0, num_blocks = 0;
@@ -188,6 +198,7 @@ struct TileRange {
       if (q0 + t < p.s_q) {
         ks[t] = clamp_u32(p.ks[q0 + t], 0, p.s_kv);
         ke[t] = clamp_u32(p.ke[q0 + t], ks[t], p.s_kv);
+        if constexpr (kCompressed) ke[t] = ks[t] + min_of(ke[t] - ks[t], p.max_seqlen_k);
         if (ke[t] > ks[t]) lo = min_of(lo, ks[t]), hi = max_of(hi, ke[t]);
       }
     }
@@ -200,10 +211,10 @@ struct TileRange {
 
 // What the producer publishes with a Q stage: the tile, its ranges and the blocks [first, end) of
 // it that the part holds; tile == kEndOfRun marks the end of the CTA's parts.
-template <uint32_t kBlockQ, uint32_t kBlockKv>
+template <uint32_t kBlockQ, uint32_t kBlockKv, bool kCompressed>
 struct TileWork {
   static constexpr uint32_t kEndOfRun = 0xffffffffu;
-  TileRange<kBlockQ, kBlockKv> range;
+  TileRange<kBlockQ, kBlockKv, kCompressed> range;
   uint32_t tile, first, end;
 };
 
@@ -213,8 +224,8 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
   constexpr uint32_t kStages = T::kStages, kQStages = T::kQStages, kBlockQ = T::kBlockQ, kBlockKv = T::kBlockKv,
                      kHeads = T::kHeads;
   constexpr uint32_t kGroups = 128 / 8;  // 8-column groups of the accumulator
-  using Range = TileRange<kBlockQ, kBlockKv>;
-  using Work = TileWork<kBlockQ, kBlockKv>;
+  using Range = TileRange<kBlockQ, kBlockKv, T::kCompressed>;
+  using Work = TileWork<kBlockQ, kBlockKv, T::kCompressed>;
   static_assert(sizeof(Work) <= T::kSmemInfo, "a tile's work fits its slot");
   extern __shared__ __align__(1024) uint8_t smem[];
 
@@ -292,7 +303,7 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
         ptx::mbar_arrive(q_full_addr + qs * 8);
       }
       __syncwarp();
-    } else if (p.clean) {
+    } else if (!T::kCompressed && p.clean) {
       // Columns outside each tile's scanned blocks: -inf for every token of the tile.
       const uint32_t tid = threadIdx.x - (T::kMathWG * 128 + 32);
 #pragma unroll 1
@@ -345,8 +356,9 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       w[g][1] = pair.y;
     }
     // The results this lane stores, relative to the tile's first scanned column: the key offset
-    // in a block, its row of logits, the columns it may write (none past S_q or S_kv) and, with
-    // clean_logits, the token's [ks, ke).
+    // in a block, its row of logits, the columns it may write, [0, lim) (none past S_q or S_kv),
+    // and with clean_logits the token's [ks, ke) as [lo, hi). Compressed: the row starts at key
+    // ks and the columns written are the token's keys, [lo, lim) (none past S_q: ks = ke there).
     uint32_t col[kOwn];
     OutT* dst[kOwn];
     int32_t lim[kOwn], lo[kOwn], hi[kOwn];
@@ -355,10 +367,16 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       const uint32_t pr = quad + 4 * n, h = pr / kBlockQ, t = pr % kBlockQ;
       col[n] = wg * 64 + r0 + 8 * h;
       const int32_t first = static_cast<int32_t>(kv_lo + col[n]);
-      dst[n] = out + static_cast<int64_t>(q0 + t) * p.ld_logits + first;
-      lim[n] = q0 + t < p.s_q ? static_cast<int32_t>(p.s_kv) - first : 0;
-      lo[n] = p.clean ? static_cast<int32_t>(range.ks[t]) - first : -0x7fffffff - 1;
-      hi[n] = p.clean ? static_cast<int32_t>(range.ke[t]) - first : 0x7fffffff;
+      if constexpr (T::kCompressed) {
+        dst[n] = out + static_cast<int64_t>(q0 + t) * p.ld_logits + (first - static_cast<int32_t>(range.ks[t]));
+        lo[n] = static_cast<int32_t>(range.ks[t]) - first;
+        lim[n] = static_cast<int32_t>(range.ke[t]) - first;
+      } else {
+        dst[n] = out + static_cast<int64_t>(q0 + t) * p.ld_logits + first;
+        lim[n] = q0 + t < p.s_q ? static_cast<int32_t>(p.s_kv) - first : 0;
+        lo[n] = p.clean ? static_cast<int32_t>(range.ks[t]) - first : -0x7fffffff - 1;
+        hi[n] = p.clean ? static_cast<int32_t>(range.ke[t]) - first : 0x7fffffff;
+      }
     }
 
 #pragma unroll 1
@@ -395,8 +413,13 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       quad_reduce_scatter(part, sum, quad);
       const int32_t j = static_cast<int32_t>(b * kBlockKv);
 #pragma unroll
-      for (uint32_t n = 0; n < kOwn; ++n)
-        if (j < lim[n]) dst[n][j] = j < lo[n] || j >= hi[n] ? ninf : out_value<OutT>(sum[n] * sf_key[n]);
+      for (uint32_t n = 0; n < kOwn; ++n) {
+        if constexpr (T::kCompressed) {
+          if (j >= lo[n] && j < lim[n]) dst[n][j] = out_value<OutT>(sum[n] * sf_key[n]);
+        } else {
+          if (j < lim[n]) dst[n][j] = j < lo[n] || j >= hi[n] ? ninf : out_value<OutT>(sum[n] * sf_key[n]);
+        }
+      }
     }
     // The Q tile's last WGMMA has completed (wait<0> above) and its weights and ranges are in
     // registers: the producer may replace the stage.
