@@ -621,7 +621,9 @@ DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
 
 /* Layout of the logits of dg_fp8_mqa_logits: sizes [seq_len, seq_len_kv], strides (row stride, 1)
  * with the row stride seq_len_kv rounded up to 1024 bytes, and the bytes to allocate.
- * logits_dtype FLOAT32 or BFLOAT16; any out-pointer may be NULL. */
+ * logits_dtype FLOAT32 or BFLOAT16; any out-pointer may be NULL. With seq_len_kv = max_seqlen_k it
+ * is the layout of dg_fp8_mqa_logits_compressed (DeepGEMM's: rows of align(max_seqlen_k, 256)
+ * elements, 1024-byte aligned), and with max_context_len that of dg_fp8_paged_mqa_logits. */
 DG_API dg_status dg_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, dg_dtype logits_dtype,
                                           int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes);
 
@@ -642,6 +644,27 @@ DG_API dg_status dg_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, d
 DG_API dg_status dg_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf,
                                    const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start,
                                    const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits);
+
+/* The same logits in the compressed layout, DeepGEMM's fp8_mqa_logits with max_seqlen_k > 0 (long
+ * prefills whose [S_q, S_kv] logits do not fit): row i holds token i's own keys from its first.
+ * With [s, e) its range clipped to [0, S_kv) as above,
+ *   logits[i, j - s]   for j in [s, min(e, s + max_seqlen_k)):
+ * a range longer than max_seqlen_k keeps its first max_seqlen_k keys, and nothing is written past
+ * column max_seqlen_k - 1. Entries of a row past its range's length may hold values of no
+ * meaning or be left untouched (undefined in DeepGEMM). Arguments as dg_fp8_mqa_logits', except:
+ *   max_seqlen_k  1 to 2^31 - 1: the logits' columns (at least the longest range, unless clipping
+ *                 is meant);
+ *   logits        FLOAT32 or BFLOAT16 [S_q, max_seqlen_k], stride 1 along keys, row stride a
+ *                 multiple of 16 bytes, 16-byte aligned (dg_get_mqa_logits_layout(S_q,
+ *                 max_seqlen_k, ...) gives one);
+ *   clean_logits  0. No -inf is written in this layout (DeepGEMM requires clean_logits False);
+ *                 1 gives DG_ERROR_UNSUPPORTED.
+ * A separate kernel from dg_fp8_mqa_logits' (compiled on first use). S_q or S_kv = 0: nothing
+ * runs. */
+DG_API dg_status dg_fp8_mqa_logits_compressed(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
+                                              const dg_tensor* kv_sf, const dg_tensor* weights,
+                                              const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end,
+                                              int64_t max_seqlen_k, const dg_tensor* logits, int32_t clean_logits);
 
 /* The schedule of dg_fp8_paged_mqa_logits, DeepGEMM's get_paged_mqa_logits_metadata, computed on
  * the stream (no host synchronisation, so it can be captured in a CUDA graph):

@@ -193,6 +193,9 @@ static inline dgw_result dgw_get_mqa_logits_layout(int64_t seq_len, int64_t seq_
 static inline dgw_result dgw_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf, const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits) {
   return dgw_result_of(dg_fp8_mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits));
 }
+static inline dgw_result dgw_fp8_mqa_logits_compressed(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf, const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end, int64_t max_seqlen_k, const dg_tensor* logits, int32_t clean_logits) {
+  return dgw_result_of(dg_fp8_mqa_logits_compressed(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, max_seqlen_k, logits, clean_logits));
+}
 static inline dgw_result dgw_get_paged_mqa_logits_metadata(dg_stream* stream, const dg_tensor* context_lens, int32_t block_kv, int32_t num_sms, const dg_tensor* schedule_meta) {
   return dgw_result_of(dg_get_paged_mqa_logits_metadata(stream, context_lens, block_kv, num_sms, schedule_meta));
 }

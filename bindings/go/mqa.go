@@ -11,8 +11,8 @@ import "C"
 
 // MQALogitsLayout is the layout of MQA logits [seqLen, seqLenKV] of logitsDType (Float32 or
 // BFloat16): strides (row stride, 1), the row stride seqLenKV rounded up to 1024 bytes, and the
-// bytes to allocate (dg_get_mqa_logits_layout). For the paged logits pass B * next_n and
-// maxContextLen.
+// bytes to allocate (dg_get_mqa_logits_layout). For the compressed logits pass S_q and
+// maxSeqLenK, for the paged ones B * next_n and maxContextLen.
 func MQALogitsLayout(seqLen, seqLenKV int64, logitsDType DType) (ScaleLayout, error) {
 	var sizes, strides [MaxRank]C.int64_t
 	var bytes C.size_t
@@ -34,6 +34,20 @@ func (s *Stream) FP8MQALogits(q, kv, kvSF, weights, cuSeqLenKStart, cuSeqLenKEnd
 	cleanLogits bool) error {
 	err := check(C.dgw_fp8_mqa_logits(s.ptr, q.raw(), kv.raw(), kvSF.raw(), weights.raw(), cuSeqLenKStart.raw(),
 		cuSeqLenKEnd.raw(), logits.raw(), cBool(cleanLogits)))
+	keep(s, q, kv, kvSF, weights, cuSeqLenKStart, cuSeqLenKEnd, logits)
+	return err
+}
+
+// FP8MQALogitsCompressed is FP8MQALogits in the compressed layout (dg_fp8_mqa_logits_compressed,
+// DeepGEMM's fp8_mqa_logits with max_seqlen_k > 0): row i of logits (Float32 or BFloat16
+// [S_q, maxSeqLenK], row stride a multiple of 16 bytes) holds token i's keys from its first,
+// logits[i, j - start[i]] for j in [start[i], min(end[i], start[i] + maxSeqLenK)); a longer range
+// is clipped, entries past a row's range may hold anything. maxSeqLenK 1 to 2^31 - 1.
+// cleanLogits must be false (no -inf is written in this layout; true is ErrUnsupported).
+func (s *Stream) FP8MQALogitsCompressed(q, kv, kvSF, weights, cuSeqLenKStart, cuSeqLenKEnd *Tensor, maxSeqLenK int64,
+	logits *Tensor, cleanLogits bool) error {
+	err := check(C.dgw_fp8_mqa_logits_compressed(s.ptr, q.raw(), kv.raw(), kvSF.raw(), weights.raw(),
+		cuSeqLenKStart.raw(), cuSeqLenKEnd.raw(), C.int64_t(maxSeqLenK), logits.raw(), cBool(cleanLogits)))
 	keep(s, q, kv, kvSF, weights, cuSeqLenKStart, cuSeqLenKEnd, logits)
 	return err
 }

@@ -99,6 +99,35 @@ func TestOfflineMQALogitsValidation(t *testing.T) {
 	}
 }
 
+func TestOfflineMQALogitsCompressed(t *testing.T) {
+	s := offlineStream(t)
+	const sQ, h, d, sKV, maxSeqLenK = 4, 64, 128, 4096, 300
+	q := mustTensor(t, fakeDevicePtr(1), Float8E4M3, []int64{sQ, h, d}, nil)
+	kv := mustTensor(t, fakeDevicePtr(2), Float8E4M3, []int64{sKV, d}, nil)
+	kvSF := mustTensor(t, fakeDevicePtr(3), Float32, []int64{sKV}, nil)
+	weights := mustTensor(t, fakeDevicePtr(4), Float32, []int64{sQ, h}, nil)
+	ks := mustTensor(t, fakeDevicePtr(5), Int32, []int64{sQ}, nil)
+	ke := mustTensor(t, fakeDevicePtr(6), Int32, []int64{sQ}, nil)
+	layout, err := MQALogitsLayout(sQ, maxSeqLenK, BFloat16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := mustTensor(t, fakeDevicePtr(7), BFloat16, layout.Sizes, layout.Strides)
+	call := func(maxSeqLenK int64, logits *Tensor, clean bool) error {
+		return s.FP8MQALogitsCompressed(q, kv, kvSF, weights, ks, ke, maxSeqLenK, logits, clean)
+	}
+	wantError(t, call(maxSeqLenK, logits, true), ErrUnsupported, "clean_logits: 1")
+	wantError(t, call(0, logits, false), ErrInvalidArgument, "max_seqlen_k: 0")
+	wantError(t, call(1<<31, logits, false), ErrInvalidArgument, "max_seqlen_k")
+	// The logits have max_seqlen_k columns, not S_kv.
+	full := mustTensor(t, fakeDevicePtr(8), BFloat16, []int64{sQ, sKV}, nil)
+	wantError(t, call(maxSeqLenK, full, false), ErrInvalidArgument, "logits: size(1) is 4096 but max_seqlen_k is 300")
+	badRows := mustTensor(t, fakeDevicePtr(8), BFloat16, []int64{sQ, maxSeqLenK}, []int64{maxSeqLenK, 1})
+	wantError(t, call(maxSeqLenK, badRows, false), ErrInvalidArgument, "logits: row stride")
+	// A valid call gets through every check to the launch, which an offline stream refuses.
+	wantError(t, call(maxSeqLenK, logits, false), ErrNoDevice, "offline")
+}
+
 func TestOfflinePagedMQALogits(t *testing.T) {
 	s := offlineStream(t)
 	const b, nextN, h, d, blocks, maxBlocks, maxCtx, sms = 2, 1, 64, 128, 16, 8, 512, 132

@@ -1,4 +1,5 @@
-// dg_fp8_mqa_logits and its layout query: argument validation, then ops/mqa_logits.
+// dg_fp8_mqa_logits (both layouts), the paged calls and the layout query: argument validation, then
+// ops/mqa_logits.
 #include <algorithm>
 #include <cstdint>
 
@@ -54,9 +55,11 @@ dg_status check_data(const dg_tensor_s& t, const char* arg) {
   return DG_SUCCESS;
 }
 
+// Both layouts: max_seqlen_k 0 is the [S_q, S_kv] one (dg_fp8_mqa_logits); compressed is
+// dg_fp8_mqa_logits_compressed, whose max_seqlen_k is checked here.
 dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf,
                      const dg_tensor* weights, const dg_tensor* ks, const dg_tensor* ke, const dg_tensor* logits,
-                     int32_t clean_logits) {
+                     int32_t clean_logits, bool compressed, int64_t max_seqlen_k) {
   DG_TRY(dg::check_stream(stream, "stream"));
   DG_TRY(dg::check_tensor(q, "q"));
   DG_TRY(dg::check_tensor(kv, "kv"));
@@ -77,8 +80,20 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   DG_TRY(dg::check_rank(*logits, "logits", {2}));
   if (clean_logits != 0 && clean_logits != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "clean_logits: {} (expected 0 or 1)", clean_logits);
+  if (compressed && clean_logits)
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "clean_logits: 1 with the compressed layout (no -inf is written there; DeepGEMM requires "
+                    "clean_logits False with max_seqlen_k > 0): pass 0");
+  if (compressed && (max_seqlen_k < 1 || max_seqlen_k > INT32_MAX))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "max_seqlen_k: {} (expected 1 to 2^31 - 1: the logits' columns; dg_fp8_mqa_logits writes the "
+                    "[S_q, S_kv] layout)",
+                    max_seqlen_k);
 
   const int64_t s_q = q->sizes[0], heads = q->sizes[1], head_dim = q->sizes[2], s_kv = kv->sizes[0];
+  // The logits' columns: every key, or each token's keys from its first.
+  const int64_t cols = compressed ? max_seqlen_k : s_kv;
+  const char* const cols_name = compressed ? "max_seqlen_k" : "S_kv";
   DG_TRY(check_heads(heads, head_dim, *q));
   // The kernels index (token, head) rows and keys with 32-bit coordinates.
   if (s_q > INT32_MAX / heads)
@@ -93,7 +108,7 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   DG_TRY(dg::api::check_int_vector(*ks, "cu_seq_len_k_start", s_q, "S_q of q"));
   DG_TRY(dg::api::check_int_vector(*ke, "cu_seq_len_k_end", s_q, "S_q of q"));
   DG_TRY(check_dim(*logits, "logits", 0, s_q, "S_q of q"));
-  DG_TRY(check_dim(*logits, "logits", 1, s_kv, "S_kv of kv"));
+  DG_TRY(check_dim(*logits, "logits", 1, cols, compressed ? "max_seqlen_k" : "S_kv of kv"));
 
   // Memory orders.
   DG_TRY(check_tma_rows(*q, "q", 1, s_q * heads));
@@ -117,14 +132,14 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
                     weights->strides[0], heads, dg::describe(*weights));
   DG_TRY(dg::check_alignment(*weights, "weights", 16));
   const int64_t eb = static_cast<int64_t>(dg::dtype_size(logits->dtype));
-  if (s_kv > 1 && logits->strides[1] != 1)
+  if (cols > 1 && logits->strides[1] != 1)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "logits: stride {} along keys (expected 1); got {}", logits->strides[1],
                     dg::describe(*logits));
-  if (s_q > 1 && (logits->strides[0] < s_kv || (logits->strides[0] * eb) % 16 != 0))
+  if (s_q > 1 && (logits->strides[0] < cols || (logits->strides[0] * eb) % 16 != 0))
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "logits: row stride {} (expected at least S_kv = {} and a multiple of 16 bytes; "
+                    "logits: row stride {} (expected at least {} = {} and a multiple of 16 bytes; "
                     "dg_get_mqa_logits_layout gives one); got {}",
-                    logits->strides[0], s_kv, dg::describe(*logits));
+                    logits->strides[0], cols_name, cols, dg::describe(*logits));
   DG_TRY(dg::check_alignment(*logits, "logits", 16));
   if (s_q == 0 || s_kv == 0) return DG_SUCCESS;
   DG_TRY(check_data(*q, "q"));
@@ -140,6 +155,7 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   a.head_dim = static_cast<int>(head_dim);
   a.logits_dtype = logits->dtype;
   a.clean = clean_logits != 0;
+  a.max_seqlen_k = compressed ? max_seqlen_k : 0;
   a.q = q->data;
   a.ld_q = s_q * heads > 1 ? q->strides[1] : head_dim;
   a.kv = kv->data;
@@ -150,7 +166,7 @@ dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
   a.ks = static_cast<const int32_t*>(ks->data);
   a.ke = static_cast<const int32_t*>(ke->data);
   a.logits = logits->data;
-  a.ld_logits = s_q > 1 ? logits->strides[0] : dg::ops::mqa_logits_row_stride(s_kv, logits->dtype);
+  a.ld_logits = s_q > 1 ? logits->strides[0] : dg::ops::mqa_logits_row_stride(cols, logits->dtype);
   return dg::ops::run_mqa_logits(*stream, a, false);
 }
 
@@ -423,7 +439,18 @@ DG_API dg_status dg_fp8_mqa_logits(dg_stream* stream, const dg_tensor* q, const 
                                    const dg_tensor* weights, const dg_tensor* cu_seq_len_k_start,
                                    const dg_tensor* cu_seq_len_k_end, const dg_tensor* logits, int32_t clean_logits) {
   DG_API_GUARD({
-    return mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits);
+    return mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits, false,
+                      0);
+  })
+}
+
+DG_API dg_status dg_fp8_mqa_logits_compressed(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv,
+                                              const dg_tensor* kv_sf, const dg_tensor* weights,
+                                              const dg_tensor* cu_seq_len_k_start, const dg_tensor* cu_seq_len_k_end,
+                                              int64_t max_seqlen_k, const dg_tensor* logits, int32_t clean_logits) {
+  DG_API_GUARD({
+    return mqa_logits(stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits, true,
+                      max_seqlen_k);
   })
 }
 

@@ -766,6 +766,31 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // The compressed layout: the same problem, rows of max_seqlen_k = 300 columns.
+  {
+    Entry x;
+    x.name = "dg_fp8_mqa_logits_compressed";
+    Args& a = x.baseline;
+    a.tensors["q"] = fp8(1, {8, 64, 128});
+    a.tensors["kv"] = fp8(2, {512, 128});
+    a.tensors["kv_sf"] = f32(3, {512});
+    a.tensors["weights"] = f32(4, {8, 64});
+    a.tensors["cu_seq_len_k_start"] = i32(5, {8});
+    a.tensors["cu_seq_len_k_end"] = i32(6, {8});
+    a.tensors["logits"] = f32(7, {8, 300}, {512, 1});
+    a.ints = {{"max_seqlen_k", 300}, {"clean_logits", 0}};
+    x.operands = {"q", "kv", "kv_sf", "weights", "cu_seq_len_k_start", "cu_seq_len_k_end", "logits"};
+    x.aligned = x.operands;
+    x.enums = {"clean_logits"};
+    x.sizes = {"max_seqlen_k"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_fp8_mqa_logits_compressed(as_mut_stream(c, a), h["q"], h["kv"], h["kv_sf"], h["weights"],
+                                          h["cu_seq_len_k_start"], h["cu_seq_len_k_end"], a.ints.at("max_seqlen_k"),
+                                          h["logits"], int32_t(a.ints.at("clean_logits")));
+    };
+    e.push_back(std::move(x));
+  }
   // Paged MQA logits: B 4, next_n 2, H 64, D 128, 40 cache blocks, 10 per sequence, 600 keys.
   {
     Entry x;

@@ -1,7 +1,7 @@
-// dg_fp8_mqa_logits against the fake driver: what reaches the driver is the chosen kernel with its
-// persistent grid and shared memory, TMA maps of q's (token, head) rows, kv's rows (with the D-byte
-// swizzle the kernel's WGMMA descriptors assume), the key scales and the weights, and the scalars;
-// empty problems launch nothing; the layout query's numbers. No GPU.
+// dg_fp8_mqa_logits (and its compressed layout) against the fake driver: what reaches the driver is
+// the chosen kernel with its persistent grid and shared memory, TMA maps of q's (token, head) rows,
+// kv's rows (with the D-byte swizzle the kernel's WGMMA descriptors assume), the key scales and the
+// weights, and the scalars; empty problems launch nothing; the layout query's numbers. No GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -26,6 +26,8 @@ struct Problem {
   int64_t ld_logits;  // 0: the layout query's stride
   dg_dtype out;
   int32_t clean;
+  int64_t max_seqlen_k = 0;  // > 0: dg_fp8_mqa_logits_compressed
+  int64_t logits_cols = -1;  // -1: S_kv, or max_seqlen_k when compressed
 };
 
 std::vector<Launch> run(FakeDriver& fake, const Problem& p, dg_status* status) {
@@ -35,13 +37,17 @@ std::vector<Launch> run(FakeDriver& fake, const Problem& p, dg_status* status) {
   Tensor w(fake_address(4), DG_DTYPE_FLOAT32, {p.s_q, p.h});
   Tensor ks(fake_address(5), DG_DTYPE_INT32, {p.s_q});
   Tensor ke(fake_address(6), DG_DTYPE_INT32, {p.s_q});
+  const int64_t cols = p.logits_cols >= 0 ? p.logits_cols : p.max_seqlen_k > 0 ? p.max_seqlen_k : p.s_kv;
   int64_t sizes[2], strides[2];
-  REQUIRE(dg_get_mqa_logits_layout(p.s_q, p.s_kv, p.out, sizes, strides, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_get_mqa_logits_layout(p.s_q, cols, p.out, sizes, strides, nullptr) == DG_SUCCESS);
   if (p.ld_logits) strides[0] = p.ld_logits;
   Tensor logits(fake_address(7), p.out, {sizes[0], sizes[1]}, {strides[0], strides[1]});
   dg_stream* stream = nullptr;
   REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
-  *status = dg_fp8_mqa_logits(stream, q.t, kv.t, sf.t, w.t, ks.t, ke.t, logits.t, p.clean);
+  if (p.max_seqlen_k != 0)
+    *status = dg_fp8_mqa_logits_compressed(stream, q.t, kv.t, sf.t, w.t, ks.t, ke.t, p.max_seqlen_k, logits.t, p.clean);
+  else
+    *status = dg_fp8_mqa_logits(stream, q.t, kv.t, sf.t, w.t, ks.t, ke.t, logits.t, p.clean);
   dg_stream_destroy(stream);
   return fake.take();
 }
@@ -134,6 +140,86 @@ TEST_CASE("MQA logits: empty problems launch nothing; H, D and strides outside t
   CHECK(run(fake, {16, 250, 64, 128, 128, 128, 250, DG_DTYPE_BFLOAT16, 1}, &st).empty());
   CHECK(st == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("logits: row stride 250") == 0);
+}
+
+TEST_CASE("MQA logits, compressed: its own kernel, the parts of max_seqlen_k-key tiles, max_seqlen_k and the row stride") {
+  FakeDriver fake(sizeof(MqaLogitsParams));
+  const Problem problems[] = {
+      {4096, 65536, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, 8192},
+      {64, 65536, 64, 128, 128, 128, 0, DG_DTYPE_BFLOAT16, 0, 2048},  // few tiles: parts of 2048 keys
+      {37, 1000, 32, 64, 80, 96, 304, DG_DTYPE_FLOAT32, 0, 300},      // strided rows, a tail tile
+      {300, 129, 32, 128, 144, 128, 0, DG_DTYPE_BFLOAT16, 0, 5000},   // rows longer than S_kv
+  };
+  for (const Problem& p : problems) {
+    CAPTURE(p.s_q);
+    CAPTURE(p.max_seqlen_k);
+    dg_status st;
+    const std::vector<Launch> launches = run(fake, p, &st);
+    REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+    REQUIRE(launches.size() == 1);
+    const dg::ops::MqaLogitsConfig c = dg::ops::choose_mqa_logits_config(int(p.h), int(p.d), p.out, true);
+    CHECK(c.compressed);
+    const Launch& l = launches[0];
+    CHECK(l.kernel == dg::ops::mqa_logits_kernel_spec(c).kernel_name);
+    CHECK(l.kernel.find("mqa_logits") != std::string::npos);
+    CHECK(l.kernel.find("compressed") != std::string::npos);
+    CHECK(l.kernel != dg::ops::mqa_logits_kernel_spec(dg::ops::choose_mqa_logits_config(int(p.h), int(p.d), p.out))
+                          .kernel_name);
+    const int64_t tiles = (p.s_q + 128 / p.h - 1) / (128 / p.h);
+    const int64_t tile_keys = std::min(p.s_kv, p.max_seqlen_k);
+    const int split = dg::ops::mqa_logits_split(tiles, (tile_keys + c.block_kv() - 1) / c.block_kv(), kSms);
+    CHECK(l.config.grid[0] == unsigned(std::min<int64_t>(tiles * split, kSms)));
+    CHECK(l.config.block[0] == c.threads());
+    CHECK(l.config.smem_bytes == c.smem_bytes());
+    REQUIRE(l.params.size() == sizeof(MqaLogitsParams));
+    MqaLogitsParams k;
+    std::memcpy(&k, l.params.data(), sizeof(k));
+    CHECK(k.split == uint32_t(split));
+    CHECK(k.max_seqlen_k == uint32_t(p.max_seqlen_k));
+    CHECK((k.s_q == uint32_t(p.s_q) && k.s_kv == uint32_t(p.s_kv) && k.clean == 0u));
+    const fake_tensor_map qm = map_of(k.tma_q), km = map_of(k.tma_kv);
+    CHECK((qm.dims[0] == uint64_t(p.d) && qm.dims[1] == uint64_t(p.s_q * p.h) && qm.stride1 == uint64_t(p.ld_q)));
+    CHECK((km.dims[0] == uint64_t(p.d) && km.dims[1] == uint64_t(p.s_kv) && km.stride1 == uint64_t(p.ld_kv)));
+    CHECK((k.ks == fake_address(5) && k.ke == fake_address(6) && k.logits == fake_address(7)));
+    // The layout query with max_seqlen_k columns: rows of 1024 bytes, DeepGEMM's align(max_seqlen_k, 256).
+    const int64_t per_row = p.out == DG_DTYPE_FLOAT32 ? 256 : 512;
+    CHECK(k.ld_logits == (p.ld_logits ? p.ld_logits : (p.max_seqlen_k + per_row - 1) / per_row * per_row));
+  }
+  // The launches of the default layout are unchanged by it: no max_seqlen_k, the same kernel.
+  dg_status st;
+  const std::vector<Launch> plain = run(fake, {37, 1000, 32, 64, 80, 96, 1008, DG_DTYPE_FLOAT32, 0}, &st);
+  REQUIRE(plain.size() == 1);
+  MqaLogitsParams k;
+  std::memcpy(&k, plain[0].params.data(), sizeof(k));
+  CHECK(k.max_seqlen_k == 0u);
+  CHECK(plain[0].kernel.find("compressed") == std::string::npos);
+}
+
+TEST_CASE("MQA logits, compressed: clean_logits, max_seqlen_k and logits that do not fit the layout are refused") {
+  FakeDriver fake(sizeof(MqaLogitsParams));
+  dg_status st;
+  const auto refused = [&](Problem p, dg_status want, const char* message) {
+    CAPTURE(message);
+    CHECK(run(fake, p, &st).empty());
+    CHECK(st == want);
+    CHECK_MESSAGE(std::string(dg_last_error()).find(message) == 0, dg_last_error());
+  };
+  refused({16, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 1, 300}, DG_ERROR_UNSUPPORTED, "clean_logits: 1");
+  refused({16, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 2, 300}, DG_ERROR_INVALID_ARGUMENT, "clean_logits: 2");
+  refused({16, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, -3, 300}, DG_ERROR_INVALID_ARGUMENT,
+          "max_seqlen_k: -3");
+  refused({16, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, int64_t(1) << 31, 300}, DG_ERROR_INVALID_ARGUMENT,
+          "max_seqlen_k: 2147483648");
+  // The [S_q, S_kv] logits of dg_fp8_mqa_logits, and rows closer than max_seqlen_k.
+  refused({16, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, 300, 4096}, DG_ERROR_INVALID_ARGUMENT,
+          "logits: size(1) is 4096 but max_seqlen_k is 300");
+  refused({16, 4096, 64, 128, 128, 128, 296, DG_DTYPE_FLOAT32, 0, 300}, DG_ERROR_INVALID_ARGUMENT,
+          "logits: row stride 296 (expected at least max_seqlen_k = 300");
+  // Empty problems launch nothing.
+  CHECK(run(fake, {0, 4096, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, 300}, &st).empty());
+  CHECK(st == DG_SUCCESS);
+  CHECK(run(fake, {16, 0, 64, 128, 128, 128, 0, DG_DTYPE_FLOAT32, 0, 300}, &st).empty());
+  CHECK(st == DG_SUCCESS);
 }
 
 TEST_CASE("MQA logits: q strides whose H multiple overflows int64 are refused, not multiplied") {

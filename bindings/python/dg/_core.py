@@ -252,7 +252,8 @@ def available() -> Dict[str, bool]:
               for f in ("nt_contiguous", "nn_contiguous", "nt_masked")]
     names += ["dg_k_grouped_fp8_gemm_nt_contiguous", "dg_k_grouped_fp8_gemm_tn_contiguous",
               "dg_k_grouped_bf16_gemm_tn_contiguous", "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"]
-    names += ["dg_fp8_mqa_logits", "dg_get_paged_mqa_logits_metadata", "dg_fp8_paged_mqa_logits"]
+    names += ["dg_fp8_mqa_logits", "dg_fp8_mqa_logits_compressed", "dg_get_paged_mqa_logits_metadata",
+              "dg_fp8_paged_mqa_logits"]
     lib = _lib.get()
     out = {n[3:]: lib.has(n) for n in names}
     if not cublaslt_available():  # symbols present, cuBLASLt itself not loadable

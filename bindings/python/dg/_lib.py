@@ -481,6 +481,8 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_get_mqa_logits_layout": (dg_status, [c_int64, c_int64, dg_dtype, _i64p, _i64p, POINTER(c_size_t)]),
     # stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits
     "dg_fp8_mqa_logits": (dg_status, [_p, _T, _T, _T, _T, _T, _T, _T, c_int32]),
+    # stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, max_seqlen_k, logits, clean_logits
+    "dg_fp8_mqa_logits_compressed": (dg_status, [_p, _T, _T, _T, _T, _T, _T, c_int64, _T, c_int32]),
     # stream, context_lens, block_kv, num_sms, schedule_meta
     "dg_get_paged_mqa_logits_metadata": (dg_status, [_p, _T, c_int32, c_int32, _T]),
     # stream, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, logits, clean_logits

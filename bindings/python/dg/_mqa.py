@@ -1,6 +1,7 @@
 """MQA logits of the DeepSeek-V3.2 indexer: DeepGEMM's ``fp8_mqa_logits``,
-``get_paged_mqa_logits_metadata`` and ``fp8_paged_mqa_logits`` over ``dg_fp8_mqa_logits``,
-``dg_get_paged_mqa_logits_metadata`` and ``dg_fp8_paged_mqa_logits``.
+``get_paged_mqa_logits_metadata`` and ``fp8_paged_mqa_logits`` over ``dg_fp8_mqa_logits`` (and
+``dg_fp8_mqa_logits_compressed`` for ``max_seqlen_k > 0``), ``dg_get_paged_mqa_logits_metadata``
+and ``dg_fp8_paged_mqa_logits``.
 
 Outputs are allocated with torch for torch inputs (rows padded as ``get_mqa_logits_layout`` says,
 the logical shape returned as a view); other callers pass ``out``. Nothing synchronises the host:
@@ -17,7 +18,7 @@ from typing import Any, Optional, Tuple
 from . import _fast, _lib, _stream
 from ._tensor import BFLOAT16, FLOAT32, INT32, Descriptors, TensorInfo, TorchAllocation, describe
 from .api import StreamLike, Tensor, _dtype_arg, _int32, _pair, _prepare_call, _writable
-from .errors import InvalidArgument, Unsupported
+from .errors import InvalidArgument
 
 
 # Types of clean_logits a warm-path key may hold (any other object's truth value could cost a sync).
@@ -43,8 +44,9 @@ def _logits_dtype(x: Any) -> int:
 
 
 def get_mqa_logits_layout(seq_len: int, seq_len_kv: int, logits_dtype: Any = None) -> Tuple[Tuple[int, int], Tuple[int, int], int]:
-    """``(sizes, strides, nbytes)`` of MQA logits ``[seq_len, seq_len_kv]`` (paged: ``[B * next_n,
-    max_context_len]``): rows padded to 1024 bytes, the allocation's size in bytes."""
+    """``(sizes, strides, nbytes)`` of MQA logits ``[seq_len, seq_len_kv]`` (compressed: ``[S_q,
+    max_seqlen_k]``; paged: ``[B * next_n, max_context_len]``): rows padded to 1024 bytes, the
+    allocation's size in bytes."""
     sizes, strides, nbytes = (c_int64 * 2)(), (c_int64 * 2)(), c_size_t()
     _lib.get().call("dg_get_mqa_logits_layout", int(seq_len), int(seq_len_kv), _logits_dtype(logits_dtype), sizes,
                     strides, byref(nbytes))
@@ -64,6 +66,11 @@ def _logits_out(out: Optional[Tensor], like: TensorInfo, rows: int, cols: int, d
     return out, info, None
 
 
+def _prefill_entry(max_seqlen_k: int) -> str:
+    """The C entry point of a prefill call: the compressed layout's for ``max_seqlen_k != 0``."""
+    return "dg_fp8_mqa_logits_compressed" if max_seqlen_k != 0 else "dg_fp8_mqa_logits"
+
+
 def fp8_mqa_logits(
     q: Tensor,
     kv: Tuple[Tensor, Tensor],
@@ -77,7 +84,8 @@ def fp8_mqa_logits(
     stream: StreamLike = None,
 ) -> Tensor:
     """Non-paged MQA logits (prefill): ``logits[i, j] = kv_sf[j] * sum_h weights[i, h] *
-    relu(q[i, h] . kv[j])`` for ``j`` in ``[cu_seq_len_k_start[i], cu_seq_len_k_end[i])``.
+    relu(q[i, h] . kv[j])`` for ``j`` in ``[cu_seq_len_k_start[i], cu_seq_len_k_end[i])``; with
+    ``max_seqlen_k > 0`` the compressed layout, that score at ``logits[i, j - start[i]]``.
 
     Args:
         q: float8_e4m3fn ``[S_q, H, D]`` (H 32 or 64, D 64 or 128).
@@ -85,18 +93,20 @@ def fp8_mqa_logits(
         weights: float32 ``[S_q, H]``.
         cu_seq_len_k_start, cu_seq_len_k_end: int32 ``[S_q]``: each token's key range (clipped to
             ``[0, S_kv)``).
-        clean_logits: write -inf outside each row's range.
-        max_seqlen_k: 0 (the compressed layout is not supported).
+        clean_logits: write -inf outside each row's range (must be False with ``max_seqlen_k``).
+        max_seqlen_k: 0, or the compressed layout's columns: row i holds the keys
+            ``[start[i], min(end[i], start[i] + max_seqlen_k))`` from column 0 (a longer range is
+            clipped; entries past a row's range may hold anything).
         logits_dtype: float32 (default) or bfloat16.
-        out: the logits ``[S_q, S_kv]`` (row stride a multiple of 16 bytes); default: allocated
-            with torch, rows padded as :func:`get_mqa_logits_layout` says.
+        out: the logits ``[S_q, S_kv]`` (compressed: ``[S_q, max_seqlen_k]``; row stride a
+            multiple of 16 bytes); default: allocated with torch, rows padded as
+            :func:`get_mqa_logits_layout` says.
         stream: explicit stream; default: torch's current stream, else the legacy default.
 
     Returns:
-        The logits ``[S_q, S_kv]``."""
-    name = "dg_fp8_mqa_logits"
+        The logits ``[S_q, S_kv]`` (compressed: ``[S_q, max_seqlen_k]``)."""
     key = None
-    if (stream is None and type(max_seqlen_k) is int and max_seqlen_k == 0 and type(clean_logits) in _FLAGS
+    if (stream is None and type(max_seqlen_k) is int and type(clean_logits) in _FLAGS
             and type(kv) is tuple and len(kv) == 2):
         types = _fast._types or _fast.tensor_types()
         x, sx = kv
@@ -104,7 +114,7 @@ def fp8_mqa_logits(
                 and type(cu_seq_len_k_start) in types and type(cu_seq_len_k_end) in types
                 and (out is None or type(out) in types) and _dtype_key(logits_dtype, q.dtype)):
             ks, ke = cu_seq_len_k_start, cu_seq_len_k_end
-            key = (name, bool(clean_logits), logits_dtype, q.data_ptr(), q.shape, q.stride(), q.dtype,
+            key = (_prefill_entry(max_seqlen_k), max_seqlen_k, bool(clean_logits), logits_dtype, q.data_ptr(), q.shape, q.stride(), q.dtype,
                    x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
                    weights.data_ptr(), weights.shape, weights.stride(), weights.dtype,
                    ks.data_ptr(), ks.shape, ks.stride(), ks.dtype, ke.data_ptr(), ke.shape, ke.stride(), ke.dtype,
@@ -115,8 +125,9 @@ def fp8_mqa_logits(
                     return result
             elif _fast.call(key):
                 return out
-    if int(max_seqlen_k) != 0:
-        raise Unsupported("max_seqlen_k = %d: libdg writes the non-compressed [S_q, S_kv] logits only (pass 0)" % int(max_seqlen_k))
+    max_seqlen_k = int(max_seqlen_k)
+    compressed = max_seqlen_k != 0
+    name = _prefill_entry(max_seqlen_k)
     kv_fp8, kv_sf = _pair(kv, "kv")
     dtype = _logits_dtype(logits_dtype)
     handle, dev, cu, (iq, ikv, isf, iw, iks, ike) = _prepare_call(
@@ -127,15 +138,24 @@ def fp8_mqa_logits(
     assert iq is not None and ikv is not None
     if iq.rank != 3 or ikv.rank != 2:
         raise InvalidArgument("q: expected [S_q, H, D] and kv [S_kv, D], got ranks %d and %d" % (iq.rank, ikv.rank))
-    result, il, alloc = _logits_out(out, iq, iq.shape[0], ikv.shape[0], dtype, cu)
+    if max_seqlen_k < 0:
+        raise InvalidArgument("max_seqlen_k: %d (expected 0, or the compressed layout's columns)" % max_seqlen_k)
+    result, il, alloc = _logits_out(out, iq, iq.shape[0], max_seqlen_k if compressed else ikv.shape[0], dtype, cu)
     lib = _lib.get()
     clean = 1 if clean_logits else 0
+    operands = (iq, ikv, isf, iw, iks, ike)
     with Descriptors() as ds:
-        status = lib.fn(name)(handle, ds.add(iq), ds.add(ikv), ds.add(isf), ds.add(iw), ds.add(iks), ds.add(ike),
-                              ds.add(il), clean)
+        handles = [ds.add(i) for i in operands]
+        if compressed:
+            status = lib.fn(name)(handle, *handles, max_seqlen_k, ds.add(il), clean)
+        else:
+            status = lib.fn(name)(handle, *handles, ds.add(il), clean)
         lib.check(status, name)
     if key is not None:
-        _fast.store(key, name, dev, (iq, ikv, isf, iw, iks, ike, il, c_int32(clean)), alloc, 6)
+        if compressed:
+            _fast.store(key, name, dev, operands + (c_int64(max_seqlen_k), il, c_int32(clean)), alloc, 7)
+        else:
+            _fast.store(key, name, dev, operands + (il, c_int32(clean)), alloc, 6)
     return result
 
 

@@ -21,7 +21,8 @@ class Recorder:
 def hooked(monkeypatch):
     recs = {}
     lib = _lib.get()
-    for name in ("dg_fp8_mqa_logits", "dg_get_paged_mqa_logits_metadata", "dg_fp8_paged_mqa_logits"):
+    for name in ("dg_fp8_mqa_logits", "dg_fp8_mqa_logits_compressed", "dg_get_paged_mqa_logits_metadata",
+                 "dg_fp8_paged_mqa_logits"):
         recs[name] = Recorder()
         monkeypatch.setitem(lib.functions, name, recs[name])
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
@@ -46,11 +47,24 @@ def test_fp8_mqa_logits_passes_operands_in_order(hooked):
     assert call[7] == 0
 
 
+def test_compressed_fp8_mqa_logits_passes_max_seqlen_k_before_the_logits(hooked):
+    q, kv, sf = FakeCAI((5, 64, 128), "|u1", ptr=0x1000), FakeCAI((300, 128), "|u1", ptr=0x2000), FakeCAI((300,), "<f4", ptr=0x3000)
+    w, ks, ke = FakeCAI((5, 64), "<f4", ptr=0x4000), FakeCAI((5,), "<i4", ptr=0x5000), FakeCAI((5,), "<i4", ptr=0x6000)
+    out = FakeCAI((5, 128), "<f4", strides=(256, 1), ptr=0x7000)
+    assert dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False, max_seqlen_k=128, out=out) is out
+    assert hooked["dg_fp8_mqa_logits"].calls == []
+    (call,) = hooked["dg_fp8_mqa_logits_compressed"].calls
+    assert [c[0] for c in call[:6]] == [0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000]
+    assert call[6] == 128
+    assert call[7][0] == 0x7000 and call[7][2:] == ((5, 128), (256, 1))
+    assert call[8] == 0
+
+
 def test_fp8_mqa_logits_argument_errors(hooked):
     q, kv, sf = FakeCAI((5, 64, 128), "|u1"), FakeCAI((300, 128), "|u1"), FakeCAI((300,), "<f4")
     w, ks = FakeCAI((5, 64), "<f4"), FakeCAI((5,), "<i4")
-    with pytest.raises(dg.Unsupported, match="max_seqlen_k"):
-        dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks, max_seqlen_k=128)
+    with pytest.raises(dg.InvalidArgument, match="max_seqlen_k: -1"):
+        dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks, clean_logits=False, max_seqlen_k=-1)
     with pytest.raises(dg.InvalidArgument, match="kv"):
         dg.fp8_mqa_logits(q, kv, w, ks, ks)
     with pytest.raises(dg.InvalidArgument, match="logits_dtype"):
@@ -58,6 +72,7 @@ def test_fp8_mqa_logits_argument_errors(hooked):
     with pytest.raises(dg.InvalidArgument, match="not a torch tensor"):
         dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks)  # no out= and nothing to allocate with
     assert hooked["dg_fp8_mqa_logits"].calls == []
+    assert hooked["dg_fp8_mqa_logits_compressed"].calls == []
 
 
 def test_paged_metadata_and_logits_pass_their_arguments(hooked):

@@ -277,7 +277,7 @@ def _out_descriptor(key_prefix):
     return plan, T.read_descriptor(plan.out)
 
 
-@pytest.mark.parametrize("which", ["metadata", "paged", "prefill"])
+@pytest.mark.parametrize("which", ["metadata", "paged", "prefill", "compressed"])
 def test_repeated_mqa_call_allocates_and_replays_the_first_launch(env, which):
     torch, launches, _stream_box, full = env
     p = _Paged(torch)
@@ -285,6 +285,8 @@ def test_repeated_mqa_call_allocates_and_replays_the_first_launch(env, which):
         "metadata": (lambda: dg.get_paged_mqa_logits_metadata(p.ctx, 64, 132), "dg_get_paged_mqa_logits_metadata"),
         "paged": (lambda: p.logits(), "dg_fp8_paged_mqa_logits"),
         "prefill": (lambda: dg.fp8_mqa_logits(*_prefill(torch)), "dg_fp8_mqa_logits"),
+        "compressed": (lambda: dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False, max_seqlen_k=200),
+                       "dg_fp8_mqa_logits_compressed"),
     }[which]
     first = call()
     assert full[0] == 1 and len(launches) == 1
@@ -309,6 +311,11 @@ def test_mqa_layouts_of_new_outputs(env):
         assert logits.shape == (4, 600) and logits.stride() == (768, 1) and logits.dtype is torch.float32
         logits = p.logits(logits_dtype=torch.bfloat16)
         assert logits.shape == (4, 600) and logits.stride() == (1024, 1) and logits.dtype is torch.bfloat16
+        # Compressed prefill logits: max_seqlen_k columns, rows padded alike.
+        logits = dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False, max_seqlen_k=200)
+        assert logits.shape == (5, 200) and logits.stride() == (256, 1) and logits.dtype is torch.float32
+        logits = dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False, max_seqlen_k=300, logits_dtype=torch.bfloat16)
+        assert logits.shape == (5, 300) and logits.stride() == (512, 1) and logits.dtype is torch.bfloat16
 
 
 def test_mqa_call_with_out_replays_into_it(env):
@@ -343,6 +350,8 @@ def test_anything_in_an_mqa_key_changes_takes_the_full_path(env):
         lambda: dg.fp8_mqa_logits(*_prefill(torch)),
         lambda: dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False),
         lambda: dg.fp8_mqa_logits(*_prefill(torch, s_kv=256)),
+        lambda: dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False, max_seqlen_k=200),
+        lambda: dg.fp8_mqa_logits(*_prefill(torch), clean_logits=False, max_seqlen_k=100),  # max_seqlen_k
     ]
     for i, call in enumerate(variants):
         call()
@@ -368,11 +377,11 @@ def test_mqa_errors_raise_and_are_never_replayed(env):
             p.logits()
         with pytest.raises(dg.Unsupported, match="block_kv: 32"):
             dg.get_paged_mqa_logits_metadata(p.ctx, 32, 132)
-        with pytest.raises(dg.Unsupported, match="max_seqlen_k"):
+        with pytest.raises(dg.Unsupported, match="clean_logits: 1"):  # clean_logits defaults to True
             dg.fp8_mqa_logits(*_prefill(torch), max_seqlen_k=128)
         with pytest.raises(dg.InvalidArgument, match="num_sms"):
             dg.get_paged_mqa_logits_metadata(p.ctx, 64, 0)
-        assert full[0] == 3 * (i + 1)
+        assert full[0] == 4 * (i + 1)
     assert launches == [] and not _fast._table.plans
 
 

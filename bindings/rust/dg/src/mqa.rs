@@ -14,8 +14,8 @@ use crate::tensor::{DType, Tensor};
 
 /// The layout of MQA logits `[seq_len, seq_len_kv]` of `logits_dtype` (FLOAT32 or BFLOAT16):
 /// strides (row stride, 1), the row stride `seq_len_kv` rounded up to 1024 bytes, and the bytes
-/// to allocate (`dg_get_mqa_logits_layout`). For the paged logits pass `B * next_n` and
-/// `max_context_len`.
+/// to allocate (`dg_get_mqa_logits_layout`). For the compressed logits pass `S_q` and
+/// `max_seqlen_k`, for the paged ones `B * next_n` and `max_context_len`.
 pub fn mqa_logits_layout(seq_len: i64, seq_len_kv: i64, logits_dtype: DType) -> Result<ScaleLayout> {
     let mut sizes = [0i64; 2];
     let mut strides = [0i64; 2];
@@ -45,6 +45,26 @@ impl Stream {
             sys::dg_fp8_mqa_logits(self.as_raw(), q.as_raw(), kv.as_raw(), kv_sf.as_raw(), weights.as_raw(),
                                    cu_seq_len_k_start.as_raw(), cu_seq_len_k_end.as_raw(), logits.as_raw(),
                                    i32::from(clean_logits))
+        })
+    }
+
+    /// [`Stream::fp8_mqa_logits`] in the compressed layout (`dg_fp8_mqa_logits_compressed`,
+    /// DeepGEMM's `fp8_mqa_logits` with `max_seqlen_k > 0`): row i of logits (FLOAT32 or BFLOAT16
+    /// [S_q, max_seqlen_k], row stride a multiple of 16 bytes) holds token i's keys from its
+    /// first, `logits[i, j - start[i]]` for j in [start[i], min(end[i], start[i] + max_seqlen_k));
+    /// a longer range is clipped, entries past a row's range may hold anything. `max_seqlen_k` 1
+    /// to 2^31 - 1. `clean_logits` must be false (no -inf is written in this layout; true is
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
+    #[allow(clippy::too_many_arguments)]
+    pub fn fp8_mqa_logits_compressed(&self, q: &Tensor, kv: &Tensor, kv_sf: &Tensor, weights: &Tensor,
+                                     cu_seq_len_k_start: &Tensor, cu_seq_len_k_end: &Tensor, max_seqlen_k: i64,
+                                     logits: &Tensor, clean_logits: bool) -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_fp8_mqa_logits_compressed(self.as_raw(), q.as_raw(), kv.as_raw(), kv_sf.as_raw(),
+                                              weights.as_raw(), cu_seq_len_k_start.as_raw(),
+                                              cu_seq_len_k_end.as_raw(), max_seqlen_k, logits.as_raw(),
+                                              i32::from(clean_logits))
         })
     }
 

@@ -432,6 +432,38 @@ fn offline_mqa_logits_validation() {
 }
 
 #[test]
+fn offline_mqa_logits_compressed_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (s_q, h, d, s_kv, max_seqlen_k) = (4i64, 64i64, 128i64, 4096i64, 300i64);
+    let fp8 = DType::FLOAT8_E4M3;
+    let q = fake(1, fp8, &[s_q, h, d], None);
+    let kv = fake(2, fp8, &[s_kv, d], None);
+    let kv_sf = fake(3, DType::FLOAT32, &[s_kv], None);
+    let weights = fake(4, DType::FLOAT32, &[s_q, h], None);
+    let ks = fake(5, DType::INT32, &[s_q], None);
+    let ke = fake(6, DType::INT32, &[s_q], None);
+    let layout = dg::mqa_logits_layout(s_q, max_seqlen_k, DType::FLOAT32).unwrap();
+    let logits = fake(7, DType::FLOAT32, &layout.sizes, Some(&layout.strides));
+    let call = |max_seqlen_k: i64, logits: &Tensor, clean: bool| {
+        stream.fp8_mqa_logits_compressed(&q, &kv, &kv_sf, &weights, &ks, &ke, max_seqlen_k, logits, clean).unwrap_err()
+    };
+    let expect = |e: dg::Error, kind: ErrorKind, part: &str| {
+        assert_eq!(e.kind(), kind, "{}", e);
+        assert!(e.message().contains(part), "{:?} lacks {:?}", e.message(), part);
+    };
+    expect(call(max_seqlen_k, &logits, true), ErrorKind::Unsupported, "clean_logits: 1");
+    expect(call(0, &logits, false), ErrorKind::InvalidArgument, "max_seqlen_k: 0");
+    expect(call(1 << 31, &logits, false), ErrorKind::InvalidArgument, "max_seqlen_k");
+    // The logits have max_seqlen_k columns, not S_kv.
+    expect(call(max_seqlen_k, &fake(8, DType::FLOAT32, &[s_q, s_kv], None), false), ErrorKind::InvalidArgument,
+           "but max_seqlen_k is 300");
+    expect(call(max_seqlen_k, &fake(8, DType::BFLOAT16, &[s_q, max_seqlen_k], Some(&[max_seqlen_k, 1])), false),
+           ErrorKind::InvalidArgument, "logits: row stride");
+    // A valid call gets through every check to the launch, which an offline stream refuses.
+    expect(call(max_seqlen_k, &logits, false), ErrorKind::NoDevice, "offline");
+}
+
+#[test]
 fn offline_paged_mqa_logits_prepare_and_validation() {
     let stream = Stream::offline(9, 0, 132, None).unwrap();
     let (b, next_n, h, d, blocks, max_blocks, max_ctx, sms) = (2i64, 1i64, 64i64, 128i64, 16i64, 8i64, 512i64, 132);
