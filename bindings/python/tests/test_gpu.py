@@ -706,6 +706,30 @@ def test_fp8_mqa_logits(h, d, logits_dtype):
     assert again.data_ptr() != logits.data_ptr() and torch.equal(again, logits)
 
 
+@pytest.mark.parametrize("logits_dtype", [torch.float32, torch.bfloat16])
+def test_fp8_mqa_logits_compressed(logits_dtype):
+    """max_seqlen_k > 0: row i holds keys [ks, min(ke, ks + max_seqlen_k)) from column 0; the
+    longer ranges are clipped."""
+    require("fp8_mqa_logits_compressed")
+    s_q, s_kv, h, d, max_seqlen_k = 257, 1000, 64, 128, 300
+    q, kv, sf, w = _mqa_inputs(s_q, h, d, s_kv)
+    ks = torch.randint(-20, s_kv // 2, (s_q,), dtype=torch.int32, device="cuda")
+    ke = ks + torch.randint(0, s_kv // 2, (s_q,), dtype=torch.int32, device="cuda")
+    logits = dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False, max_seqlen_k=max_seqlen_k,
+                               logits_dtype=logits_dtype)
+    assert logits.shape == (s_q, max_seqlen_k) and logits.dtype == logits_dtype
+    assert logits.stride(0) * logits.element_size() % 1024 == 0
+    lo = ks.long().clamp(0, s_kv)
+    n = (ke.long().clamp(max=s_kv) - lo).clamp(0, max_seqlen_k)
+    col = torch.arange(max_seqlen_k, device="cuda")[None, :]
+    inside = col < n[:, None]
+    ref = _mqa_reference(q, kv, sf, w).gather(1, (lo[:, None] + col).clamp(max=s_kv - 1))
+    assert calc_diff(logits[inside].double(), ref[inside]) < (1e-6 if logits_dtype == torch.float32 else 3e-5)
+    again = dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False, max_seqlen_k=max_seqlen_k,
+                              logits_dtype=logits_dtype)  # warm
+    assert again.data_ptr() != logits.data_ptr() and torch.equal(again[inside], logits[inside])
+
+
 def test_fp8_mqa_logits_errors():
     require("fp8_mqa_logits")
     q, kv, sf, w = _mqa_inputs(4, 16, 128, 64)
@@ -713,7 +737,7 @@ def test_fp8_mqa_logits_errors():
     with pytest.raises(dg.Unsupported, match="H = 16"):
         dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks)
     q, kv, sf, w = _mqa_inputs(4, 64, 128, 64)
-    with pytest.raises(dg.Unsupported, match="max_seqlen_k"):
+    with pytest.raises(dg.Unsupported, match="clean_logits: 1"):  # the compressed layout writes no -inf
         dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks, max_seqlen_k=64)
     with pytest.raises(dg.InvalidArgument, match="cu_seq_len_k_end"):
         dg.fp8_mqa_logits(q, (kv, sf), w, ks, ks[:3])
