@@ -118,10 +118,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const dg_dtype logits_dtype = dg_dtype(r.u(1) % 11);
   // NVFP4 GEMV: a, sfa, b, sfb, c.
   check(dg_nvfp4_gemv(stream, t[0], t[3], t[1], t[4], t[2], &gemv));
-  // MQA logits: q, kv, kv_sf, weights, cu_seq_len_k_start, _end, logits; the paged schedule:
-  // context_lens, schedule_meta; paged: q, kv_cache, weights, context_lens, block_table,
-  // schedule_meta, logits.
+  // MQA logits: q, kv, kv_sf, weights, cu_seq_len_k_start, _end, logits (compressed: with
+  // max_context_len as max_seqlen_k); the paged schedule: context_lens, schedule_meta; paged: q,
+  // kv_cache, weights, context_lens, block_table, schedule_meta, logits.
   check(dg_fp8_mqa_logits(stream, t[0], t[1], t[3], t[4], u[0], u[1], t[2], clean_logits));
+  check(dg_fp8_mqa_logits_compressed(stream, t[0], t[1], t[3], t[4], u[0], u[1], max_context_len, t[2], clean_logits));
   check(dg_get_paged_mqa_logits_metadata(stream, u[0], block_kv, int32_t(num_sms), u[1]));
   check(dg_fp8_paged_mqa_logits(stream, t[0], t[1], t[4], u[0], t[3], u[1], max_context_len, t[2], clean_logits));
   check(dg_get_mqa_logits_layout(a, b, logits_dtype, out_sizes, out_strides, &bytes));
