@@ -55,8 +55,8 @@ dg_status check_data(const dg_tensor_s& t, const char* arg) {
   return DG_SUCCESS;
 }
 
-// Both layouts: max_seqlen_k 0 is the [S_q, S_kv] one (dg_fp8_mqa_logits); compressed is
-// dg_fp8_mqa_logits_compressed, whose max_seqlen_k is checked here.
+// Both prefill entry points: dg_fp8_mqa_logits ([S_q, S_kv] logits; max_seqlen_k unused), and with
+// `compressed` dg_fp8_mqa_logits_compressed ([S_q, max_seqlen_k]).
 dg_status mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv, const dg_tensor* kv_sf,
                      const dg_tensor* weights, const dg_tensor* ks, const dg_tensor* ke, const dg_tensor* logits,
                      int32_t clean_logits, bool compressed, int64_t max_seqlen_k) {

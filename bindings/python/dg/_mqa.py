@@ -114,8 +114,9 @@ def fp8_mqa_logits(
                 and type(cu_seq_len_k_start) in types and type(cu_seq_len_k_end) in types
                 and (out is None or type(out) in types) and _dtype_key(logits_dtype, q.dtype)):
             ks, ke = cu_seq_len_k_start, cu_seq_len_k_end
-            key = (_prefill_entry(max_seqlen_k), max_seqlen_k, bool(clean_logits), logits_dtype, q.data_ptr(), q.shape, q.stride(), q.dtype,
-                   x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
+            key = (_prefill_entry(max_seqlen_k), max_seqlen_k, bool(clean_logits), logits_dtype,
+                   q.data_ptr(), q.shape, q.stride(), q.dtype, x.data_ptr(), x.shape, x.stride(), x.dtype,
+                   sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
                    weights.data_ptr(), weights.shape, weights.stride(), weights.dtype,
                    ks.data_ptr(), ks.shape, ks.stride(), ks.dtype, ke.data_ptr(), ke.shape, ke.stride(), ke.dtype,
                    None if out is None else (out.data_ptr(), out.shape, out.stride(), out.dtype))
