@@ -102,48 +102,57 @@ class _Table(threading.local):
 _table = _Table()
 
 
-def call(key: Any) -> bool:
-    """Runs the plan of ``key`` and returns True, or returns False when there is none (or it
-    belongs to another library); libdg's errors raise as on the full path."""
+def _plan(key: Any) -> Optional[Plan]:
+    """The plan of ``key``, or None when there is none or it belongs to another library."""
     plan = _table.plans.get(key)
-    if plan is None:
-        return False
-    lib = _lib._library
-    if plan.lib is not lib:
-        return False
+    return plan if plan is not None and plan.lib is _lib._library else None
+
+
+def _launch(plan: Plan) -> None:
+    """The plan's one C call on torch's current stream of its device; libdg's errors raise as on
+    the full path."""
     dev = plan.device
     cu = _raw_stream(dev)
     handle = _stream._cache.get((dev, cu)) or _stream._cached(dev, cu)
     status = plan.fn(handle, *plan.args)
     if status != 0:
-        lib.check(status, plan.name)
+        plan.lib.check(status, plan.name)
+
+
+def call(key: Any) -> bool:
+    """Runs the plan of ``key`` and returns True, or returns False when there is none (or it
+    belongs to another library)."""
+    plan = _plan(key)
+    if plan is None:
+        return False
+    _launch(plan)
     return True
 
 
 def call_new(key: Any) -> Any:
     """Runs the plan of ``key``, a call that allocates its output, on a new output and returns it,
     or returns None when there is no plan (or it belongs to another library)."""
-    plan = _table.plans.get(key)
+    plan = _plan(key)
     if plan is None:
-        return None
-    lib = _lib._library
-    if plan.lib is not lib:
         return None
     alloc = plan.alloc
     # torch's current stream of the device, as the full path allocates when no stream is given.
     result = alloc.empty(alloc.shape, dtype=alloc.dtype, device=alloc.device)
     status = plan.set_data(plan.out, result.data_ptr())
     if status != 0:
-        lib.check(status, "dg_tensor_set_data")
+        plan.lib.check(status, "dg_tensor_set_data")
     if alloc.view is not None:
         result = result.as_strided(*alloc.view)
-    dev = plan.device
-    cu = _raw_stream(dev)
-    handle = _stream._cache.get((dev, cu)) or _stream._cached(dev, cu)
-    status = plan.fn(handle, *plan.args)
-    if status != 0:
-        lib.check(status, plan.name)
+    _launch(plan)
     return result
+
+
+def replay(key: Any, out: Any) -> Any:
+    """The warm call of ``key``: its result (``out``, or the new output when ``out`` is None), or
+    None when there is no plan."""
+    if out is None:
+        return call_new(key)
+    return out if call(key) else None
 
 
 def _descriptor(lib: Any, info: TensorInfo) -> c_void_p:
