@@ -17,9 +17,9 @@
 // stage of the KV ring (values by a 3-D TMA map over the cache, scales by a 2-D one), reading the
 // block table 32 entries at a time (one per lane). After the run it publishes an end marker. Each
 // consumer warp-group takes one block of a stage as the WGMMA's A operand (M = 64 keys). The
-// consumers read no global memory: when each read a sequence's context length itself, every new
-// sequence stalled them a memory latency while loaded stages waited. The producer's first block
-// table read of a sequence is issued before its context length read, not after. The epilogue is
+// consumers read no global memory (a context-length read at each new sequence would stall them a
+// memory latency while loaded stages wait); the producer issues a sequence's first block-table
+// read before its context-length read, so the two latencies overlap. The epilogue is
 // the non-paged kernel's: ReLU, head weights held in registers per sequence, the sum over heads
 // in a fixed order (bitwise reproducible), the key scale.
 //
