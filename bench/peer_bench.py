@@ -5,7 +5,8 @@ and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16), `
 K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn), `mqa` and
 `paged-mqa` (the DeepSeek-V3.2 indexer's MQA logits, H 64, D 128, the sizes of
 perf/anchors_h100.md; for paged-mqa a device copy moving the bytes the call reads stands in the
-cuBLAS column).
+cuBLAS column), `mqa-compressed` (non-paged with DeepGEMM's compressed logits, `max_seqlen_k`: each
+row scores a window of keys ending at its causal end and stores it from column 0).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -21,6 +22,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
+                                   [mqa-compressed]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--out DIR] [--name NAME]
                                    [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
@@ -68,7 +70,9 @@ DENSE_M = [128, 2048, 4096, 8192]
 # paged (B, next_n, average context length) with 2-D context lengths, as perf/anchors_h100.md.
 MQA = [(2048, 8192), (4096, 65536), (8192, 65536)]
 PAGED_MQA = [(256, 1, 8192), (256, 2, 8192), (1024, 1, 16384)]
-SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa")
+# Compressed MQA logits (S_q, S_kv, max_seqlen_k): row i scores keys [ke - max_seqlen_k, ke), ke causal.
+MQA_COMPRESSED = [(4096, 65536, 8192), (8192, 65536, 16384)]
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed")
 NAME = "grouped"
 
 
@@ -367,17 +371,20 @@ def mqa_inputs(rows, heads, dim, keys):
     return q, (kv_f / sf[:, None]).to(torch.float8_e4m3fn), sf, torch.rand(rows, heads, device="cuda")
 
 
-def mqa(s_q, s_kv):
-    """Non-paged MQA logits; row fields: G = H, m = S_q, n = S_kv, k = D."""
+def mqa(s_q, s_kv, window=0):
+    """Non-paged MQA logits; row fields: G = H, m = S_q, n = S_kv (the window with compressed logits), k = D.
+    window > 0: DeepGEMM's compressed layout (max_seqlen_k = window), row i holds keys [ks, ke) from column 0."""
     heads, dim = 64, 128
     q, kv, sf, w = mqa_inputs(s_q, heads, dim, s_kv)
-    ks = torch.zeros(s_q, dtype=torch.int32, device="cuda")
     ke = torch.arange(s_q, dtype=torch.int32, device="cuda") + (s_kv - s_q)
+    ks = (ke - window).clamp(min=0) if window else torch.zeros(s_q, dtype=torch.int32, device="cuda")
     pairs = int((ke - ks).clamp(min=0).sum())
-    row = dict(suite="mqa", kind="fp8", groups=heads, expected_m=s_q, n=s_kv, k=dim, flops=2.0 * pairs * heads * dim)
-    contenders = {"libdg": lambda: dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False)}
+    row = dict(suite="mqa-compressed" if window else "mqa", kind="fp8", groups=heads, expected_m=s_q,
+               n=window or s_kv, k=dim, flops=2.0 * pairs * heads * dim)
+    extra = dict(max_seqlen_k=window) if window else {}
+    contenders = {"libdg": lambda: dg.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False, **extra)}
     if deep_gemm is not None:
-        contenders["deepgemm"] = lambda: deep_gemm.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False)
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_mqa_logits(q, (kv, sf), w, ks, ke, clean_logits=False, **extra)
     # Values on sampled rows against float64 (the whole reference would not fit at S_kv 65536).
     sample = torch.randint(0, s_q, (16,), device="cuda")
     j = torch.arange(s_kv, device="cuda")[None, :]
@@ -386,7 +393,15 @@ def mqa(s_q, s_kv):
     ref = (ref * w[sample].double()[:, :, None]).sum(dim=1) * sf.double()[None, :]
     for name in ("libdg", "deepgemm"):
         if name in contenders:
-            got = contenders[name]()[sample]
+            out = contenders[name]()
+            if window:  # back to key columns: row r's column c is key ks[r] + c
+                full = torch.zeros(len(sample), s_kv, dtype=out.dtype, device="cuda")
+                for i, r in enumerate(sample.tolist()):
+                    n = int(ke[r] - ks[r])
+                    full[i, int(ks[r]):int(ke[r])] = out[r, :n]
+                got = full
+            else:
+                got = out[sample]
             row["diff_" + name] = "%.1e" % calc_diff(got[inside], ref[inside])
     del ref
     torch.cuda.synchronize()
@@ -457,7 +472,7 @@ def report(out_dir, meta=None):
     lines = ["m: M (dense, K-grouped) or expected rows per group (M-grouped); k: K (dense, M-grouped) or expected K"
              " per group (K-grouped). mqa: G = H, m = S_q, n = S_kv, k = D. paged-mqa: G = H, m = B, n = the"
              " average context, k = next_n, and the cuBLAS column is a device copy moving as many bytes as the"
-             " call reads.", "",
+             " call reads. mqa-compressed: as mqa with n = max_seqlen_k, the window of keys each row scores.", "",
              "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -606,6 +621,9 @@ def main():
     if "paged-mqa" in args.suites and not args.bf16_only:
         for b, next_n, avg in PAGED_MQA:
             paged_mqa(b, next_n, avg)
+    if "mqa-compressed" in args.suites and not args.bf16_only:
+        for s_q, s_kv, window in MQA_COMPRESSED:
+            mqa(s_q, s_kv, window)
     report(args.out)
 
 
