@@ -237,6 +237,12 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // Multicast pairs never beat the same tiles without them on the H100 (2026-11-23: equal within 1%
   // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
   // lockstep for a single round), so the heuristic considers them only when an override asks.
+  // FP8 128x192 pairs (promoted after the WGMMAs, one slice) measured 0.86-1.02 of the heuristic's
+  // single CTAs at M = 2048 / 4096 in one run. M-grouped contiguous pairs are slower still: their
+  // kernels compile with the consumers' stage in vector registers (~219 R2UR in the SASS against
+  // ~20; the per-row group reads reaching the producer's addresses are enough to tip ptxas): on the
+  // contiguous FP8 sets 4-25% behind the heuristic's single CTAs, and 128x192 pairs took 9% more SM
+  // cycles than single CTAs of the same tile (18% more instructions).
   if (cluster == 2) t *= 1.01;
   // Grouped problems read a B per group and the rows they compute.
   const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous ? double(s.m)
