@@ -591,11 +591,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
               ptx::WgmmaE4m3<kSubN>::mma(da, db, part[buf][u], kk > 0);
             }
           }
+          // part[buf] is next read by promote, whose fence follows the wait (no fence needed here).
           ptx::wgmma_commit();
-#pragma unroll
-          for (uint32_t u = 0; u < kUnitM; ++u)
-#pragma unroll
-            for (uint32_t r = 0; r < kSubAcc; ++r) ptx::fence_operand(part[buf][u][r]);
         };
 
         // Promotes part[buf] (column slice h of the K block in stage s) into acc; the last slice
