@@ -48,18 +48,19 @@ jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
   return jit::KernelKey(jit::kFamilySm90Gemm,
                         {static_cast<int64_t>(s.kind), static_cast<int64_t>(s.major_a), static_cast<int64_t>(s.major_b),
                          s.d_dtype, s.accumulate, c.block_m, c.block_n, c.stages, c.math_wg, c.cluster, c.multicast_a,
-                         c.overlap, c.promote_split, c.d_bufs, c.split_k, static_cast<int64_t>(s.type), c.sfb_boundaries});
+                         c.overlap, c.promote_split, c.d_bufs, c.split_k, static_cast<int64_t>(s.type), c.sfb_boundaries,
+                         c.stage_aligned});
 }
 
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
   const char* majors[] = {"kK", "kMN"};
   jit::KernelSpec spec;
   spec.template_name = "kernels/sm90_gemm.cu.j2";
-  spec.kernel_name = fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}_{}x{}x{}_s{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+  spec.kernel_name = fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
                                  gemm_type_tag(s.type),
                                  s.major_a == Major::kK ? "k" : "m", s.major_b == Major::kK ? "k" : "m",
                                  s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16", s.accumulate ? "_acc" : "",
-                                 c.block_m, c.block_n, c.block_k, c.stages, c.math_wg, c.cluster,
+                                 c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "", c.math_wg, c.cluster,
                                  c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
                                  c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
                                  c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
@@ -84,6 +85,7 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
       {"split_k", c.split_k},
       {"gemm_type", gemm_type_enumerator(s.type)},
       {"sfb_boundaries", static_cast<int64_t>(c.sfb_boundaries)},
+      {"stage_aligned", c.stage_aligned ? "true" : "false"},
       {"smem_bytes", static_cast<int64_t>(c.smem_bytes)},
   });
   return spec;

@@ -77,6 +77,9 @@ struct GemmConfig {
   int d_bufs = 0;           // epilogue strip buffers per warp-group; 0 stages the whole tile
   int split_k = 1;          // CTAs (one cluster) sharing each tile's K blocks; > 1 needs cluster 1
   uint32_t sfb_boundaries = 0;  // FP8 1D2D, tiles straddling SFB rows: see sfb_boundaries()
+  // FP8: every tile's K blocks fill the stage ring a whole number of times (stage_aligned()), so the
+  // consumers' K loop is unrolled over the ring and addresses every stage at a constant offset.
+  bool stage_aligned = false;
   double estimate_us = 0;   // the heuristic's cost estimate
 };
 
@@ -91,6 +94,10 @@ struct GemmOverride {
 
 // Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes); d_bufs as in GemmConfig.
 unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages, int d_bufs = 0, int split_k = 1);
+
+// Whether a config's consumers may run the ring-unrolled K loop (GemmConfig::stage_aligned): FP8,
+// one CTA per tile over all of K, the same K blocks for every tile, a whole number of ring turns.
+bool stage_aligned(const GemmShape& s, const GemmConfig& c);
 
 // FP8 1D2D with block_n not dividing 128: the set of column boundaries b = min(128 - n0 % 128, block_n)
 // (bit b / 8 - 1) over the tiles of an N-column problem, for which the kernel compiles one K loop

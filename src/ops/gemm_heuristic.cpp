@@ -238,11 +238,13 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   // on the large shapes, 7-15% slower at N = 576 and 2112 where the pairs' pipelines run in
   // lockstep for a single round), so the heuristic considers them only when an override asks.
   // FP8 128x192 pairs (promoted after the WGMMAs, one slice) measured 0.86-1.02 of the heuristic's
-  // single CTAs at M = 2048 / 4096 in one run. M-grouped contiguous pairs are slower still: their
-  // kernels compile with the consumers' stage in vector registers (~219 R2UR in the SASS against
-  // ~20; the per-row group reads reaching the producer's addresses are enough to tip ptxas): on the
-  // contiguous FP8 sets 4-25% behind the heuristic's single CTAs, and 128x192 pairs took 9% more SM
-  // cycles than single CTAs of the same tile (18% more instructions).
+  // single CTAs at M = 2048 / 4096 in one run. M-grouped contiguous pairs with a run-time stage
+  // compile with the consumers' stage in vector registers (~219 R2UR in the SASS against ~20; the
+  // per-row group reads reaching the producer's addresses tip ptxas). The stage-aligned K loop has
+  // no run-time stage and compiles them clean (27 R2UR), yet DeepGEMM's own contiguous config
+  // (128x192 pairs sharing B, one slice promoted after the WGMMAs) still ran 0.89-1.00 of the
+  // heuristic's single CTAs on the contiguous FP8 sets and 0.70-1.04 on dense FP8 (Nsight Compute,
+  // G = 4, N = 6144, K = 7168: 3.18M SM cycles against 3.10M single, DeepGEMM's pair 3.00M).
   if (cluster == 2) t *= 1.01;
   // Grouped problems read a B per group and the rows they compute.
   const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous ? double(s.m)
@@ -255,6 +257,14 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
 }
 
 }  // namespace
+
+bool stage_aligned(const GemmShape& s, const GemmConfig& c) {
+  // The unrolled loop holds a K block per stage: deep rings (small-M tiles) would unroll too far.
+  constexpr int kMaxUnrolledStages = 8;
+  const int64_t num_kb = cdiv(s.k, c.block_k);
+  return s.kind != GemmKind::kBf16 && s.type != GemmType::kKGrouped && c.split_k == 1 &&
+         c.stages <= kMaxUnrolledStages && num_kb > 0 && num_kb % c.stages == 0;
+}
 
 uint32_t sfb_boundaries(int64_t n, int block_n) {
   if (block_n <= 0 || 128 % block_n == 0) return 0;
@@ -517,6 +527,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   best.threads = 128u * (best.math_wg + 1);
   best.d_strip = strip_elems(out_bytes(s), best.block_n);
   if (s.kind == GemmKind::kFp8_1D2D) best.sfb_boundaries = sfb_boundaries(s.n, best.block_n);
+  best.stage_aligned = stage_aligned(s, best);
   *out = best;
   return DG_SUCCESS;
 }

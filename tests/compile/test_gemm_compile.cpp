@@ -534,6 +534,41 @@ TEST_CASE("sm90 gemm: SFB boundary sets cover every tile of the problem") {
   CHECK(c.sfb_boundaries == 0);
 }
 
+// The ring-unrolled K loop assumes every tile starts at stage 0: only configs whose tiles all take
+// the same whole number of ring turns get it.
+TEST_CASE("sm90 gemm: the stage-aligned K loop only where every tile turns the ring whole") {
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 4096, s.n = 4096, s.k = 7168;  // 56 K blocks
+  dg::ops::GemmConfig c;
+  for (int stages : {2, 3, 4, 5, 6, 7}) {
+    dg::ops::GemmOverride o;
+    o.block_m = 128, o.block_n = stages <= 6 ? 128 : 64, o.stages = stages;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+    INFO("stages " << stages);
+    CHECK(c.stage_aligned == (56 % stages == 0));
+  }
+  s.k = 7168 - 100;  // a partial last K block still counts as one
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.stage_aligned == (56 % c.stages == 0 && c.stages <= 8 && c.split_k == 1));
+  dg::ops::GemmOverride split;
+  split.split_k = 2;
+  s.m = 128, s.k = 4096;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, split, &c) == DG_SUCCESS);
+  CHECK(!c.stage_aligned);  // each CTA of a split tile takes part of the K blocks
+  s.kind = GemmKind::kBf16, s.k = 64 * 32;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(!c.stage_aligned);  // the BF16 loop has no such variant
+  s.kind = GemmKind::kFp8_1D1D, s.type = GemmType::kKGrouped, s.d_dtype = DG_DTYPE_FLOAT32, s.num_groups = 4, s.k = 4096;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(!c.stage_aligned);  // every group has its own K
+  dg::ops::GemmOverride deep;
+  deep.block_m = 64, deep.block_n = 32, deep.stages = 16;
+  s = GemmShape{};
+  s.kind = GemmKind::kFp8_1D2D, s.m = 128, s.n = 2112, s.k = 16 * 128;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, deep, &c) == DG_SUCCESS);
+  CHECK(!c.stage_aligned);  // too deep a ring to unroll
+}
+
 TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spills") {
   dg::Config config = dg::default_config();
   config.cache_dir = "";
@@ -572,6 +607,22 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
     REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
     compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
   }
+  // tests/gpu/test_gemm.cpp, the stage-aligned K loops: every ring depth, one and three turns.
+  for (int stages = 2; stages <= 8; ++stages)
+    for (int turns : {1, 3}) {
+      GemmShape s;
+      s.kind = turns == 3 && stages % 3 == 0 ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+      s.m = 1000, s.n = 520, s.k = stages * turns * 128 - (turns == 3 ? 48 : 0);
+      s.d_dtype = s.kind == GemmKind::kFp8_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      s.accumulate = stages % 3 == 1;
+      dg::ops::GemmOverride o;
+      o.block_m = 128, o.block_n = stages <= 6 ? 128 : 64, o.stages = stages;
+      o.fp8_promotion = stages % 2 ? DG_FP8_PROMOTION_AFTER : DG_FP8_PROMOTION_OVERLAP;
+      dg::ops::GemmConfig c;
+      REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+      CHECK(c.stage_aligned);
+      compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
+    }
   // tests/gpu/test_k_grouped_gemm.cpp: 64 x 64 tiles, FP8 and BF16, with C.
   for (GemmKind kind : {GemmKind::kFp8_1D1D, GemmKind::kBf16}) {
     GemmShape s;

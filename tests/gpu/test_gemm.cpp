@@ -429,6 +429,37 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
   }
 }
 
+// The stage-aligned K loop (K blocks a whole number of turns of the ring, which the consumers' loop
+// unrolls): every ring depth it takes (2-8 stages), one and several turns per tile, a partial last K
+// block, both recipes and promotion modes, whole and sliced partials, row units, C, and several
+// tiles per CTA (each must start at stage 0 again).
+TEST_CASE("sm90 fp8 gemm: stage-aligned K loops, every ring depth") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(2311);
+  for (int stages = 2; stages <= 8; ++stages)
+    for (int turns : {1, 3}) {
+      Case cs;
+      cs.fp8 = true, cs.m = 1000, cs.n = 520, cs.k = stages * turns * 128 - (turns == 3 ? 48 : 0);
+      cs.block_m = 128, cs.block_n = stages <= 6 ? 128 : 64, cs.stages = stages;  // what the ring fits
+      cs.promotion = stages % 2 ? DG_FP8_PROMOTION_AFTER : DG_FP8_PROMOTION_OVERLAP;
+      cs.recipe = turns == 3 && stages % 3 == 0 ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+      cs.d_dtype = cs.recipe == DG_FP8_RECIPE_1D1D ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.c_mode = stages % 3 == 1 ? 2 : 0;
+      check_case(g, cs, rng);
+    }
+  // The heuristic's aligned tiles: 128x192 in two slices overlapped (straddling SFB rows), one slice
+  // promoted after, and 256x128 row units.
+  for (int variant = 0; variant < 3; ++variant) {
+    Case cs;
+    cs.fp8 = true, cs.m = 700, cs.n = 1040, cs.k = 2048;
+    cs.block_m = variant == 2 ? 256 : 128, cs.block_n = variant == 2 ? 128 : 192, cs.stages = variant == 2 ? 2 : 4;
+    cs.promotion = variant == 0 ? DG_FP8_PROMOTION_OVERLAP : DG_FP8_PROMOTION_AFTER;
+    cs.slices = variant == 1 ? 1 : 2;
+    check_case(g, cs, rng);
+  }
+}
+
 // The skinny kernel (few tokens), forced: every token-tile count and the tails around them, N with a
 // partial 16-row tile, K with a partial 128-byte unit (and shorter than one), each recipe and
 // output, C separate and aliased, every split; and the tiled kernel forced where AUTO picks skinny.

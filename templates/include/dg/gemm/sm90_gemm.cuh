@@ -81,7 +81,8 @@ static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
-          uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0>
+          uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
+          bool kStageAligned_ = false>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -117,6 +118,12 @@ struct Sm90GemmTraits {
   // computes the set from N); with a set, the K loop is compiled once per b instead of selecting
   // each column group's scale at run time. 0: run-time selection.
   static constexpr uint32_t kSfbBoundaries = kSfbBoundaries_;
+  // FP8: every tile's K blocks are a whole number of turns of the stage ring (the host checks it:
+  // ops::stage_aligned), so each tile starts at stage 0 and the consumers' K loop, unrolled over
+  // the ring, addresses every stage's tiles, scales and barriers at constant offsets: no stage
+  // arithmetic per K block (the uniform ops a run-time stage costs were most of the per-warp
+  // instruction gap to DeepGEMM's loop, whose K is a compile-time constant).
+  static constexpr bool kStageAligned = kFp8 && kStageAligned_;
 
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
@@ -158,6 +165,8 @@ struct Sm90GemmTraits {
   static_assert(!kMcA || (kBlockM / 2) % (kMajorA == Major::kMN ? 64 : 8) == 0, "A multicast halves");
   static_assert(!kMcB || (kBlockN / 2) % (kMajorB == Major::kMN ? 64 : 8) == 0, "B multicast halves");
   static_assert(!kSfbStraddle || kBlockN <= 128 + (kBlockN & (~kBlockN + 1)), "a tile may straddle at most two SFB rows");
+  static_assert(!kStageAligned || (kSplitK == 1 && kType != sched::GemmType::kKGrouped && kStages <= 8),
+                "stage-aligned K loop: one CTA per tile over the same K blocks, at most 8 stages unrolled");
   static_assert(kSfbBoundaries == 0 || (kSfbStraddle && kSfbBoundaries < (1u << 16)), "SFB boundaries: 1D2D straddling tiles, b <= 128");
   static_assert(kKind != Kind::kFp8_1D1D || sizeof(OutT) == 4, "1D1D writes FP32");
   static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
@@ -567,12 +576,17 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           }
         };
 
+        // Descriptors of stage 0's A rows of this warp-group and of its B tile.
+        const uint64_t desc_a0 = ptx::advance_smem_desc(tile_desc<Major::kK, kBlockK>(smem_base + T::kOffA), wg_row0 * 128);
+        const uint64_t desc_b0 = tile_desc<Major::kK, kBlockK>(smem_base + T::kOffB);
+
         // Issues column slice h of the K block in stage s into part[buf] (waits for the stage first,
         // unless an earlier test found it full).
         auto issue = [&](uint32_t buf, uint32_t s, uint32_t h, bool full = false) {
           // Descriptors before the barrier wait (ptx::pin): 2% fewer cycles on 128x256 FP8 tiles (H100).
-          uint64_t desc_a = tile_desc<Major::kK, kBlockK>(smem_base + T::kOffA + s * T::kSmemA);
-          uint64_t desc_b = tile_desc<Major::kK, kBlockK>(smem_base + T::kOffB + s * T::kSmemB);
+          // One add each from the ring's first stage (a constant with a compile-time stage).
+          uint64_t desc_a = ptx::advance_smem_desc(desc_a0, s * T::kSmemA);
+          uint64_t desc_b = ptx::advance_smem_desc(desc_b0, s * T::kSmemB);
           ptx::pin(desc_a);
           ptx::pin(desc_b);
           if (h == 0 && !full) ptx::mbar_wait(full_addr + s * 8, phase);
@@ -587,7 +601,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 #pragma unroll
             for (uint32_t u = 0; u < kUnitM; ++u) {
               const uint32_t i = kRows ? h : u;
-              const uint64_t da = ptx::advance_smem_desc(desc_a, operand_offset<Major::kK, kBlockK>(wg_row0 + i * 64, kk));
+              const uint64_t da = ptx::advance_smem_desc(desc_a, operand_offset<Major::kK, kBlockK>(i * 64, kk));
               ptx::WgmmaE4m3<kSubN>::mma(da, db, part[buf][u], kk > 0);
             }
           }
@@ -660,12 +674,16 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         // stage is tested (without waiting) once the group's last WGMMAs are issued, so that the
         // loop head does not wait on a fresh test (ptxas cannot hoist it across the back edge):
         // 128x256 FP8 tiles ran ~2% fewer SM cycles (H100). Leftover K blocks go one at a time.
-        constexpr uint32_t kGroup = T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4) : 2 * kSplit;  // units
+        // Stage-aligned tiles: a group is one turn of the ring, starting at stage 0.
+        constexpr uint32_t kGroup = T::kStageAligned      ? kStages * kSplit
+                                    : T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4)
+                                                           : 2 * kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
         auto k_loop = [&](auto bnd) {
           uint32_t kb = kb_begin;
           bool next_full = false;  // the stage of this group's first K block passed the early test
           for (; kb + kKbPerGroup <= kb_end; kb += kKbPerGroup) {
+            if constexpr (T::kStageAligned) stage = 0;  // already so: stated for the compiler's constants
             float sb0[kKbPerGroup], sb1[kKbPerGroup];
             float sa[kKbPerGroup][T::kMIters][2];
             uint32_t st[kKbPerGroup];
@@ -697,19 +715,21 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
                       sa[kKbPerGroup - 1], bnd);
             }
           }
-          for (; kb < kb_end; ++kb) {
-            float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
-            const uint32_t s = stage;
+          if constexpr (!T::kStageAligned) {  // stage-aligned tiles leave no K blocks over
+            for (; kb < kb_end; ++kb) {
+              float s0 = 0.f, s1 = 0.f, sa[T::kMIters][2];
+              const uint32_t s = stage;
 #pragma unroll
-            for (uint32_t h = 0; h < kSplit; ++h) {
-              issue(0, s, h);
-              if (h == 0) {
-                load_sfa(s, sa);
-                load_sfb(s, s0, s1);
+              for (uint32_t h = 0; h < kSplit; ++h) {
+                issue(0, s, h);
+                if (h == 0) {
+                  load_sfa(s, sa);
+                  load_sfb(s, s0, s1);
+                }
+                if (h == kSplit - 1) advance();
+                ptx::wgmma_wait<0>();
+                promote(0, s, h, s0, s1, sa, bnd);
               }
-              if (h == kSplit - 1) advance();
-              ptx::wgmma_wait<0>();
-              promote(0, s, h, s0, s1, sa, bnd);
             }
           }
         };
