@@ -95,8 +95,9 @@ struct GemmOverride {
 // Shared memory the kernel uses (mirrors Sm90GemmTraits::kSmemBytes); d_bufs as in GemmConfig.
 unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stages, int d_bufs = 0, int split_k = 1);
 
-// Whether a config's consumers may run the ring-unrolled K loop (GemmConfig::stage_aligned): FP8,
-// one CTA per tile over all of K, the same K blocks for every tile, a whole number of ring turns.
+// Whether a config's consumers run the ring-unrolled K loop (GemmConfig::stage_aligned): FP8, one
+// 64-row WGMMA iteration per warp-group, one CTA per tile over all of K, the same K blocks for every
+// tile, a whole number of ring turns of at most 8 stages.
 bool stage_aligned(const GemmShape& s, const GemmConfig& c);
 
 // FP8 1D2D with block_n not dividing 128: the set of column boundaries b = min(128 - n0 % 128, block_n)

@@ -561,6 +561,11 @@ TEST_CASE("sm90 gemm: the stage-aligned K loop only where every tile turns the r
   s.kind = GemmKind::kFp8_1D1D, s.type = GemmType::kKGrouped, s.d_dtype = DG_DTYPE_FLOAT32, s.num_groups = 4, s.k = 4096;
   REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
   CHECK(!c.stage_aligned);  // every group has its own K
+  s.kind = GemmKind::kFp8_1D2D, s.type = GemmType::kNormal, s.d_dtype = DG_DTYPE_BFLOAT16, s.k = 1536;
+  dg::ops::GemmOverride rows;
+  rows.block_m = 256, rows.block_n = 128, rows.stages = 3;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, rows, &c) == DG_SUCCESS);
+  CHECK(!c.stage_aligned);  // row units (two WGMMA iterations per warp-group) keep the run-time stage
   dg::ops::GemmOverride deep;
   deep.block_m = 64, deep.block_n = 32, deep.stages = 16;
   s = GemmShape{};

@@ -431,7 +431,7 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
 
 // The stage-aligned K loop (K blocks a whole number of turns of the ring, which the consumers' loop
 // unrolls): every ring depth it takes (2-8 stages), one and several turns per tile, a partial last K
-// block, both recipes and promotion modes, whole and sliced partials, row units, C, and several
+// block, both recipes and promotion modes, whole and sliced partials, CTA pairs, C, and several
 // tiles per CTA (each must start at stage 0 again).
 TEST_CASE("sm90 fp8 gemm: stage-aligned K loops, every ring depth") {
   Gpu g;
@@ -449,13 +449,14 @@ TEST_CASE("sm90 fp8 gemm: stage-aligned K loops, every ring depth") {
       check_case(g, cs, rng);
     }
   // The heuristic's aligned tiles: 128x192 in two slices overlapped (straddling SFB rows), one slice
-  // promoted after, and 256x128 row units.
+  // promoted after, and CTA pairs sharing B.
   for (int variant = 0; variant < 3; ++variant) {
     Case cs;
     cs.fp8 = true, cs.m = 700, cs.n = 1040, cs.k = 2048;
-    cs.block_m = variant == 2 ? 256 : 128, cs.block_n = variant == 2 ? 128 : 192, cs.stages = variant == 2 ? 2 : 4;
+    cs.block_m = 128, cs.block_n = 192, cs.stages = 4;
     cs.promotion = variant == 0 ? DG_FP8_PROMOTION_OVERLAP : DG_FP8_PROMOTION_AFTER;
-    cs.slices = variant == 1 ? 1 : 2;
+    cs.slices = variant == 0 ? 2 : 1;
+    if (variant == 2) cs.cluster = 2, cs.multicast_a = 0;
     check_case(g, cs, rng);
   }
 }
