@@ -27,7 +27,8 @@ Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mq
                                    [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
---alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice.
+--alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice; where the
+forced config cannot run a problem, the row says so and leaves that contender out.
 --m replaces the dense suite's M values. Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
