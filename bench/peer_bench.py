@@ -148,11 +148,12 @@ def race(row, contenders):
           + " diff(libdg)=%s diff(deepgemm)=%s" % (row.get("diff_libdg"), row.get("diff_deepgemm")), flush=True)
 
 
-def check_alts(row, contenders, d, diff):
-    """Runs each --alt contender once into a NaN-poisoned d and records its error against the reference
-    (diff()); an alt that cannot run this problem is reported, and timed as failed by race()."""
+def check_alts(row, contenders, reset, diff):
+    """Runs each --alt contender once after reset() (poisons or restores its output) and records its
+    error against the reference (diff()); an alt that cannot run this problem is reported, and timed as
+    failed by race()."""
     for name in ALT:
-        d.fill_(float("nan"))
+        reset()
         try:
             contenders["libdg_" + name]()
             row["diff_libdg_" + name] = "%.1e" % diff()
@@ -188,7 +189,7 @@ def dense(kind, m, n, k):
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.bf16_gemm_nt(a, b, d2)
         contenders["cublas"] = lambda: torch.matmul(a, b.t())
-    check_alts(row, contenders, d1, lambda: calc_diff(d1, ref))
+    check_alts(row, contenders, lambda: d1.fill_(float("nan")), lambda: calc_diff(d1, ref))
     d1.fill_(float("nan"))
     contenders["libdg"]()
     row["diff_libdg"] = "%.1e" % calc_diff(d1, ref)
@@ -247,7 +248,7 @@ def contiguous(kind, groups, expected, n, k):
         if m:
             ref[s:s + m] = ref_a[s:s + m] @ ref_b[g].t()
     valid = idx >= 0
-    check_alts(row, contenders, d1, lambda: calc_diff(d1[valid], ref[valid]))
+    check_alts(row, contenders, lambda: d1.fill_(float("nan")), lambda: calc_diff(d1[valid], ref[valid]))
     contenders["libdg"]()
     row["diff_libdg"] = "%.1e" % calc_diff(d1[valid], ref[valid])
     if "deepgemm" in contenders:
@@ -292,7 +293,7 @@ def masked(kind, groups, expected, n, k):
         contenders["cublas"] = lambda: [torch.matmul(x, y.t()) for x, y in views]
     rr = [ref_a[g, :m] @ ref_b[g].t() for g, m in enumerate(ms)]
     ref = torch.cat(rr)
-    check_alts(row, contenders, d1, lambda: calc_diff(torch.cat([d1[g, :m] for g, m in enumerate(ms)]), ref))
+    check_alts(row, contenders, lambda: d1.fill_(float("nan")), lambda: calc_diff(torch.cat([d1[g, :m] for g, m in enumerate(ms)]), ref))
     contenders["libdg"]()
     if "deepgemm" in contenders:
         contenders["deepgemm"]()
@@ -352,10 +353,7 @@ def k_grouped(kind, groups, m, n, expected_k):
     ref = c.clone()
     for g, (s, kg) in enumerate(zip(starts, ks)):
         ref[g] += ref_a[s:s + kg].T @ ref_b[s:s + kg]
-    for name in ALT:
-        d1.copy_(c)
-        contenders["libdg_" + name]()
-        row["diff_libdg_" + name] = "%.1e" % calc_diff(d1, ref)
+    check_alts(row, contenders, lambda: d1.copy_(c), lambda: calc_diff(d1, ref))
     d1.copy_(c)
     contenders["libdg"]()
     row["diff_libdg"] = "%.1e" % calc_diff(d1, ref)
