@@ -114,6 +114,27 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
       c.estimate_us);
 }
 
+FastDiv fast_div(uint32_t d) {
+  FastDiv f{d, 0, 0};
+  while (f.shift < 32 && (uint64_t{1} << f.shift) < d) ++f.shift;  // ceil(log2 d)
+  // (2^shift - d) < d, so the quotient fits 32 bits.
+  f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+
+WalkDivisors walk_divisors(int64_t units_m, int64_t units_n, int band, bool along_n) {
+  const uint32_t b = static_cast<uint32_t>(std::max(band, 1));
+  const uint32_t cut = static_cast<uint32_t>(std::max<int64_t>(along_n ? units_n : units_m, 1));
+  const uint32_t across = static_cast<uint32_t>(along_n ? units_m : units_n);
+  WalkDivisors w;
+  w.per_band = fast_div(std::max(b * across, 1u));
+  w.band = fast_div(b);
+  w.last_band = (cut - 1) / b;
+  w.last = fast_div(cut - w.last_band * b);
+  w.per_slot = fast_div(static_cast<uint32_t>(std::max<int64_t>(units_m * units_n, 1)));
+  return w;
+}
+
 jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c) {
   jit::KernelSpec spec;
   spec.template_name = "kernels/gemm_scale.cu.j2";
@@ -293,6 +314,12 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   p.alpha = args.alpha;
   p.raster_band = static_cast<uint32_t>(c.raster_band);
   p.raster_along_n = c.raster_along_n ? 1u : 0u;
+  {
+    // The scheduler's units: tiles, or tile pairs along the dimension a 2-CTA cluster shares.
+    const bool pair_m = c.cluster == 2 && !c.multicast_a, pair_n = c.cluster == 2 && c.multicast_a;
+    p.walk = walk_divisors(cdiv(cdiv(s.m, c.block_m), pair_m ? 2 : 1), cdiv(cdiv(s.n, c.block_n), pair_n ? 2 : 1),
+                           c.raster_band, c.raster_along_n);
+  }
   p.sfb_rows = static_cast<uint32_t>(cdiv(s.n, 128));
   p.d = args.d;
   p.ldd = args.ldd;

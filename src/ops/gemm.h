@@ -134,6 +134,23 @@ struct GemmArgs {
   int64_t sfb_stride_g = 0;                 // M-grouped 1D2D: elements between groups' SFB blocks
 };
 
+// Host mirrors of dg::sched::FastDiv and WalkDivisors (templates/include/dg/sched/sm90_scheduler.cuh):
+// n / d == (umulhi(n, mul) + n) >> shift for every 32-bit n.
+struct FastDiv {
+  uint32_t d, mul, shift;
+};
+struct WalkDivisors {
+  FastDiv per_band, band, last, per_slot;
+  uint32_t last_band;
+};
+static_assert(sizeof(WalkDivisors) == 52, "must match the device struct");
+
+// The divider of d (>= 1).
+FastDiv fast_div(uint32_t d);
+// The divisors of the persistent walk over a units_m x units_n grid in bands of `band` unit-rows
+// (unit-columns with along_n); per_slot (K-grouped) is the grid's units.
+WalkDivisors walk_divisors(int64_t units_m, int64_t units_n, int band, bool along_n);
+
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
 struct alignas(64) Sm90GemmParams {
   tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
@@ -154,12 +171,13 @@ struct alignas(64) Sm90GemmParams {
   int64_t sfb_stride_g;
   uint32_t group_rows;
   uint32_t reserved2;
+  WalkDivisors walk;
 };
-static_assert(sizeof(Sm90GemmParams) == 768, "must match the device struct");
+static_assert(sizeof(Sm90GemmParams) == 832, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
                   offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
                   offsetof(Sm90GemmParams, ldd) == 720 && offsetof(Sm90GemmParams, sfb_stride_g) == 728 &&
-                  offsetof(Sm90GemmParams, group_rows) == 736,
+                  offsetof(Sm90GemmParams, group_rows) == 736 && offsetof(Sm90GemmParams, walk) == 744,
               "must match the device struct");
 
 // Early exits (spec §0.2), the D := beta * C pre-pass, the K-major copies of MN-major FP8 operands,

@@ -157,6 +157,7 @@ dg_status run_k_grouped_gemm(const dg_stream_s& stream, const KGroupedArgs& in, 
   p.alpha = args.alpha;
   p.raster_band = static_cast<uint32_t>(c.raster_band);
   p.raster_along_n = c.raster_along_n ? 1u : 0u;
+  p.walk = walk_divisors(cdiv(s.m, c.block_m), cdiv(s.n, c.block_n), c.raster_band, c.raster_along_n);
   p.num_groups = static_cast<uint32_t>(args.num_groups);
 
   LaunchConfig lc;

@@ -3,12 +3,14 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "dg.h"
 #include "fake_driver/fake_cuda.h"
+#include "ops/gemm.h"
 #include "runtime/tma.h"
 
 namespace dg::test {
@@ -31,6 +33,40 @@ struct Tensor {
   Tensor(const Tensor&) = delete;
   Tensor& operator=(const Tensor&) = delete;
 };
+
+// n / d as the kernels divide with a prepared divider (sched::FastDiv).
+inline uint32_t fast_div_apply(const dg::ops::FastDiv& f, uint32_t n) {
+  return static_cast<uint32_t>((((uint64_t(n) * f.mul) >> 32) + n) >> f.shift);
+}
+
+// The SM90 GEMM tile walk with the launch's divisors (sched::raster over WalkDivisors) against plain
+// division: each unit of the units_m x units_n grid lands where bands of `band` lines put it, and
+// per_slot divides by the grid's units.
+inline void check_walk(const dg::ops::WalkDivisors& w, int64_t units_m, int64_t units_n, uint32_t band, bool along_n) {
+  CAPTURE(units_m);
+  CAPTURE(units_n);
+  CAPTURE(band);
+  CAPTURE(along_n);
+  const uint32_t um_n = uint32_t(units_m), un_n = uint32_t(units_n), units = um_n * un_n;
+  CHECK(w.per_slot.d == units);
+  int bad = 0;
+  for (uint32_t u = 0; u < units; ++u) {
+    uint32_t rm, rn;  // raster() with plain division
+    if (!along_n) {
+      const uint32_t per = band * un_n, b = u / per, in = u % per, rows = std::min(band, um_n - b * band);
+      rm = b * band + in % rows, rn = in / rows;
+    } else {
+      const uint32_t per = band * um_n, b = u / per, in = u % per, cols = std::min(band, un_n - b * band);
+      rn = b * band + in % cols, rm = in / cols;
+    }
+    const uint32_t b = fast_div_apply(w.per_band, u), in = u - b * w.per_band.d;
+    const dg::ops::FastDiv& l = b == w.last_band ? w.last : w.band;
+    const uint32_t q = fast_div_apply(l, in), line = b * w.band.d + (in - q * l.d);
+    const uint32_t fm = along_n ? q : line, fn = along_n ? line : q;
+    if (fm != rm || fn != rn || fast_div_apply(w.per_slot, u + 3 * units) != 3) ++bad;
+  }
+  CHECK(bad == 0);
+}
 
 // The arguments the fake's cuTensorMapEncodeTiled stored in a descriptor.
 inline fake_tensor_map map_of(const dg::tma::Descriptor& d) {

@@ -284,9 +284,32 @@ void run_and_check(FakeDriver& fake, Problem p) {
   CHECK(q.ldd == (p.m > 1 ? ldd : p.n));
   CHECK(q.grouped_layout == nullptr);
   CHECK((q.raster_band == 4 || q.raster_band == 8 || q.raster_band == 16));
+  const int pm = cfg.cluster == 2 && !cfg.multicast_a ? 2 : 1, pn = cfg.cluster == 2 && cfg.multicast_a ? 2 : 1;
+  check_walk(q.walk, cdiv(cdiv(p.m, cfg.block_m), pm), cdiv(cdiv(p.n, cfg.block_n), pn), q.raster_band,
+             q.raster_along_n != 0);
 }
 
 }  // namespace
+
+TEST_CASE("fast_div divides every 32-bit numerator exactly") {
+  std::vector<uint32_t> divisors;
+  for (uint32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (uint32_t s = 12; s < 32; ++s)
+    for (uint32_t e : {0u, 1u, 3u}) divisors.insert(divisors.end(), {(1u << s) - e, (1u << s) + e});
+  divisors.insert(divisors.end(), {0x7fffffffu, 0xfffffffeu, 0xffffffffu, 2654435761u});
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  int bad = 0;
+  for (uint32_t d : divisors) {
+    const dg::ops::FastDiv f = dg::ops::fast_div(d);
+    std::vector<uint32_t> ns = {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu};
+    for (int i = 0; i < 64; ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      ns.push_back(uint32_t(state >> 32) >> (i % 32));
+    }
+    for (uint32_t n : ns) bad += fast_div_apply(f, n) != n / d;
+  }
+  CHECK(bad == 0);
+}
 
 TEST_CASE("BF16 GEMMs launch the chosen config with the contract's TMA maps, every layout and C mode") {
   FakeDriver fake(sizeof(Sm90GemmParams));

@@ -113,6 +113,10 @@ void run_and_check(FakeDriver& fake, bool fp8, GemmType type, int64_t g, int64_t
   CHECK(q.num_groups == uint32_t(g));
   CHECK(q.group_rows == uint32_t(m));
   CHECK((q.m == m && q.n == n && q.k == k));
+  // The per-row layout walks a grid fixed for the launch (the table types' change with the group).
+  if (type == GemmType::kMGroupedContiguous)
+    check_walk(q.walk, cdiv(cdiv(m, cfg.block_m), cfg.cluster == 2 ? 2 : 1), cdiv(n, cfg.block_n), q.raster_band,
+               q.raster_along_n != 0);
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ void run_and_check(FakeDriver& fake, Form form, int64_t m, int64_t n, const std:
     REQUIRE(L.slots.size() == sizeof(KGroupedSlots));
     Sm90GemmParams q;
     std::memcpy(&q, L.params.data(), sizeof(q));
+    check_walk(q.walk, cdiv(m, cfg.block_m), cdiv(n, cfg.block_n), q.raster_band, q.raster_along_n != 0);
     KGroupedSlots k;
     std::memcpy(&k, L.slots.data(), sizeof(k));
     const fake_tensor_map dm = map_of(q.tma_d);

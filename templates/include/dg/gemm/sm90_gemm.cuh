@@ -74,9 +74,10 @@ struct alignas(64) Sm90GemmParams {
   int64_t sfb_stride_g;  // M-grouped 1D2D: elements between the groups' SFB blocks
   uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked)
   uint32_t reserved2;
+  sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
 };
 
-static_assert(sizeof(Sm90GemmParams) == 768, "the host mirrors this layout (src/ops/gemm.h)");
+static_assert(sizeof(Sm90GemmParams) == 832, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
@@ -154,7 +155,7 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kOffRed + kSmemRed), 8);
   static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
 
-  using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM, kBlockN>,
+  using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM>,
                                 sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>>::type;
 
   static_assert(kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2, "BLOCK_M / math WGs: 64 or 128 rows per WG");
@@ -380,8 +381,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
   }
 
   auto make_sched = [&]() {
-    if constexpr (T::kKGrouped) return typename T::Sched(p.m, p.n, p.raster_band, p.raster_along_n, kg);
-    else return typename T::Sched(p.m, p.n, p.raster_band, p.raster_along_n, p.grouped_layout, p.num_groups, table);
+    if constexpr (T::kKGrouped) return typename T::Sched(p.raster_along_n, &p.walk, kg);
+    else return typename T::Sched(p.m, p.n, p.raster_band, p.raster_along_n, &p.walk, p.grouped_layout, p.num_groups, table);
   };
 
   if (wg == T::kMathWG) {

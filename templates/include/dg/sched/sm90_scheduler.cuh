@@ -94,7 +94,8 @@ struct alignas(64) KGroupedSlots {
 static_assert(sizeof(KGroupedSlots) == 8640, "the host mirrors this layout (src/ops/gemm.h)");
 
 // Maps unit u of a units_m x units_n grid to its coordinates, walking bands of `band` unit-rows
-// (rows fastest inside a band) or unit-columns.
+// (rows fastest inside a band) or unit-columns. Grids fixed for the launch use the overload below,
+// whose divisors the host prepares.
 DG_DEVICE void raster(uint32_t u, uint32_t units_m, uint32_t units_n, uint32_t band, uint32_t along_n, uint32_t& um,
                       uint32_t& un) {
   if (!along_n) {
@@ -110,6 +111,38 @@ DG_DEVICE void raster(uint32_t u, uint32_t units_m, uint32_t units_n, uint32_t b
     un = b * band + in % cols;
     um = in / cols;
   }
+}
+
+// Division by a divisor fixed for the launch: a multiply-high, an add and a shift (the round-up method
+// of Granlund and Montgomery; mul and shift come from the host, src/ops/gemm.cpp fast_div). A 32-bit
+// `/` by a run-time value compiles to ~20 instructions around a MUFU.RCP; the walks below divide twice
+// per tile in every consumer thread. Exact for every 32-bit n.
+struct FastDiv {
+  uint32_t d, mul, shift;
+  DG_DEVICE uint32_t div(uint32_t n) const {
+    return static_cast<uint32_t>((static_cast<uint64_t>(__umulhi(n, mul)) + n) >> shift);
+  }
+};
+
+// The divisors of a walk over a grid fixed for the launch (dense, per-row contiguous and K-grouped;
+// the table types' grids change with the group and use raster()). Kernel parameter; host mirror in
+// src/ops/gemm.h.
+struct WalkDivisors {
+  FastDiv per_band;    // units per band (band x the units across it)
+  FastDiv band;        // lines (unit-rows, or unit-columns along N) of a full band
+  FastDiv last;        // lines of the last band
+  FastDiv per_slot;    // K-grouped: units per group slot
+  uint32_t last_band;  // the last band's index
+};
+static_assert(sizeof(WalkDivisors) == 52, "the host mirrors this layout (src/ops/gemm.h)");
+
+// raster() with the divisors of the launch.
+DG_DEVICE void raster(uint32_t u, const WalkDivisors& w, uint32_t along_n, uint32_t& um, uint32_t& un) {
+  const uint32_t b = w.per_band.div(u), in = u - b * w.per_band.d;
+  const FastDiv& l = b == w.last_band ? w.last : w.band;
+  const uint32_t q = l.div(in), line = b * w.band.d + (in - q * l.d);
+  um = along_n ? q : line;
+  un = along_n ? line : q;
 }
 
 // Builds the group table of the masked / psum types with one warp (all 32 lanes call it).
@@ -167,19 +200,16 @@ DG_DEVICE void build_group_table(uint32_t* table, const int32_t* layout, uint32_
 
 // K-grouped walk: every slot has the same units_m x units_n tiles; unit u is tile u % per_slot of
 // slot u / per_slot, so the CTAs running at once mostly share a group's A and B in L2.
-template <uint32_t kBlockM, uint32_t kBlockN>
+template <uint32_t kBlockM>
 struct KGroupedScheduler {
   const KGroupedSlots* slots;
-  uint32_t units_m, units_n, per_slot, num_units;
-  uint32_t band, along_n, next_unit, step;
+  const WalkDivisors* walk;
+  uint32_t num_units, along_n, next_unit, step;
 
-  DG_DEVICE KGroupedScheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const KGroupedSlots* slots_) {
+  DG_DEVICE KGroupedScheduler(uint32_t along_n_, const WalkDivisors* walk_, const KGroupedSlots* slots_) {
     slots = slots_;
-    units_m = ceil_div(m, kBlockM);
-    units_n = ceil_div(n, kBlockN);
-    per_slot = units_m * units_n;
-    num_units = per_slot * slots->num_slots;
-    band = band_ == 0 ? 1 : band_;
+    walk = walk_;
+    num_units = walk->per_slot.d * slots->num_slots;
     along_n = along_n_;
     step = gridDim.x;
     next_unit = blockIdx.x;
@@ -190,10 +220,10 @@ struct KGroupedScheduler {
 
   DG_DEVICE bool next(Tile& t) {
     if (next_unit >= num_units) return false;
-    const uint32_t u = next_unit, s = u / per_slot;
+    const uint32_t u = next_unit, s = walk->per_slot.div(u);
     next_unit += step;
     uint32_t um, un;
-    raster(u - s * per_slot, units_m, units_n, band, along_n, um, un);
+    raster(u - s * walk->per_slot.d, *walk, along_n, um, un);
     t.m0 = t.m_local0 = um * kBlockM;
     t.n_block = un;
     t.group = s;
@@ -226,6 +256,7 @@ struct Sm90Scheduler {
 
   uint32_t units_m, units_n, num_units;
   uint32_t band, along_n;
+  const WalkDivisors* walk;  // the non-table types' walk
   uint32_t next_unit, step, rank;
   uint32_t split;  // this CTA's share of each unit's K blocks (split-K, split tail), else 0
   uint32_t whole_units;  // split tail: units [0, whole_units) are whole tiles, the rest split
@@ -240,15 +271,16 @@ struct Sm90Scheduler {
   // current tile.
   int32_t pf_first[kPairM], pf_last;
 
-  // m, n: the problem (contiguous: m = rows of A; masked: max_m). group_rows: masked max_m,
-  // contiguous rows of A.
-  DG_DEVICE Sm90Scheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const int32_t* layout_ = nullptr,
-                          uint32_t num_groups_ = 0, const uint32_t* table_ = nullptr) {
+  // m, n: the problem (contiguous: m = rows of A; masked: max_m). walk_: the divisors of the
+  // units_m x units_n walk (not read by the table types).
+  DG_DEVICE Sm90Scheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const WalkDivisors* walk_,
+                          const int32_t* layout_ = nullptr, uint32_t num_groups_ = 0, const uint32_t* table_ = nullptr) {
     const uint32_t m_blocks = ceil_div(m, kBlockM), n_blocks = ceil_div(n, kBlockN);
     units_m = ceil_div(m_blocks, kPairM);
     units_n = ceil_div(n_blocks, kPairN);
     band = band_ == 0 ? 1 : band_;
     along_n = along_n_;
+    walk = walk_;
     step = gridDim.x / kCtasPerUnit;
     next_unit = blockIdx.x / kCtasPerUnit;
     rank = blockIdx.x % kCluster;  // cluster dims are (kCtasPerUnit, 1, 1)
@@ -287,7 +319,7 @@ struct Sm90Scheduler {
   DG_DEVICE void prefetch(uint32_t u) {
     if (u < num_units) {
       uint32_t um, un;
-      raster(u, units_m, units_n, band, along_n, um, un);
+      raster(u, *walk, along_n, um, un);
 #pragma unroll
       for (uint32_t i = 0; i < kPairM; ++i) {
         const uint32_t m0 = (um * kPairM + i) * kBlockM;
@@ -344,7 +376,7 @@ struct Sm90Scheduler {
         table_tile(u, t);
         return true;
       } else {
-        raster(u, units_m, units_n, band, along_n, um, un);
+        raster(u, *walk, along_n, um, un);
         t.m0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
         t.m_local0 = t.m0;
         t.n_block = un * kPairN + (kPairN == 2 ? rank : 0);
