@@ -4,7 +4,9 @@
 //       config (0 / -1 fields: heuristic's choice), or "ERR <message>" where it cannot run;
 //   H KIND M N K -> "<us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK", the heuristic's own choice;
 //   G KIND GROUPS M N K -> the same for a K-grouped problem (K = the groups' mean, D += ..., BF16
-//       operands MN-major as the tn form reads them).
+//       operands MN-major as the tn form reads them);
+//   Q KIND GROUPS MAX_M EXPECTED_M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK -> the same as H for
+//       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
 #include <cstdio>
 
@@ -18,21 +20,30 @@ int main() {
     dg::ops::GemmOverride o;
     int kind = 0;
     long long m = 0, n = 0, k = 0;
-    const bool k_grouped = line[0] == 'G', heuristic = line[0] == 'H' || k_grouped;
-    long long groups = 1;
+    const bool k_grouped = line[0] == 'G', masked = line[0] == 'Q';
+    const bool heuristic = line[0] == 'H' || k_grouped || masked;
+    long long groups = 1, expected_m = 0;
     const int fields =
-        k_grouped   ? std::sscanf(line + 1, "%d %lld %lld %lld %lld", &kind, &groups, &m, &n, &k) - 1
+        masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
+                             &expected_m, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster, &o.multicast_a,
+                             &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 10
+        : k_grouped ? std::sscanf(line + 1, "%d %lld %lld %lld %lld", &kind, &groups, &m, &n, &k) - 1
         : heuristic ? std::sscanf(line + 1, "%d %lld %lld %lld", &kind, &m, &n, &k)
                     : std::sscanf(line, "%d %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &m, &n, &k, &o.block_m,
                                   &o.block_n, &o.stages, &o.cluster, &o.multicast_a, &o.fp8_promotion,
                                   &o.promotion_slices, &o.split_k);
-    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1) {
+    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1 || (masked && kind == 2)) {
       std::printf("ERR malformed line\n");
       continue;
     }
     s.kind = static_cast<dg::ops::GemmKind>(kind);
     s.m = m, s.n = n, s.k = k;
     s.d_dtype = kind == 2 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+    if (masked) {
+      s.type = dg::ops::GemmType::kMGroupedMasked;
+      s.num_groups = groups;
+      s.expected_m = expected_m;
+    }
     if (k_grouped) {
       s.type = dg::ops::GemmType::kKGrouped;
       s.num_groups = groups;
