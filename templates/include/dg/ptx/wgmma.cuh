@@ -32,6 +32,11 @@ DG_DEVICE uint64_t advance_smem_desc(uint64_t desc, uint32_t byte_offset) {
   const uint32_t lo = static_cast<uint32_t>(desc) + (byte_offset >> 4);
   return (desc & 0xFFFFFFFF00000000ull) | lo;
 }
+// The same with the offset in 16-byte units: a run-time stage times a stage's size in units is one
+// multiply-add, where the byte offset's shift needs a mask (the byte product may wrap 32 bits).
+DG_DEVICE uint64_t advance_smem_desc_units(uint64_t desc, uint32_t units) {
+  return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + units);
+}
 
 template <int N> struct WgmmaBf16;   // D[64xN] (+)= A[64x16] * B[16xN], bf16 in, f32 accumulate
 template <int N> struct WgmmaE4m3;   // D[64xN] (+)= A[64x32] * B[32xN], e4m3 in, f32 accumulate
