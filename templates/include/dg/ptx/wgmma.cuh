@@ -25,17 +25,17 @@ DG_DEVICE uint64_t make_smem_desc(uint32_t smem_byte_addr, uint32_t lbo_bytes, u
   return d;
 }
 
-// The descriptor of the operand `byte_offset` bytes past `desc`'s start (a multiple of 16). The start
-// address field (bits [0, 14), address / 16) holds any shared-memory address (< 2^18 bytes), so the
-// sum of a start and an offset that stay inside shared memory never carries out of it.
-DG_DEVICE uint64_t advance_smem_desc(uint64_t desc, uint32_t byte_offset) {
-  const uint32_t lo = static_cast<uint32_t>(desc) + (byte_offset >> 4);
-  return (desc & 0xFFFFFFFF00000000ull) | lo;
-}
-// The same with the offset in 16-byte units: a run-time stage times a stage's size in units is one
-// multiply-add, where the byte offset's shift needs a mask (the byte product may wrap 32 bits).
+// The descriptor of the operand `units` x 16 bytes past `desc`'s start. The start address field
+// (bits [0, 14), address / 16) holds any shared-memory address (< 2^18 bytes), so the sum of a start
+// and an offset that stay inside shared memory never carries out of it. A run-time stage times a
+// stage's size in units is one multiply-add, where a byte offset's shift needs a mask (the byte
+// product may wrap 32 bits).
 DG_DEVICE uint64_t advance_smem_desc_units(uint64_t desc, uint32_t units) {
   return (desc & 0xFFFFFFFF00000000ull) | (static_cast<uint32_t>(desc) + units);
+}
+// The same `byte_offset` bytes past (a multiple of 16).
+DG_DEVICE uint64_t advance_smem_desc(uint64_t desc, uint32_t byte_offset) {
+  return advance_smem_desc_units(desc, byte_offset >> 4);
 }
 
 template <int N> struct WgmmaBf16;   // D[64xN] (+)= A[64x16] * B[16xN], bf16 in, f32 accumulate
