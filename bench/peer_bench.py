@@ -23,7 +23,7 @@ transforms them per call. Each result row also records calc_diff against an FP32
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed]
-                                   [--fp8-only|--bf16-only] [--m M,M,...] [--out DIR] [--name NAME]
+                                   [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--out DIR] [--name NAME]
                                    [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
@@ -506,10 +506,13 @@ def report(out_dir, meta=None):
                 if vals:
                     lines.append("| %s | %s with libdg_%s | %.3f, %d, %.3f | |" % (
                         suite, kind, name, math.exp(sum(map(math.log, vals)) / len(vals)), len(vals), min(vals)))
+    said = set()  # merged runs of the same suites and versions (one per dtype) are named once
     for run in (meta or {}).get("runs", []):
-        lines.append("")
-        lines.append("Rows of %s: libdg %s, DeepGEMM %s, %s." % (", ".join(run["suites"]), run["libdg"], run["deepgemm"],
-                                                            run["device"]))
+        line = "Rows of %s: libdg %s, DeepGEMM %s, %s." % (", ".join(run["suites"]), run["libdg"], run["deepgemm"],
+                                                          run["device"])
+        if line not in said:
+            said.add(line)
+            lines += ["", line]
     text = "\n".join(lines)
     print(text, flush=True)
     os.makedirs(out_dir, exist_ok=True)
@@ -560,6 +563,8 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--name", default=NAME)
     ap.add_argument("--m", help="the dense suite's M values, comma-separated (default: %s)" % DENSE_M)
+    ap.add_argument("--nk", help="the dense suite's (N, K) shapes, NxK comma-separated (default: DeepSeek-V3's %s)"
+                    % ",".join("%dx%d" % nk for nk in DENSE_NK))
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
@@ -568,6 +573,10 @@ def main():
             ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
     globals()["NAME"] = args.name
     dense_m = [int(x) for x in args.m.split(",")] if args.m else DENSE_M
+    try:
+        dense_nk = [tuple(int(v) for v in x.split("x")) for x in args.nk.split(",")] if args.nk else DENSE_NK
+    except ValueError:
+        ap.error("--nk: %r (expected NxK[,NxK...], e.g. 6144x4096,4096x14336)" % args.nk)
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -603,7 +612,7 @@ def main():
     for kind in kinds:
         if "dense" in args.suites:
             for m in dense_m:
-                for n, k in DENSE_NK:
+                for n, k in dense_nk:
                     dense(kind, m, n, k)
     for kind in kinds:
         for n, k in NK:
