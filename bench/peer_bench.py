@@ -40,16 +40,17 @@ import math
 import os
 import random
 
-torch = triton = dg = deep_gemm = None
+torch = triton = tl = dg = deep_gemm = None
 
 
 def import_gpu_stack():
-    global torch, triton, dg, deep_gemm
+    global torch, triton, tl, dg, deep_gemm
     import torch as _torch
     import triton.testing as _tt  # noqa: F401
     import triton as _triton
+    import triton.language as _tl
     import dg as _dg
-    torch, triton, dg = _torch, _triton, _dg
+    torch, triton, tl, dg = _torch, _triton, _tl, _dg
     try:
         import deep_gemm as _deep_gemm
         deep_gemm = _deep_gemm
@@ -410,10 +411,34 @@ def mqa(s_q, s_kv, window=0):
     race(row, contenders)
 
 
+_GATHER = []
+
+
+def gather_read(cache, ids):
+    """Reads the cache blocks `ids` (the blocks a paged call reads, in its order) and nothing else:
+    one Triton program per block sums its words into one int32. The read rate of the same scattered
+    blocks with no work on them, beside the copy's streaming rate."""
+    if not _GATHER:
+        @triton.jit
+        def gather_sum(src, blocks, out, WORDS: tl.constexpr, CHUNK: tl.constexpr):
+            pid = tl.program_id(0)
+            base = src + tl.load(blocks + pid).to(tl.int64) * WORDS
+            acc = tl.zeros([CHUNK], dtype=tl.int32)
+            for off in range(0, WORDS, CHUNK):
+                idx = off + tl.arange(0, CHUNK)
+                acc += tl.load(base + idx, mask=idx < WORDS, other=0)
+            tl.store(out + pid, tl.sum(acc, axis=0))
+        _GATHER.append(gather_sum)
+    words = cache[0].numel() // 4
+    src = cache.view(torch.int32).view(-1)
+    out = torch.empty(ids.numel(), dtype=torch.int32, device=ids.device)
+    return lambda: _GATHER[0][(ids.numel(),)](src, ids, out, WORDS=words, CHUNK=1024, num_warps=4)
+
+
 def paged_mqa(batch, next_n, avg):
     """Paged MQA logits; row fields: G = H, m = B, n = the average context, k = next_n. The cuBLAS
     column is a device copy that moves as many bytes as the call reads (half read, half written):
-    the bandwidth bound."""
+    the bandwidth bound. `us_gather` (JSON only): gather_read of the blocks the call reads."""
     heads, dim = 64, 128
     lens = [int(avg * random.uniform(0.7, 1.3)) for _ in range(batch)]
     max_ctx = max(lens)
@@ -440,8 +465,9 @@ def paged_mqa(batch, next_n, avg):
     row = dict(suite="paged-mqa", kind="fp8", groups=heads, expected_m=batch, n=avg, k=next_n,
                flops=2.0 * sum(lens) * next_n * heads * dim, bytes=read)
     sched = dg.get_paged_mqa_logits_metadata(ctx, 64, dg.get_num_sms())
+    blocks = torch.cat([table[b, :(n + 63) // 64] for b, n in enumerate(lens)]).contiguous()
     contenders = {"libdg": lambda: dg.fp8_paged_mqa_logits(q, cache, w, ctx, table, sched, max_ctx),
-                  "cublas": lambda: dst.copy_(src)}
+                  "cublas": lambda: dst.copy_(src), "gather": gather_read(cache, blocks)}
     if deep_gemm is not None:
         sched2 = deep_gemm.get_paged_mqa_logits_metadata(ctx, 64, deep_gemm.get_num_sms())
         contenders["deepgemm"] = lambda: deep_gemm.fp8_paged_mqa_logits(q, cache, w, ctx, table, sched2, max_ctx)
@@ -462,7 +488,7 @@ def paged_mqa(batch, next_n, avg):
         row["diff_" + name] = "%.1e" % calc_diff(torch.cat(got), torch.cat(ref))
     torch.cuda.synchronize()
     # The copy stays a direct call: captured, it becomes a memcpy node, 20% slower than its kernel.
-    race(row, {name: fn if name == "cublas" else graphed(fn) for name, fn in contenders.items()})
+    race(row, {name: fn if name in ("cublas", "gather") else graphed(fn) for name, fn in contenders.items()})
 
 
 def geomean(sel, peer):
@@ -485,6 +511,10 @@ def report(out_dir, meta=None):
             "%.0f" % (r["flops"] / lib / 1e6) if lib else "-",
             "%.3f" % (peer / lib) if lib and peer else "-", "%.3f" % (cub / lib) if lib and cub else "-",
             r.get("diff_libdg", "-")))
+    gathered = [r for r in rows if r.get("us_gather") and r.get("us_libdg")]
+    if gathered:
+        lines += ["", "paged-mqa, a read of the same cache blocks with no work (gather_read) against libdg's call, "
+                  "t_gather / t_libdg: " + ", ".join("%.3f" % (r["us_gather"] / r["us_libdg"]) for r in gathered)]
     for name in ALT:
         lines += ["", "libdg_%s (%s) against the heuristic's choice, t_libdg / t_libdg_%s: " % (name, ALT[name], name)
                   + ", ".join("%.3f" % (r["us_libdg"] / r["us_libdg_" + name]) for r in rows
