@@ -17,7 +17,8 @@ into the kernel's. Contenders:
   deepgemm  `deep_gemm`, when importable (built from source: see bench/README.md);
   cublas    for dense, cuBLASLt (FP8 without block scales) or torch.matmul; else one dense GEMM per group (torch.matmul for BF16; DeepGEMM's cuBLASLt wrapper, FP8
             without block scales, for FP8; for k-grouped, cuBLASLt through libdg accumulating into
-            D, FP8 without scales): what a caller without a grouped kernel runs.
+            D, FP8 without scales): what a caller without a grouped kernel runs;
+  gather    paged-mqa only: a Triton read of the cache blocks the call reads, with no work on them.
 A's per-token scales are passed already in the MN-major TMA-aligned layout, so no contender
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
