@@ -439,7 +439,8 @@ def gather_read(cache, ids):
 def paged_mqa(batch, next_n, avg):
     """Paged MQA logits; row fields: G = H, m = B, n = the average context, k = next_n. The cuBLAS
     column is a device copy that moves as many bytes as the call reads (half read, half written):
-    the bandwidth bound. `us_gather` (JSON only): gather_read of the blocks the call reads."""
+    the bandwidth bound. `us_gather`: gather_read of the blocks the call reads (the table lists
+    t_gather / t_libdg per row)."""
     heads, dim = 64, 128
     lens = [int(avg * random.uniform(0.7, 1.3)) for _ in range(batch)]
     max_ctx = max(lens)
