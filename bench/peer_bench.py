@@ -24,13 +24,14 @@ transforms them per call. Each result row also records calc_diff against an FP32
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed]
-                                   [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--out DIR] [--name NAME]
-                                   [--alt NAME=field:value,...]
+                                   [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
+                                   [--out DIR] [--name NAME] [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice; where the
 forced config cannot run a problem, the row says so and leaves that contender out.
---m replaces the dense suite's M values. Writes NAME.json (rows) and NAME.txt (table + geometric means)
+--m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
+every group it drew, `ks`). Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
 them (NAME.png) when matplotlib is installed.
@@ -322,7 +323,7 @@ def k_grouped(kind, groups, m, n, expected_k):
     c = torch.randn((groups, m, n), device="cuda", dtype=torch.float) * 32
     d1, d2 = c.clone(), c.clone()
     row = dict(suite="k-grouped", kind=kind, groups=groups, expected_m=m, n=n, k=expected_k,
-               flops=2.0 * m * n * k)
+               flops=2.0 * m * n * k, ks=ks)
     contenders = {}
     if kind == "fp8":
         # Per-token (per column of the [K, MN] operands) scales per 128 K, each group cast on its own.
@@ -597,6 +598,8 @@ def main():
     ap.add_argument("--m", help="the dense suite's M values, comma-separated (default: %s)" % DENSE_M)
     ap.add_argument("--nk", help="the dense suite's (N, K) shapes, NxK comma-separated (default: DeepSeek-V3's %s)"
                     % ",".join("%dx%d" % nk for nk in DENSE_NK))
+    ap.add_argument("--kg", help="the k-grouped suite's sets, G:M:N:K (K the expected K per group) comma-separated "
+                    "(default: %s)" % ",".join("%d:%d:%d:%d" % s for s in K_GROUPED))
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
@@ -609,6 +612,12 @@ def main():
         dense_nk = [tuple(int(v) for v in x.split("x")) for x in args.nk.split(",")] if args.nk else DENSE_NK
     except ValueError:
         ap.error("--nk: %r (expected NxK[,NxK...], e.g. 6144x4096,4096x14336)" % args.nk)
+    try:
+        k_sets = [tuple(int(v) for v in x.split(":")) for x in args.kg.split(",")] if args.kg else K_GROUPED
+        if any(len(t) != 4 or min(t) < 1 for t in k_sets):
+            raise ValueError
+    except ValueError:
+        ap.error("--kg: %r (expected G:M:N:K[,G:M:N:K...] of positive integers, e.g. 32:4096:7168:1024)" % args.kg)
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -656,7 +665,7 @@ def main():
                     masked(kind, g, e, n, k)
     for kind in kinds:
         if "k-grouped" in args.suites:
-            for g, m, n, k in K_GROUPED:
+            for g, m, n, k in k_sets:
                 k_grouped(kind, g, m, n, k)
     if "mqa" in args.suites and not args.bf16_only:
         for s_q, s_kv in MQA:
