@@ -3,8 +3,9 @@
 //   KIND M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK  -> the model's microseconds for that
 //       config (0 / -1 fields: heuristic's choice), or "ERR <message>" where it cannot run;
 //   H KIND M N K -> "<us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK", the heuristic's own choice;
-//   G KIND GROUPS M N K -> the same for a K-grouped problem (K = the groups' mean, D += ..., BF16
-//       operands MN-major as the tn form reads them);
+//   G KIND GROUPS M N K [BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK] -> the same for a K-grouped
+//       problem (K = the groups' mean, D += ..., BF16 operands MN-major as the tn form reads them),
+//       with an optional explicit config as in the first form;
 //   Q KIND GROUPS MAX_M EXPECTED_M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK -> the same as H for
 //       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
@@ -12,6 +13,10 @@
 
 #include "dg.h"
 #include "ops/gemm.h"
+
+// A K-grouped query's explicit config is optional: 5 or 13 fields read are a well-formed line (4, as
+// the other heuristic queries count theirs).
+static int k_grouped_fields(int read) { return read == 5 || read == 13 ? 4 : -1; }
 
 int main() {
   char line[512];
@@ -27,7 +32,10 @@ int main() {
         masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
                              &expected_m, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster, &o.multicast_a,
                              &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 10
-        : k_grouped ? std::sscanf(line + 1, "%d %lld %lld %lld %lld", &kind, &groups, &m, &n, &k) - 1
+        : k_grouped ? k_grouped_fields(std::sscanf(line + 1, "%d %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind,
+                                                   &groups, &m, &n, &k, &o.block_m, &o.block_n, &o.stages,
+                                                   &o.cluster, &o.multicast_a, &o.fp8_promotion,
+                                                   &o.promotion_slices, &o.split_k))
         : heuristic ? std::sscanf(line + 1, "%d %lld %lld %lld", &kind, &m, &n, &k)
                     : std::sscanf(line, "%d %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &m, &n, &k, &o.block_m,
                                   &o.block_n, &o.stages, &o.cluster, &o.multicast_a, &o.fp8_promotion,
