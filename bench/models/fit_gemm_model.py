@@ -4,7 +4,9 @@
 For every shape of every dg-bench JSON given (sweeps from bench/scripts/sweep_gemm.sh), the
 model's estimate of each libdg contender's config (parsed from the config line dg-bench records)
 comes from dg-gemm-estimate; the "regret" of a shape is the measured time of the config the model
-ranks first over the best measured time. Prints one line per shape and the geometric mean; shapes
+ranks first over the best measured time. bench/peer_bench.py JSON is read too: its FP8 K-grouped
+rows that record their groups' K (`ks`), with the configs its --alt contenders forced; the same
+problem (the same ks) measured in several runs takes each config's geometric-mean time. Prints one line per shape and the geometric mean; shapes
 with regret above 2% are flagged. Refit a constant in src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate
 and rerun to see the effect on every measured shape at once.
 
@@ -37,6 +39,31 @@ def parse(suite, cfg):
     return kind, (bm, bn, stages, cluster, mca, promo, slices, int(split_k.group(1)) if split_k else 1)
 
 
+def k_grouped_runs(data):
+    """(key, query, config, us) of each forced config in a peer_bench JSON's FP8 K-grouped rows: the
+    problem as the library states it to its heuristic (the non-empty groups, their mean K rounded up
+    to 128), keyed by the groups' K so that repeated runs of one problem merge."""
+    out = []
+    alts = {name: o for name, o in data.get('alt', {}).items() if isinstance(o, dict) and o.get('block_n')}
+    for r in data['rows']:
+        if r.get('suite') != 'k-grouped' or r.get('kind') != 'fp8' or not r.get('ks'):
+            continue
+        live = [k for k in r['ks'] if k > 0]
+        if not live:
+            continue
+        k = -(-(-(-sum(live) // len(live))) // 128) * 128
+        key = (2, len(live), r['expected_m'], r['n'], k, tuple(r['ks']))
+        for name, o in sorted(alts.items()):
+            t = r.get('us_libdg_' + name)
+            if t is None:
+                continue
+            cfg = (o.get('block_m', 0), o['block_n'], o.get('num_stages', 0), o.get('cluster', 0),
+                   o.get('multicast_a', -1), o.get('fp8_promotion', 0), o.get('fp8_promotion_slices', 0),
+                   o.get('split_k', 0))
+            out.append((key, 'G 2 %d %d %d %d' % key[1:5], cfg, t))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--check', help='GEOMEAN,MAX: fail when the regret exceeds these bounds')
@@ -44,9 +71,13 @@ def main():
     ap.add_argument('files', nargs='+')
     args = ap.parse_args()
     estimator, files = args.estimator, args.files
-    runs = []  # (shape key, config, measured us)
+    runs = []  # (shape key, estimator query, config, measured us)
     for f in files:
-        for case in json.load(open(f))['cases']:
+        data = json.load(open(f))
+        if 'rows' in data:
+            runs += k_grouped_runs(data)
+            continue
+        for case in data['cases']:
             shape = case['shape']
             if case['suite'] not in ('dense-bf16', 'dense-fp8') or shape['m'] <= 128:
                 continue
@@ -56,24 +87,27 @@ def main():
                 parsed = parse(case['suite'], r.get('config', ''))
                 if parsed:
                     kind, cfg = parsed
-                    runs.append(((kind, shape['m'], shape['n'], shape['k'], f), cfg, r['time_us']['median']))
+                    key = (kind, shape['m'], shape['n'], shape['k'], f)
+                    runs.append((key, '%d %d %d %d' % key[:4], cfg, r['time_us']['median']))
     if not runs:
         sys.exit('no libdg results with M > 128 in the given files')
-    lines = ''.join('%d %d %d %d ' % key[:4] + ' '.join(map(str, cfg)) + '\n' for key, cfg, _ in runs)
+    lines = ''.join(query + ' ' + ' '.join(map(str, cfg)) + '\n' for _, query, cfg, _ in runs)
     answers = subprocess.run([estimator], input=lines, capture_output=True, text=True, check=True).stdout.splitlines()
     shapes = {}
-    for (key, cfg, t), est in zip(runs, answers):
+    for (key, _, cfg, t), est in zip(runs, answers):
         if not est.startswith('ERR'):
-            shapes.setdefault(key, []).append((float(est), t, cfg))
+            shapes.setdefault(key, {}).setdefault(cfg, (float(est.split()[0]), []))[1].append(t)
     regrets = []
-    for key, cands in sorted(shapes.items()):
+    for key, by_cfg in sorted(shapes.items(), key=lambda item: str(item[0])):
+        cands = [(est, math.exp(sum(map(math.log, ts)) / len(ts)), cfg) for cfg, (est, ts) in by_cfg.items()]
         best = min(cands, key=lambda c: c[1])
         pick = min(cands, key=lambda c: c[0])
         regret = pick[1] / best[1]
         regrets.append(regret)
-        print('%-4s %5d %5d %5d  model picks %-34s %8.1f us (est %8.1f)  best %-34s %8.1f us (est %8.1f)  regret %.3f%s'
-              % (['bf16', 'fp8', '1d1d'][key[0]], key[1], key[2], key[3], pick[2], pick[1], pick[0], best[2], best[1],
-                 best[0], regret, '  <--' if regret > 1.02 else ''))
+        label = ('%-4s %5d %5d %5d' % (['bf16', 'fp8', '1d1d'][key[0]], key[1], key[2], key[3]) if len(key) == 5 else
+                 'kg%-2d %5d %5d %5d' % (key[1], key[2], key[3], key[4]))
+        print('%s  model picks %-34s %8.1f us (est %8.1f)  best %-34s %8.1f us (est %8.1f)  regret %.3f%s'
+              % (label, pick[2], pick[1], pick[0], best[2], best[1], best[0], regret, '  <--' if regret > 1.02 else ''))
     geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))
     print('geomean regret %.4f, worst %.4f, over %d shape-runs (config tuple: bm, bn, stages, cluster, mca, promo, '
           'slices, split_k)' % (geomean, max(regrets), len(regrets)))

@@ -162,7 +162,7 @@ double estimate_small_m_us(const GemmShape& s, int bm, int bn, int cluster, bool
 // Estimated microseconds (cost model calibrated on an H100: compute and SM-delivery bounds per
 // K block, wave quantisation over persistent rounds, an epilogue term and a DRAM floor).
 double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster, bool mc_a, bool overlap, int split,
-                   int stages, int num_sms, int split_k) {
+                   int stages, int d_bufs, int num_sms, int split_k) {
   if (small_m(s)) return estimate_small_m_us(s, bm, bn, cluster, mc_a, overlap, split, stages, num_sms, split_k);
   const bool fp8 = is_fp8(s.kind);
   const int eb = elem_bytes(s.kind), bk = 128 / eb;
@@ -222,10 +222,25 @@ double estimate_us(const GemmShape& s, int bm, int bn, int math_wg, int cluster,
   const double smem_reads = double(math_wg) * (a_reads * (bm / math_wg) + double(bn) * (bm / math_wg / 64)) * 128;
   double t_kb = std::max({flops / peak * promo, sm_bytes / (fp8 ? 68e9 : 80e9), smem_reads / 150e9});
   if (stages < 4) t_kb *= 1.0 + 0.04 * (4 - stages);
+  // 1D1D tiles with four stages ran 0.2-6% behind 128x160 with five: 128x192 on the six K-grouped
+  // FP8 sets with K >= 2048 per group (H200, bench/models/h200).
+  if (s.kind == GemmKind::kFp8_1D1D && stages < 5) t_kb *= 1.03;
   // The epilogue's TMA stores move strips of strip_elems columns; strips under 64 bytes (BF16
-  // 128x240: 16 columns) cost about twice per byte (+~1 us per tile on an H100).
+  // 128x240: 16 columns) cost about twice per byte (+~1 us per tile on an H100). FP32 reduce-adds
+  // (D +=) cost more in 64-byte strips, and through two rotating strip buffers than with the whole
+  // tile staged: K-grouped FP8 with C on an H200 (bench/models/h200), at K = 1024 per group 128x144
+  // and 128x176 ran 14-18% behind 128x128 (whole tile), 128x160 and 128x192 (rotating) 4-6%; at
+  // K >= 4096 128x160 ran from 2% ahead of 128x128 to 1% behind. Dense FP32 += calls share this
+  // epilogue and these terms.
   const int strip_bytes = strip_elems(out_bytes(s), bn) * out_bytes(s);
-  double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9 * (strip_bytes < 64 ? 2.0 : 1.0);
+  const bool fp32_reduce = s.accumulate && s.d_dtype == DG_DTYPE_FLOAT32;
+  const double strip_cost = strip_bytes < 64 ? 2.0 : fp32_reduce && strip_bytes < 128 ? 1.5 : 1.0;
+  const double staging_cost = fp32_reduce && d_bufs > 0 ? 1.4 : 1.0;
+  double t_epi = 0.6e-6 + double(bm) * bn * out_bytes(s) * (s.accumulate ? 2 : 1) / 60e9 * strip_cost * staging_cost;
+  // 1D1D promotion overlapped with the next K block's WGMMAs leaves the tile's last one exposed:
+  // 128x128 overlapped ran 2-3% behind the same tiles promoted after their WGMMAs at K = 1024-2048
+  // per group, from 1.6% ahead to 0.5% behind at K >= 4096 (the same runs).
+  if (s.kind == GemmKind::kFp8_1D1D && overlap) t_epi += 0.3 * t_kb;
   const double t_reduce = kSplitKReduceUs * 1e-6 + double(bm) * bn * 4 / 100e9;
   if (split_k > 1 && !tail) t_epi += t_reduce;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi) + 3e-6;
@@ -418,7 +433,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
       last_reason = "too few pipeline stages fit in shared memory";
       return;
     }
-    const double t = estimate_us(s, bm, bn, wg, cl, mca, ov, split, stages, num_sms, sk);
+    const double t = estimate_us(s, bm, bn, wg, cl, mca, ov, split, stages, d_bufs, num_sms, sk);
     if (best.block_m == 0 || t < best_t * 0.995) {
       best_t = t;
       best = GemmConfig{};
