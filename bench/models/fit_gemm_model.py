@@ -6,14 +6,16 @@ model's estimate of each libdg contender's config (parsed from the config line d
 comes from dg-gemm-estimate; the "regret" of a shape is the measured time of the config the model
 ranks first over the best measured time. bench/peer_bench.py JSON is read too: its FP8 K-grouped
 rows that record their groups' K (`ks`), with the configs its --alt contenders forced; the same
-problem (the same ks) measured in several runs takes each config's geometric-mean time. Prints one line per shape and the geometric mean; shapes
-with regret above 2% are flagged. Refit a constant in src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate
-and rerun to see the effect on every measured shape at once.
+problem (the same ks) measured in several runs takes each config's geometric-mean time. Prints one
+line per shape and the geometric mean; shapes with regret above 2% are flagged. Refit a constant in
+src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate and rerun to see the effect on every measured
+shape at once.
 
     bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/bench/dg-gemm-estimate SWEEP.json [...]
 
-With --check (the ctest `gemm_model`), exits 1 when the geometric-mean regret or any shape's regret
-exceeds the given bounds: a model change that mis-ranks the committed measurements fails CI.
+With --check (the ctests `gemm_model` and `gemm_model_k_grouped`), exits 1 when the geometric-mean
+regret or any shape's regret exceeds the given bounds: a model change that mis-ranks the committed
+measurements fails CI.
 """
 import argparse
 import json
@@ -51,7 +53,7 @@ def k_grouped_runs(data):
         live = [k for k in r['ks'] if k > 0]
         if not live:
             continue
-        k = -(-(-(-sum(live) // len(live))) // 128) * 128
+        k = ((sum(live) + len(live) - 1) // len(live) + 127) // 128 * 128  # as src/ops/k_grouped_gemm.cpp
         key = (2, len(live), r['expected_m'], r['n'], k, tuple(r['ks']))
         for name, o in sorted(alts.items()):
             t = r.get('us_libdg_' + name)
