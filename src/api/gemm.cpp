@@ -28,9 +28,20 @@ using dg::api::read_options;
 using dg::ops::GemmKind;
 using dg::ops::Major;
 
+// The layouts' letters name each operand as the math reads it: A is [M, K] ('N') or stored [K, M]
+// ('T'); B is read [N, K] ('T': stored so, as B^T's rows) or stored [K, N] ('N').
+bool a_transposed(int32_t layout) { return layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT; }
+bool b_transposed(int32_t layout) { return layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN; }
+
+GemmKind kind_of(bool fp8, const dg_gemm_options& opts) {
+  if (!fp8) return GemmKind::kBf16;
+  return opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+}
+
 dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
-               const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options, bool a_t, bool b_t,
-               bool fp8) {
+               const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options, int32_t layout,
+               dg_dtype ab_dtype) {
+  const bool a_t = a_transposed(layout), b_t = b_transposed(layout), fp8 = ab_dtype == DG_DTYPE_FLOAT8_E4M3;
   DG_TRY(dg::check_stream(stream, "stream"));
   DG_TRY(dg::check_tensor(a, "a"));
   DG_TRY(dg::check_tensor(b, "b"));
@@ -46,9 +57,8 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
                     stream->device->name, stream->device->cc_major, stream->device->cc_minor);
   DG_TRY(dg::check_rank(*a, "a", {2}));
   DG_TRY(dg::check_rank(*b, "b", {2}));
-  const dg_dtype ab = fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
-  DG_TRY(dg::check_dtype(*a, "a", {ab}));
-  DG_TRY(dg::check_dtype(*b, "b", {ab}));
+  DG_TRY(dg::check_dtype(*a, "a", {ab_dtype}));
+  DG_TRY(dg::check_dtype(*b, "b", {ab_dtype}));
   DG_TRY(dg::check_dtype(*d, "d", {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32}));
 
   const View va = view_of(*a, a_t), vb = view_of(*b, b_t);
@@ -78,7 +88,7 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
 
   dg::ops::GemmArgs args;
   dg::ops::GemmShape& s = args.shape;
-  s.kind = !fp8 ? GemmKind::kBf16 : opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+  s.kind = kind_of(fp8, opts);
   s.m = m, s.n = n, s.k = k;
   s.d_dtype = d->dtype;
   if (s.kind == GemmKind::kFp8_1D1D && d->dtype != DG_DTYPE_FLOAT32)
@@ -151,16 +161,20 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   const bool fp8 = ab_dtype == DG_DTYPE_FLOAT8_E4M3;
   dg::ops::GemmArgs args;
   dg::ops::GemmShape& s = args.shape;
-  s.kind = !fp8 ? GemmKind::kBf16 : opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
+  s.kind = kind_of(fp8, opts);
   s.m = m, s.n = n, s.k = k;
   s.d_dtype = d_dtype;
-  s.major_a = (layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT) ? Major::kMN : Major::kK;
-  s.major_b = (layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN) ? Major::kMN : Major::kK;
+  // A contiguous operand stored transposed is MN-major in memory.
+  s.major_a = a_transposed(layout) ? Major::kMN : Major::kK;
+  s.major_b = b_transposed(layout) ? Major::kMN : Major::kK;
   if (s.kind == GemmKind::kFp8_1D1D && d_dtype != DG_DTYPE_FLOAT32)
     return dg::fail(DG_ERROR_UNSUPPORTED, "d_dtype: the 1D1D recipe writes FLOAT32 on SM90");
-  static const char placeholder[16] = {};
-  args.c = with_c ? placeholder : nullptr;
-  args.d = with_c ? nullptr : const_cast<char*>(placeholder);
+  if (m == 0 || n == 0) return DG_SUCCESS;
+  // Preparing reads no memory: only whether C is given, and whether it is D, choose kernels. A
+  // distinct non-NULL stand-in for C means "C given, not D"; no kernel runs, so none reads it.
+  static const char kStandIn[16] = {};
+  args.c = with_c ? kStandIn : nullptr;
+  args.d = nullptr;
   args.alpha = opts.alpha;
   args.beta = opts.beta;
   return dg::ops::run_gemm(*stream, args, override_of(opts), true);
@@ -175,9 +189,7 @@ dg_status fp8_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, si
   // Operands stored [K, M] / [K, N] are copied (a contiguous single row, M or N = 1, would not be:
   // counting it anyway keeps the size right for padded ones); with nothing to multiply, nothing is.
   const bool work = m > 0 && n > 0 && k > 0;
-  const bool a_t = layout == DG_GEMM_LAYOUT_TN || layout == DG_GEMM_LAYOUT_TT;
-  const bool b_t = layout == DG_GEMM_LAYOUT_NN || layout == DG_GEMM_LAYOUT_TN;
-  *bytes = dg::ops::fp8_gemm_workspace(work && a_t, work && b_t, m, n, k).bytes;
+  *bytes = dg::ops::fp8_gemm_workspace(work && a_transposed(layout), work && b_transposed(layout), m, n, k).bytes;
   return DG_SUCCESS;
 }
 
@@ -187,40 +199,40 @@ extern "C" {
 
 DG_API dg_status dg_bf16_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
                                  const dg_tensor* c, const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, false, false, false);)
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, DG_GEMM_LAYOUT_NT, DG_DTYPE_BFLOAT16);)
 }
 DG_API dg_status dg_bf16_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
                                  const dg_tensor* c, const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, false, true, false);)
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, DG_GEMM_LAYOUT_NN, DG_DTYPE_BFLOAT16);)
 }
 DG_API dg_status dg_bf16_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
                                  const dg_tensor* c, const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, true, true, false);)
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, DG_GEMM_LAYOUT_TN, DG_DTYPE_BFLOAT16);)
 }
 DG_API dg_status dg_bf16_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d,
                                  const dg_tensor* c, const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, true, false, false);)
+  DG_API_GUARD(return gemm(stream, a, nullptr, b, nullptr, d, c, options, DG_GEMM_LAYOUT_TT, DG_DTYPE_BFLOAT16);)
 }
 
 DG_API dg_status dg_fp8_gemm_nt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, false, false, true);)
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, DG_GEMM_LAYOUT_NT, DG_DTYPE_FLOAT8_E4M3);)
 }
 DG_API dg_status dg_fp8_gemm_nn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, false, true, true);)
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, DG_GEMM_LAYOUT_NN, DG_DTYPE_FLOAT8_E4M3);)
 }
 DG_API dg_status dg_fp8_gemm_tn(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, true, true, true);)
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, DG_GEMM_LAYOUT_TN, DG_DTYPE_FLOAT8_E4M3);)
 }
 DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
-  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, true, false, true);)
+  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, DG_GEMM_LAYOUT_TT, DG_DTYPE_FLOAT8_E4M3);)
 }
 
 DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes) {

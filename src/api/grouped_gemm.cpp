@@ -358,6 +358,7 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   s.expected_m = expected_m > 0 ? (s.type == GemmType::kMGroupedMasked ? std::min(expected_m, m) : expected_m)
                                 : std::max<int64_t>(1, m / num_groups);
   args.alpha = opts.alpha;
+  if (m == 0) return DG_SUCCESS;
   return dg::ops::run_gemm(*stream, args, grouped_override(opts, s.type == GemmType::kMGroupedMasked), true);
 }
 

@@ -181,6 +181,7 @@ dg_status k_grouped(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
     DG_TRY(dg::api::check_workspace(opts, s, "a ([K, M])", "b ([K, N])"));
     args.workspace = opts.workspace;
   }
+  if (args.m == 0 || args.n == 0) return DG_SUCCESS;
   return dg::ops::run_k_grouped_gemm(*stream, args, k_grouped_override(opts), false);
 }
 
@@ -221,6 +222,7 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   // Only whether C is given matters to the kernels: a non-NULL stand-in that no kernel reads.
   static const float kStandIn = 0.f;
   args.c = with_c ? &kStandIn : nullptr;
+  if (m == 0 || n == 0) return DG_SUCCESS;
   return dg::ops::run_k_grouped_gemm(*stream, args, k_grouped_override(opts), true);
 }
 

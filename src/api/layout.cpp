@@ -1,6 +1,5 @@
 // Host utilities and the scaling-factor layout entry points.
 #include "api/gemm_common.h"
-#include "jit/kernel_cache.h"
 #include "ops/layout.h"
 #include "runtime/checked.h"
 #include "runtime/options.h"

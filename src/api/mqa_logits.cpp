@@ -5,7 +5,6 @@
 
 #include "api/gemm_common.h"
 #include "dg.h"
-#include "jit/concurrent.h"
 #include "ops/mqa_logits.h"
 #include "runtime/checked.h"
 #include "runtime/status.h"
@@ -420,10 +419,7 @@ dg_status paged_prepare(dg_stream* stream, int32_t heads, int32_t head_dim, int3
   a.head_dim = head_dim;
   a.next_n = next_n;
   a.logits_dtype = logits_dtype;
-  // The two kernels compile at once.
-  return dg::jit::run_concurrently(
-      [&] { return dg::ops::run_paged_mqa_logits(*stream, a, true); },
-      [&] { return dg::ops::run_paged_mqa_metadata(*stream, dg::ops::PagedMqaMetadataArgs{}, true); });
+  return dg::ops::prepare_paged_mqa(*stream, a);
 }
 
 }  // namespace

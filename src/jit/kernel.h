@@ -5,15 +5,13 @@
 // template to render with which context). The warm path hashes the small key and looks it up:
 // no string is built and nothing is rendered.
 #pragma once
-#include <cuda.h>
-
-#include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 
 #include "dg/codegen/template.h"
 #include "dg.h"
+#include "runtime/kernel.h"
 
 namespace dg::jit {
 
@@ -46,15 +44,6 @@ struct KernelSpec {
   std::string template_name;  // relative to templates/, e.g. "kernels/layout.cu.j2"
   std::string kernel_name;    // the extern "C" __global__ symbol the template defines
   codegen::Value context;     // a map; rendering it with the template gives the source
-};
-
-struct Kernel {
-  CUmodule module = nullptr;
-  CUfunction function = nullptr;
-  std::string name;
-  // Largest dynamic shared memory already allowed on `function`: 48 KiB less the kernel's static
-  // shared memory until cuFuncSetAttribute raises it (once per larger value, not once per launch).
-  mutable std::atomic<unsigned> smem_allowed{48 * 1024};
 };
 
 }  // namespace dg::jit

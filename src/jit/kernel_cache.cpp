@@ -46,6 +46,15 @@ Stats& stats() {
   return s;
 }
 
+KernelCache& kernel_cache(Device& device) {
+  std::call_once(device.kernels_once, [&] { device.kernels = std::make_unique<KernelCache>(device); });
+  return static_cast<KernelCache&>(*device.kernels);
+}
+
+dg_status get_kernel(const dg_stream_s& stream, const KernelKey& key, const SpecBuilder& build, const Kernel** kernel) {
+  return kernel_cache(*stream.device).get(key, build, config_of(stream), kernel);
+}
+
 KernelCache::KernelCache(Device& device) : device_(device) {}
 KernelCache::~KernelCache() = default;
 

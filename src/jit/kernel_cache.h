@@ -7,17 +7,15 @@
 #include "jit/kernel.h"
 #include "jit/once_map.h"
 #include "runtime/config.h"
-
-namespace dg {
-struct Device;
-}
+#include "runtime/device.h"
+#include "runtime/stream.h"
 
 namespace dg::jit {
 
 // Builds the KernelSpec for a key; called only on a memory-cache miss.
 using SpecBuilder = std::function<dg_status(KernelSpec* spec)>;
 
-class KernelCache {
+class KernelCache : public DeviceSlot {
  public:
   explicit KernelCache(Device& device);
   ~KernelCache();
@@ -35,6 +33,12 @@ class KernelCache {
   Device& device_;
   OnceMap<KernelKey, Kernel, KeyHash> kernels_;
 };
+
+// The kernel cache of `device`, created on first use (thread-safe; lives as long as the device).
+KernelCache& kernel_cache(Device& device);
+
+// The kernel for `key` on the stream's device, compiled with the stream's config on a miss.
+dg_status get_kernel(const dg_stream_s& stream, const KernelKey& key, const SpecBuilder& build, const Kernel** kernel);
 
 // Process-wide counters behind dg_jit_get_stats.
 struct Stats {

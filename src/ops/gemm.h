@@ -14,6 +14,7 @@
 namespace dg::ops {
 
 enum class GemmKind : int { kBf16 = 0, kFp8_1D2D = 1, kFp8_1D1D = 2 };
+constexpr int kNumGemmKinds = 3;
 enum class Major : int { kK = 0, kMN = 1 };
 // Mirrors dg::sched::GemmType (templates/include/dg/sched/sm90_scheduler.cuh).
 enum class GemmType : int {
@@ -23,6 +24,7 @@ enum class GemmType : int {
   kKGrouped = 3,
   kMGroupedContiguousPsum = 4,
 };
+constexpr int kNumGemmTypes = 5;
 const char* gemm_type_enumerator(GemmType t);
 inline bool is_m_grouped(GemmType t) {
   return t == GemmType::kMGroupedContiguous || t == GemmType::kMGroupedMasked ||
@@ -108,6 +110,10 @@ uint32_t sfb_boundaries(int64_t n, int block_n);
 // Picks the config for `s` on `num_sms` SMs; DG_ERROR_INVALID_ARGUMENT naming the option when an
 // override is illegal, DG_ERROR_UNSUPPORTED when nothing fits.
 dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out);
+// The same, ranking candidates with `model` (choose_gemm_config above uses the Hopper calibration).
+struct Sm90CostModel;
+dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
+                             GemmConfig* out);
 
 jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c);
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c);

@@ -7,6 +7,15 @@
 
 namespace dg::ops {
 
+// FP8 scaling factors cover blocks of 128 elements along K (and along N for 1D2D SFB).
+constexpr int64_t kScaleBlock = 128;
+// Per-token scale rows are padded to 4 floats (16 bytes) for TMA.
+constexpr int64_t kScaleRowAlign = 4;
+
+// TMA boxes of A and B are 128-byte swizzled; MN-major operands are read in boxes 64 elements wide.
+constexpr uint32_t kOperandSwizzle = 128;
+constexpr int kMnMajorBox = 64;
+
 inline bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
 inline int elem_bytes(GemmKind k) { return is_fp8(k) ? 1 : 2; }
 inline int out_bytes(const GemmShape& s) { return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2; }

@@ -87,10 +87,9 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
 
   const bool input_mn_major = in.sizes[r - 2] > 1 && in.strides[r - 2] == 1 && in.strides[r - 1] != 1;
   const jit::KernelKey key(jit::kFamilyLayout, {static_cast<int64_t>(op), input_mn_major});
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
-      key, [&](jit::KernelSpec* spec) { *spec = layout_kernel_spec(op, input_mn_major); return DG_SUCCESS; },
-      config_of(stream), &kernel));
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(stream,
+      key, [&](jit::KernelSpec* spec) { *spec = layout_kernel_spec(op, input_mn_major); return DG_SUCCESS; }, &kernel));
 
   const void* in_ptr = in.data;
   void* out_ptr = out.data;
@@ -260,10 +259,10 @@ dg_status run_k_grouped_pack(const dg_stream_s& stream, const dg_tensor_s& sf, c
   const int64_t sf_ld = sf.sizes[0] > 1 ? sf.strides[0] : 0, mn_stride = sf.strides[1];
   const int64_t out_ld = out.sizes[0] > 1 ? out.strides[0] : ceil_div(mn, 4) * 4;
   const int vec = k_grouped_pack_vec(sf.data, sf_ld, mn_stride, mn, out_ld);
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(stream,
       jit::KernelKey(jit::kFamilyLayout, {static_cast<int64_t>(LayoutOp::kKGroupedPackUe8m0), vec}),
-      [&](jit::KernelSpec* spec) { *spec = k_grouped_pack_kernel_spec(vec); return DG_SUCCESS; }, config_of(stream),
+      [&](jit::KernelSpec* spec) { *spec = k_grouped_pack_kernel_spec(vec); return DG_SUCCESS; },
       &kernel));
   LaunchConfig lc;
   lc.block[0] = kKGroupedPackThreadsX;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "jit/concurrent.h"
 #include "jit/kernel_cache.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
@@ -92,14 +93,13 @@ template <typename SpecOf, typename Run>
 dg_status with_kernel(const dg_stream_s& stream, const jit::KernelKey& key, SpecOf&& spec_of, bool prepare_only,
                       Run&& run) {
   const Device& dev = *stream.device;
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(dev.kernels->get(
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(stream,
       key,
       [&](jit::KernelSpec* spec) {
         *spec = spec_of();
         return DG_SUCCESS;
-      },
-      config_of(stream), &kernel));
+      }, &kernel));
   if (prepare_only) return DG_SUCCESS;
   ContextScope scope;
   DG_TRY(scope.enter(dev));
@@ -115,7 +115,7 @@ dg_status launch_logits_kernel(const dg_stream_s& stream, const Config& c, const
                                Encode&& encode) {
   return with_kernel(
       stream, key, [&] { return spec_of(c); }, prepare_only,
-      [&](const jit::Kernel& kernel) {
+      [&](const Kernel& kernel) {
         Params p;
         std::memset(&p, 0, sizeof(p));
         DG_TRY(encode(&p));
@@ -189,7 +189,7 @@ dg_status run_paged_mqa_metadata(const dg_stream_s& stream, const PagedMqaMetada
   DG_TRY(num_sms_of(stream, &device_sms));
   return with_kernel(
       stream, paged_mqa_metadata_kernel_key(), paged_mqa_metadata_kernel_spec, prepare_only,
-      [&](const jit::Kernel& kernel) {
+      [&](const Kernel& kernel) {
         const int* ctx = a.ctx;
         long long batch = a.batch, ld = a.ld_ctx;
         int cols = a.cols, num_sms = a.num_sms;
@@ -299,6 +299,11 @@ dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsAr
         p->clean = a.clean ? 1u : 0u;
         return DG_SUCCESS;
       });
+}
+
+dg_status prepare_paged_mqa(const dg_stream_s& stream, const PagedMqaLogitsArgs& args) {
+  return jit::run_concurrently([&] { return run_paged_mqa_logits(stream, args, true); },
+                               [&] { return run_paged_mqa_metadata(stream, PagedMqaMetadataArgs{}, true); });
 }
 
 }  // namespace dg::ops

@@ -157,4 +157,8 @@ static_assert(offsetof(PagedMqaLogitsParams, ctx) == 512 && offsetof(PagedMqaLog
 // prepare_only the kernel is compiled and loaded and nothing runs.
 dg_status run_paged_mqa_logits(const dg_stream_s& stream, const PagedMqaLogitsArgs& args, bool prepare_only);
 
+// Compiles and loads the paged logits kernel for `args` (its shape fields) and the metadata kernel,
+// both at once.
+dg_status prepare_paged_mqa(const dg_stream_s& stream, const PagedMqaLogitsArgs& args);
+
 }  // namespace dg::ops

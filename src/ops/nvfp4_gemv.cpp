@@ -217,14 +217,13 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
   int sms = 0;
   DG_TRY(num_sms_of(stream, &sms));
 
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(dev.kernels->get(
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(stream,
       nvfp4_gemv_kernel_key(c),
       [&](jit::KernelSpec* spec) {
         *spec = nvfp4_gemv_kernel_spec(c);
         return DG_SUCCESS;
-      },
-      config_of(stream), &kernel));
+      }, &kernel));
   // The register count below needs a loaded kernel: an offline stream has compiled one and stops here.
   ContextScope scope;
   DG_TRY(scope.enter(dev));

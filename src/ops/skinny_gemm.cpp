@@ -144,7 +144,7 @@ std::string describe(const GemmShape& s, const SkinnyConfig& c) {
 }
 
 dg_status launch_skinny_gemm(const dg_stream_s& stream, const GemmArgs& args, const SkinnyConfig& c,
-                             const jit::Kernel& kernel) {
+                             const Kernel& kernel) {
   const GemmShape& s = args.shape;
   SkinnyGemmParams p;
   std::memset(&p, 0, sizeof(p));

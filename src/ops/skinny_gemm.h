@@ -56,6 +56,6 @@ static_assert(sizeof(SkinnyGemmParams) == 128, "must match the device struct");
 
 // Launches the skinny kernel for `args` (K-major A and B; D := alpha * A.B^T + beta * C in one pass).
 dg_status launch_skinny_gemm(const dg_stream_s& stream, const GemmArgs& args, const SkinnyConfig& c,
-                             const jit::Kernel& kernel);
+                             const Kernel& kernel);
 
 }  // namespace dg::ops

@@ -26,10 +26,10 @@ unsigned transpose_grid(int64_t rows, int64_t cols, int num_sms) {
 }
 
 dg_status run_transpose(const dg_stream_s& stream, const TransposeParams& p, bool prepare_only) {
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(stream,
       jit::KernelKey(jit::kFamilyTranspose, {}),
-      [](jit::KernelSpec* spec) { *spec = transpose_kernel_spec(); return DG_SUCCESS; }, config_of(stream), &kernel));
+      [](jit::KernelSpec* spec) { *spec = transpose_kernel_spec(); return DG_SUCCESS; }, &kernel));
   if (prepare_only || p.rows == 0 || p.cols == 0) return DG_SUCCESS;
   int num_sms = 0;
   DG_TRY(num_sms_of(stream, &num_sms));

@@ -5,7 +5,6 @@
 #include <tuple>
 #include <mutex>
 
-#include "jit/kernel_cache.h"
 #include "runtime/driver.h"
 #include "runtime/log.h"
 #include "runtime/status.h"
@@ -34,7 +33,6 @@ dg_status init_device(int ordinal, Device* d) {
   if (d->cc_major == 9 && d->cc_minor == 0) d->arch = "sm_90a";
   else if (d->cc_major == 10 && d->cc_minor == 0) d->arch = "sm_100a";
   DG_CU(cuDevicePrimaryCtxRetain(&d->context, d->handle));
-  d->kernels = std::make_unique<jit::KernelCache>(*d);
   log::debug("device {}: {} (sm_{}{}, {} SMs, {} KiB smem/block)", ordinal, d->name, d->cc_major, d->cc_minor,
              d->sm_count, d->max_smem_optin / 1024);
   return DG_SUCCESS;
@@ -94,8 +92,7 @@ dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** 
     d->name = fmt::format("offline {} ({} SMs)", d->arch, sm_count);
     d->max_smem_optin = 232448;  // 227 KiB on both SM90 and SM100
     d->l2_bytes = cc_major == 9 ? 50 << 20 : 126 << 20;
-    d->kernels = std::make_unique<jit::KernelCache>(*d);
-  }
+    }
   *device = d.get();
   return DG_SUCCESS;
 }

@@ -1,17 +1,22 @@
-// One CUDA device as libdg uses it: the primary context, properties read once, and the kernel
-// cache shared by every stream on the device.
+// One CUDA device as libdg uses it: the primary context, properties read once, and a slot for the
+// kernel cache that every stream on the device shares.
 #pragma once
 #include <cuda.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "dg.h"
 
 namespace dg {
-namespace jit {
-class KernelCache;
-}
+
+// Per-device state that a higher layer attaches to a Device (the JIT's kernel cache,
+// jit::kernel_cache): runtime/ only owns it, so that it lives and dies with the device.
+class DeviceSlot {
+ public:
+  virtual ~DeviceSlot() = default;
+};
 
 struct Device {
   int ordinal = 0;
@@ -27,7 +32,9 @@ struct Device {
   int memory_bus_bits = 0;
   std::string arch;         // NVRTC target: "sm_90a", "sm_100a"; "" when unsupported
   bool offline = false;     // a description only (dg_stream_create_offline): compiles, never runs
-  std::unique_ptr<jit::KernelCache> kernels;
+  // Filled once by jit::kernel_cache(device), on the device's first kernel.
+  std::once_flag kernels_once;
+  std::unique_ptr<DeviceSlot> kernels;
   ~Device();
 };
 

@@ -1,13 +1,13 @@
 #include "runtime/launch.h"
 
-#include "jit/kernel.h"
 #include "runtime/driver.h"
+#include "runtime/kernel.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
 
 namespace dg {
 
-dg_status launch(const dg_stream_s& stream, const jit::Kernel& kernel, const LaunchConfig& config, void** args) {
+dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config, void** args) {
   const Device& device = *stream.device;
   if (config.smem_bytes > static_cast<unsigned>(device.max_smem_optin))
     return fail(DG_ERROR_INTERNAL, "kernel {} asks for {} bytes of shared memory; device {} allows {}", kernel.name,

@@ -8,9 +8,8 @@
 struct dg_stream_s;
 
 namespace dg {
-namespace jit {
+
 struct Kernel;
-}
 
 struct LaunchConfig {
   unsigned grid[3] = {1, 1, 1};
@@ -22,7 +21,7 @@ struct LaunchConfig {
 
 // Launches `kernel` on `stream` in the device's primary context. `args` are pointers to the
 // host-side values of the kernel's parameters, in order.
-dg_status launch(const dg_stream_s& stream, const jit::Kernel& kernel, const LaunchConfig& config,
+dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config,
                  void** args);
 
 }  // namespace dg

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "dg.h"
-#include "jit/kernel_cache.h"  // dg::Device holds a unique_ptr<KernelCache>
 #include "runtime/device.h"
 #include "runtime/stream.h"
 

@@ -1,0 +1,106 @@
+// Calibrations of the SM90 GEMM cost model (gemm_cost_model.h). Each value names what set it; the
+// sweeps live in bench/models/<gpu>/ and ctests gemm_model and gemm_model_k_grouped check the
+// model's regret against them.
+#include "ops/gemm_cost_model.h"
+
+namespace dg::ops {
+namespace {
+
+// Fitted on an H100 80GB (SXM, 132 SMs) unless a field says otherwise; the terms marked H200 were
+// fitted on an H200 to K-grouped FP8 runs with forced configs (bench/models/h200).
+const Sm90CostModel kHopper = {
+    /*calibrated_on=*/"H100 80GB HBM3 (K-grouped FP8 terms: H200)",
+    // Sustained WGMMA rates per SM that the large-M sweeps (bench/models/h100/tiles-*) fit best.
+    /*fp8_flops_per_sm=*/11.0e12,
+    /*bf16_flops_per_sm=*/5.9e12,
+    // The DRAM floor: 2.8 TB/s, what the copy suite sustains of the H100's 3.35 TB/s peak.
+    /*dram_bytes_per_s=*/2.8e12,
+    // Two cluster barriers and the DSMEM reduction's latency; split-K is chosen by a measured rule,
+    // so this only shapes estimates of forced split-K configs.
+    /*split_k_reduce_s=*/1.5e-6,
+    /*small_m=*/
+    {
+        // Fitted to 1974 (shape, config) runs of the 14 DeepSeek small-M BF16/FP8 shapes (block_m
+        // 64/128, block_n 16..256, 4..22 stages, cluster 1/2; bench/models/h100/skinny-*, tiles-narrow-*).
+        /*min_k_block_s=*/0.10e-6,
+        /*smem_fill_bytes_per_s=*/101e9,
+        /*load_latency_s=*/0.6e-6,
+        /*tensor_time_factor=*/1.25,
+        /*epilogue_s=*/0.8e-6,
+        /*reduce_add_bytes_per_s=*/60e9,
+        /*split_k_bytes_per_s=*/100e9,
+        // Pairs only couple two pipelines here (B is streamed once either way): ~7% slower.
+        /*pair_factor=*/1.07,
+        /*launch_s=*/12e-6,
+        // Fitted with the rest of the small-M model: at small M a promotion after the WGMMAs stalls a
+        // pipeline that has little else to hide it behind, so "after" costs more than at large M.
+        /*promotion=*/{{1.05, 1.6, 1.5}, {1.6, 1.18, 1.3}},
+    },
+    /*large_m=*/
+    {
+        // Operand bytes per SM: 128x144 BF16 tiles ran 4096x576x7168 at ~85 GB/s per SM, as fast as
+        // cuBLASLt (bench/models/h100/tiles-m4096-*).
+        /*sm_fill_bytes_per_s_fp8=*/68e9,
+        /*sm_fill_bytes_per_s_bf16=*/80e9,
+        // ~128 bytes per clock at the sustained clock.
+        /*smem_read_bytes_per_s=*/150e9,
+        /*wgmma_read_row_bytes=*/128,
+        /*few_stages_penalty=*/0.04,
+        /*epilogue_s=*/0.6e-6,
+        /*store_bytes_per_s=*/60e9,
+        // Strips under 64 bytes (BF16 128x240: 16 columns) cost about twice per byte (+~1 us a tile).
+        /*narrow_strip_cost=*/2.0,
+        // H200: K-grouped FP8 with C at K = 1024 per group, 128x144 / 128x176 (64-byte strips) ran
+        // 14-18% behind 128x128 (whole tile staged), 128x160 / 128x192 (rotating strips) 4-6%.
+        /*fp32_reduce_strip_cost=*/1.5,
+        /*fp32_reduce_rotating_cost=*/1.4,
+        /*split_k_bytes_per_s=*/100e9,
+        /*launch_s=*/3e-6,
+        // Multicast pairs measured level with unpaired tiles on large shapes and 7-15% slower at
+        // N = 576 and 2112 (bench/models/h100/cluster-*, multicast-narrow-*): the heuristic only
+        // considers them on request, and this keeps unpaired tiles ahead on ties.
+        /*pair_factor=*/1.01,
+        // The masked split tail at equal tiles and no split ran 3.7% slower (FP8 128x160, two rounds).
+        /*masked_tail_factor=*/1.04,
+        // Against 128x128 overlapped (bench/models/h100/promotion-*): without overlap one warp-group's
+        // promotion stalls its WGMMAs unless column slices let the two groups interleave; overlap
+        // with slices re-reads A from shared memory.
+        /*promotion=*/{{1.05, 1.6, 1.25}, {1.3, 1.18, 1.3}},
+        /*promotion_192_two_slices=*/1.12,
+        // 256x128 in row units ran 2-4% faster than overlapped 128x192 on five of the seven DeepSeek
+        // shapes at M = 8192 (bench/peer_bench.py dense).
+        /*promotion_row_units=*/1.08,
+        // Contiguous 128x256 after-promotion in two slices ran 2-9% faster than overlapped 128x192 on
+        // the eight contiguous FP8 sets where it is picked (peer_bench.py contiguous --alt).
+        /*promotion_contiguous_256=*/1.13,
+        // A K loop per SFB boundary: ~10% faster for 128x160 and 128x192 (bench/models/h100/config-*-sfb).
+        /*promotion_few_boundaries=*/1.15,
+        // 1D1D after-promotion: whole tiles ran the six K-grouped sets 4-15% faster at 128x192 than
+        // 128x128 overlapped, 0-13% at 128x160 (bench/models/h100/k-grouped-fp8-tiles.json).
+        /*promotion_1d1d_base=*/1.06,
+        /*promotion_1d1d_per_column=*/16.0,
+        // FP8 tiles under 128 columns ran ~12% slower than the bounds predict (tiles-narrow-fp8-*).
+        /*narrow_tile_factor=*/1.12,
+        // At equal rounds BF16 128x256 beat 128x160-224 by 3-8% (tiles-m4096-bf16).
+        /*bf16_per_column=*/24.0,
+        // H200: 1D1D tiles with four stages ran 0.2-6% behind 128x160 with five on the six K-grouped
+        // FP8 sets with K >= 2048 per group.
+        /*fp8_1d1d_four_stages=*/1.03,
+        // H200: 1D1D 128x128 overlapped ran 2-3% behind the same tiles promoted after at K = 1024-2048
+        // per group (the last promotion of each tile is exposed).
+        /*fp8_1d1d_overlap_exposed=*/0.3,
+    },
+};
+
+}  // namespace
+
+const Sm90CostModel& hopper_cost_model() { return kHopper; }
+
+const Sm90CostModel& sm90_cost_model(std::string_view device_name) {
+  // One calibration serves the H100 and the H200 until a GPU's own sweep (bench/models/<gpu>/)
+  // gives it its own; per-device tuning tables are consulted before the model.
+  (void)device_name;
+  return kHopper;
+}
+
+}  // namespace dg::ops

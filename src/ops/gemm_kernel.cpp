@@ -1,0 +1,152 @@
+// The SM90 GEMM kernel's template parameters: one list of fields gives both the kernel key (the
+// warm path's integers) and the template context (rendered on a miss); names for kernels and logs;
+// the host side of the scheduler's walk.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+#include "ops/gemm.h"
+#include "ops/gemm_util.h"
+
+namespace dg::ops {
+namespace {
+
+constexpr const char* kKindEnumerators[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
+constexpr const char* kKindShortNames[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
+constexpr const char* kKindLogNames[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
+constexpr const char* kTypeEnumerators[] = {"kNormal", "kMGroupedContiguous", "kMGroupedMasked", "kKGrouped",
+                                            "kMGroupedContiguousPsum"};
+// Kernel-name tags of the grouped types ("" for Normal, whose names predate them).
+constexpr const char* kTypeTags[] = {"", "_mgc", "_mgm", "_kg", "_mgp"};
+constexpr const char* kTypeLogNames[] = {"", " m-grouped contiguous", " m-grouped masked", " k-grouped",
+                                         " m-grouped psum"};
+constexpr const char* kMajorEnumerators[] = {"kK", "kMN"};
+static_assert(std::size(kKindEnumerators) == kNumGemmKinds && std::size(kKindShortNames) == kNumGemmKinds &&
+                  std::size(kKindLogNames) == kNumGemmKinds,
+              "one name per GemmKind");
+static_assert(std::size(kTypeEnumerators) == kNumGemmTypes && std::size(kTypeTags) == kNumGemmTypes &&
+                  std::size(kTypeLogNames) == kNumGemmTypes,
+              "one name per GemmType");
+static_assert(std::size(kMajorEnumerators) == 2, "one name per Major");
+
+// How a field's integer appears in the template context.
+using Render = codegen::Value (*)(int64_t);
+codegen::Value as_int(int64_t v) { return codegen::Value(v); }
+codegen::Value as_bool(int64_t v) { return codegen::Value(v ? "true" : "false"); }
+codegen::Value as_kind(int64_t v) { return codegen::Value(kKindEnumerators[v]); }
+codegen::Value as_major(int64_t v) { return codegen::Value(kMajorEnumerators[v]); }
+codegen::Value as_type(int64_t v) { return codegen::Value(kTypeEnumerators[v]); }
+codegen::Value as_out_type(int64_t v) { return codegen::Value(v == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"); }
+
+struct Field {
+  const char* name;  // the template's variable
+  int64_t value;
+  Render render;
+};
+
+// Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
+// variable too (the kernel asserts its layout against it).
+std::array<Field, 19> template_fields(const GemmShape& s, const GemmConfig& c) {
+  return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
+           {"major_a", static_cast<int64_t>(s.major_a), as_major},
+           {"major_b", static_cast<int64_t>(s.major_b), as_major},
+           {"out_type", s.d_dtype, as_out_type},
+           {"reduce_add", s.accumulate, as_bool},
+           {"gemm_type", static_cast<int64_t>(s.type), as_type},
+           {"block_m", c.block_m, as_int},
+           {"block_n", c.block_n, as_int},
+           {"stages", c.stages, as_int},
+           {"math_wg", c.math_wg, as_int},
+           {"cluster", c.cluster, as_int},
+           {"pair_along_n", c.multicast_a, as_bool},
+           {"overlap", c.overlap, as_bool},
+           {"promote_split", c.promote_split, as_int},
+           {"d_bufs", c.d_bufs, as_int},
+           {"split_k", c.split_k, as_int},
+           {"sfb_boundaries", c.sfb_boundaries, as_int},
+           {"stage_aligned", c.stage_aligned, as_bool},
+           {"smem_bytes", c.smem_bytes, as_int}}};
+}
+
+std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
+  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+                     kTypeTags[static_cast<int>(s.type)], s.major_a == Major::kK ? "k" : "m",
+                     s.major_b == Major::kK ? "k" : "m", s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16",
+                     s.accumulate ? "_acc" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
+                     c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
+                     c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
+                     c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
+                     c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string(),
+                     c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string());
+}
+
+}  // namespace
+
+const char* kind_enumerator(GemmKind k) { return kKindEnumerators[static_cast<int>(k)]; }
+const char* kind_short_name(GemmKind k) { return kKindShortNames[static_cast<int>(k)]; }
+const char* gemm_type_enumerator(GemmType t) { return kTypeEnumerators[static_cast<int>(t)]; }
+
+jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c) {
+  const auto fields = template_fields(s, c);
+  static_assert(std::tuple_size<decltype(fields)>::value <= jit::KernelKey::kMaxParams, "the key holds every field");
+  jit::KernelKey key;
+  key.family = jit::kFamilySm90Gemm;
+  for (const Field& f : fields) key.params[key.count++] = f.value;
+  return key;
+}
+
+jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
+  jit::KernelSpec spec;
+  spec.template_name = "kernels/sm90_gemm.cu.j2";
+  spec.kernel_name = kernel_name(s, c);
+  codegen::Value::Map context{{"kernel_name", spec.kernel_name}};
+  for (const Field& f : template_fields(s, c)) context.emplace(f.name, f.render(f.value));
+  spec.context = codegen::Value(std::move(context));
+  return spec;
+}
+
+std::string describe(const GemmShape& s, const GemmConfig& c) {
+  const std::string groups = s.type == GemmType::kNormal     ? std::string()
+                             : s.type == GemmType::kKGrouped ? fmt::format(" groups={} (non-empty; k = mean K)", s.num_groups)
+                                                             : fmt::format(" groups={} expected_m={}", s.num_groups, s.expected_m);
+  return fmt::format(
+      "{}{} gemm{} m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "
+      "raster bands of {} along {}, smem {} B{}{}, est {:.1f} us",
+      kKindLogNames[static_cast<int>(s.kind)], kTypeLogNames[static_cast<int>(s.type)], groups, s.m, s.n, s.k,
+      s.major_a == Major::kK ? "K-major" : "M-major", s.major_b == Major::kK ? "K-major" : "N-major",
+      s.d_dtype == DG_DTYPE_FLOAT32 ? "fp32" : "bf16", s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k,
+      c.stages, c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
+      std::string(c.overlap ? ", overlapped promotion" : "") +
+          (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),
+      c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes,
+      c.d_bufs ? fmt::format(" ({} rotating epilogue strips)", c.d_bufs) : std::string(),
+      c.split_k <= 1                         ? std::string()
+      : s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
+                                             : fmt::format(", split-K over {} CTAs", c.split_k),
+      c.estimate_us);
+}
+
+FastDiv fast_div(uint32_t d) {
+  FastDiv f{d, 0, 0};
+  while (f.shift < 32 && (uint64_t{1} << f.shift) < d) ++f.shift;  // ceil(log2 d)
+  // (2^shift - d) < d, so the quotient fits 32 bits.
+  f.mul = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
+  return f;
+}
+
+WalkDivisors walk_divisors(int64_t units_m, int64_t units_n, int band, bool along_n) {
+  const uint32_t b = static_cast<uint32_t>(std::max(band, 1));
+  const uint32_t cut = static_cast<uint32_t>(std::max<int64_t>(along_n ? units_n : units_m, 1));
+  const uint32_t across = static_cast<uint32_t>(along_n ? units_m : units_n);
+  WalkDivisors w;
+  w.per_band = fast_div(std::max(b * across, 1u));
+  w.band = fast_div(b);
+  w.last_band = (cut - 1) / b;
+  w.last = fast_div(cut - w.last_band * b);
+  w.per_slot = fast_div(static_cast<uint32_t>(std::max<int64_t>(units_m * units_n, 1)));
+  return w;
+}
+
+}  // namespace dg::ops
