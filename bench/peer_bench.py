@@ -37,6 +37,7 @@ into DIR (default: ., NAME default: grouped); with
 them (NAME.png) when matplotlib is installed.
 """
 import argparse
+import io
 import json
 import math
 import os
@@ -580,12 +581,17 @@ def plot(out_dir, title):
                    width=0.4, color=color, label="t_%s / t_libdg" % name)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(list(x))
-        ax.set_xticklabels(labels, fontsize=6, rotation=90)
+        ax.set_xticklabels(labels, fontsize=8, rotation=90)
         ax.set_title("%s (> 1: libdg faster)" % ("M-grouped " + suite if suite in ("contiguous", "masked") else suite))
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, NAME + ".png"), dpi=110)
+    # Rendered at a low resolution and reduced to a 64-colour palette (flat bars and text), so that the
+    # committed plots stay small. Pillow is a dependency of matplotlib.
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    from PIL import Image
+    Image.open(buf).convert("RGB").quantize(colors=64).save(os.path.join(out_dir, NAME + ".png"), optimize=True)
 
 
 def main():
