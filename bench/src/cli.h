@@ -57,7 +57,7 @@ inline std::vector<Shape> dense_shapes() {
   return out;
 }
 
-// The M-grouped (MoE) sets of issue 19 (DeepGEMM's tests): (G, expected rows per group) x these
+// The M-grouped (MoE) sets of DeepGEMM's tests: (G, expected rows per group) x these
 // (N, K), carried as g = G, m = expected rows per group.
 inline const std::vector<std::pair<int64_t, int64_t>>& moe_nk() {
   static const std::vector<std::pair<int64_t, int64_t>> nk = {{4096, 7168}, {7168, 2048}, {6144, 7168}};

@@ -234,7 +234,7 @@ TEST_CASE("bench cli: m-grouped names the four M-grouped suites") {
   CHECK(err.find("masked-bf16, m-grouped") != std::string::npos);
 }
 
-TEST_CASE("bench shapes: the M-grouped sets of issue 19") {
+TEST_CASE("bench shapes: the M-grouped sets of DeepGEMM's tests") {
   const auto cont = contiguous_shapes();
   REQUIRE(cont.size() == 9);
   CHECK(cont.front() == Shape{8192, 4096, 7168, 4});
