@@ -3,8 +3,8 @@
 Suites: `dense` (FP8 1D2D nt and BF16 nt on the DeepSeek-V3 (N, K) shapes at M in DENSE_M), `contiguous`
 and `masked` (the M-grouped MoE GEMMs of DeepGEMM's tests, FP8 1D2D and BF16), `k-grouped` (the
 K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn), `mqa` and
-`paged-mqa` (the DeepSeek-V3.2 indexer's MQA logits, H 64, D 128, the sizes of
-perf/anchors_h100.md; for paged-mqa a device copy moving the bytes the call reads stands in the
+`paged-mqa` (the DeepSeek-V3.2 indexer's MQA logits, H 64, D 128, at the sizes of the MQA and PAGED_MQA
+lists below; for paged-mqa a device copy moving the bytes the call reads stands in the
 cuBLAS column), `mqa-compressed` (non-paged with DeepGEMM's compressed logits, `max_seqlen_k`: each
 row scores a window of keys ending at its causal end and stores it from column 0).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
@@ -37,6 +37,7 @@ into DIR (default: ., NAME default: grouped); with
 them (NAME.png) when matplotlib is installed.
 """
 import argparse
+import io
 import json
 import math
 import os
@@ -71,7 +72,7 @@ K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096)
 DENSE_NK = [(2112, 7168), (576, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
 DENSE_M = [128, 2048, 4096, 8192]
 # MQA logits (H 64, D 128, FP32 logits, no clean pass): non-paged (S_q, S_kv) with causal ranges, and
-# paged (B, next_n, average context length) with 2-D context lengths, as perf/anchors_h100.md.
+# paged (B, next_n, average context length) with 2-D context lengths.
 MQA = [(2048, 8192), (4096, 65536), (8192, 65536)]
 PAGED_MQA = [(256, 1, 8192), (256, 2, 8192), (1024, 1, 16384)]
 # Compressed MQA logits (S_q, S_kv, max_seqlen_k): row i scores keys [ke - max_seqlen_k, ke), ke causal.
@@ -580,12 +581,17 @@ def plot(out_dir, title):
                    width=0.4, color=color, label="t_%s / t_libdg" % name)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(list(x))
-        ax.set_xticklabels(labels, fontsize=6, rotation=90)
+        ax.set_xticklabels(labels, fontsize=8, rotation=90)
         ax.set_title("%s (> 1: libdg faster)" % ("M-grouped " + suite if suite in ("contiguous", "masked") else suite))
         ax.legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, NAME + ".png"), dpi=110)
+    # Rendered at a low resolution and reduced to a 64-colour palette (flat bars and text), so that the
+    # committed plots stay small. Pillow is a dependency of matplotlib.
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    from PIL import Image
+    Image.open(buf).convert("RGB").quantize(colors=64).save(os.path.join(out_dir, NAME + ".png"), optimize=True)
 
 
 def main():

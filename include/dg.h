@@ -239,7 +239,7 @@ DG_API dg_status dg_get_tma_aligned_size(int64_t x, size_t element_size, int64_t
 DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void);
 
 /* ============================================================================================
- * Scaling-factor layouts (spec: DeepGEMM §2)
+ * Scaling-factor layouts (docs/layout.md)
  *
  * Each transform writes into a caller-provided `out`. The *_layout query functions give the
  * output's sizes, strides (elements) and the bytes to allocate, for an input of the given
@@ -338,7 +338,7 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
  * GEMMs (SM90)
  * ========================================================================================== */
 
-/* Dense GEMMs (spec: DeepGEMM §1.1, §1.2), DeepGEMM's NT naming, all matrices 2-D:
+/* Dense GEMMs (docs/gemm.md), DeepGEMM's NT naming, all matrices 2-D:
  *   nt: a [M, K], b [N, K]     nn: a [M, K], b [K, N]
  *   tn: a [K, M], b [K, N]     tt: a [K, M], b [N, K]
  * D = alpha * (A @ Bᵀ) + beta * C, where A is the [M, K] view of a and B the [N, K] view of b.
@@ -351,13 +351,15 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
  * no host synchronisation and no allocation (scratch memory is the caller's options.workspace), so
  * the calls can be captured in a CUDA graph once the kernels are loaded (see dg_gemm_prepare). */
 
-/* FP8 scaling recipes (spec §0.3). */
+/* FP8 scaling recipes (docs/gemm.md#fp8-scaling-factors). */
 #define DG_FP8_RECIPE_1D2D 0 /* sfa per token x 128 K, sfb per 128 x 128 block (default) */
 #define DG_FP8_RECIPE_1D1D 1 /* sfa and sfb per token x 128 K (weight gradient); d FLOAT32 */
 
 /* Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
  * The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
- * that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option. */
+ * that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option. Fields are only
+ * appended: a caller built against an older dg.h (a smaller struct_size) gets the defaults for the
+ * fields it does not know. */
 typedef struct dg_gemm_options {
   size_t struct_size;
   int32_t recipe;             /* FP8 only: DG_FP8_RECIPE_* */
@@ -371,26 +373,22 @@ typedef struct dg_gemm_options {
   int32_t multicast_a;        /* cluster 2: 1 = the pair shares A, 0 = shares B, -1 = heuristic */
   int32_t num_math_warpgroups;/* 1 or 2 WGMMA warp-groups */
   int32_t num_sms;            /* SMs to use, at most the stream's cap; 0 = the cap */
-  /* Appended in 0.2 (callers built against an older dg.h keep the heuristic for these): */
   int32_t fp8_promotion;      /* FP8: DG_FP8_PROMOTION_*; 0 = heuristic */
   int32_t fp8_promotion_slices; /* FP8: column slices each K block is issued and promoted in: 1, 2 or 4; with
                                    128 rows per math warp-group (block_m 256), 2 without overlap means the two
                                    64-row halves instead; 0 = heuristic */
-  /* Appended in 0.3: */
   int32_t split_k;            /* CTAs (a cluster) that share each tile's K blocks and sum their partial tiles
                                  through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
                                  0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
                                  Masked M-grouped calls: 2 splits a last round that is at most half full over
                                  CTA pairs, as counted on the device; 1 never splits; 0 = 2 where the heuristic
                                  expects it to pay (few rounds of tiles for expected_m). */
-  /* Appended in 0.4: */
   void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
                                  MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
                                  Used on the stream: do not reuse it before the call's work there is done, and
                                  do not let it overlap a, b, c or d. Ignored by BF16 calls and by FP8 calls
                                  whose operands are K-major. */
   size_t workspace_size;      /* bytes of workspace */
-  /* Appended in 0.5: */
   int32_t kernel;             /* DG_GEMM_KERNEL_*: which kernel family runs the call; 0 = heuristic */
 } dg_gemm_options;
 #define DG_GEMM_OPTIONS_INIT \
@@ -476,7 +474,7 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
                                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
 
 /* ============================================================================================
- * M-grouped GEMMs (MoE experts; spec: DeepGEMM §1.3, §1.4)
+ * M-grouped GEMMs (MoE experts; docs/m_grouped_gemm.md)
  *
  * G problems that share N and K: D[rows of g] = alpha * A[rows of g] @ B[g]ᵀ, D BFLOAT16. A's rows
  * are either concatenated over the groups (contiguous) or a fixed max_m rows per group of which a
@@ -557,7 +555,7 @@ DG_API dg_status dg_m_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================
- * K-grouped GEMMs (MoE weight gradient; spec: DeepGEMM §1.5)
+ * K-grouped GEMMs (MoE weight gradient; docs/k_grouped_gemm.md)
  *
  * G problems that share M and N, each over its own slice of K (the tokens routed to one expert):
  *   D[g] = alpha * A_g @ B_gᵀ + beta * C[g],   A_g [M, k_g] and B_g [N, k_g] in GEMM terms,
@@ -608,7 +606,7 @@ DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================
- * MQA logits of the DeepSeek-V3.2 indexer (SM90; spec: DeepGEMM §3)
+ * MQA logits of the DeepSeek-V3.2 indexer (SM90; docs/mqa_logits.md)
  *
  * Every query token scores the keys of its range with FP8 multi-query attention logits:
  *   logits[i, j] = kv_sf[j] * sum_h weights[i, h] * relu(q[i, h, :] . kv[j, :])
@@ -719,7 +717,7 @@ DG_API dg_status dg_paged_mqa_logits_prepare(dg_stream* stream, int32_t heads, i
  * NVFP4 GEMV
  *
  * For every batch l < L: c[m, 0, l] = sum_k A[m, k, l] * b[0, k, l], m < M, where each value is
- * an E2M1 code times the E4M3 scale of its 16 consecutive k (spec/nvfp4_gemv.md). One launch
+ * an E2M1 code times the E4M3 scale of its 16 consecutive k (docs/nvfp4_gemv.md). One launch
  * covers every batch; no host synchronisation. Products of each 16-element block are summed
  * exactly (int32 on SM90, f16x2 on SM100), block sums in FP32, the result rounded to FP16.
  * SM100 uses the hardware E2M1 conversion; that path is compiled in CI but has not run on a
@@ -765,7 +763,7 @@ DG_API dg_status dg_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_t
 /* ============================================================================================
  * cuBLASLt baseline
  *
- * DeepGEMM's cublaslt_gemm_* (spec §1.9): one cublasLtMatmul, the reference libdg's GEMMs are
+ * DeepGEMM's cublaslt_gemm_* (docs/gemm.md#the-cublaslt-baseline): one cublasLtMatmul, the reference libdg's GEMMs are
  * timed against. libcublasLt.so.13 (then libcublasLt.so) is loaded with dlopen at first use;
  * where it cannot be loaded every call returns DG_ERROR_UNSUPPORTED with the reason.
  * ========================================================================================== */

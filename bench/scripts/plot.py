@@ -5,15 +5,27 @@ beside each peer, one panel per suite.
     python3 bench/scripts/plot.py results.json -o results.png
 """
 import argparse
+import io
 import json
 import math
 import sys
+
+
+def save_png(fig, path, dpi):
+    """Writes `fig` as a small PNG: rendered at `dpi`, then reduced to a 64-colour palette (the plots
+    are flat bars and text), so that the committed plots stay small."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    from PIL import Image  # a dependency of matplotlib
+
+    Image.open(buf).convert("RGB").quantize(colors=64).save(path, optimize=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json")
     ap.add_argument("-o", "--output", help="PNG path (default: JSON path with .png)")
+    ap.add_argument("--dpi", type=int, default=80, help="resolution (default 80)")
     args = ap.parse_args()
     import matplotlib
 
@@ -53,7 +65,7 @@ def main():
             hatch = None if name == "libdg" else "//"
             ax.bar(xs, ys, width, label=name, hatch=hatch)
         ax.set_xticks(range(len(cases)))
-        ax.set_xticklabels([c["label"] for c in cases], rotation=60, ha="right", fontsize=7)
+        ax.set_xticklabels([c["label"] for c in cases], rotation=60, ha="right", fontsize=9)
         ax.set_ylabel("TFLOPS" if metric == "tflops" else "GB/s")
         dev = report.get("device", {})
         peak = dev.get("peak_tflops_fp8" if "fp8" in suite else "peak_tflops_bf16")
@@ -65,7 +77,7 @@ def main():
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     out = args.output or args.json.rsplit(".", 1)[0] + ".png"
-    fig.savefig(out, dpi=120)
+    save_png(fig, out, args.dpi)
     print("wrote", out)
     return 0
 

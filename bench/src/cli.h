@@ -1,4 +1,4 @@
-// Command-line parsing, suite names and the built-in shape sets of dg-bench (spec §6.2).
+// Command-line parsing, suite names and the built-in shape sets of dg-bench (DeepGEMM's test shapes).
 // Header-only and free of CUDA so that tests/unit can check it without a GPU.
 #pragma once
 #include <cerrno>
@@ -42,7 +42,7 @@ inline bool is_known_suite(const std::string& name) {
   return false;
 }
 
-// The seven DeepSeek-V3 projection (N, K) pairs with BF16 D (spec §6.2).
+// The seven DeepSeek-V3 projection (N, K) pairs with BF16 D, as DeepGEMM's tests use them.
 inline const std::vector<std::pair<int64_t, int64_t>>& deepseek_nk() {
   static const std::vector<std::pair<int64_t, int64_t>> nk = {
       {2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168}, {7168, 2048}};
@@ -57,7 +57,7 @@ inline std::vector<Shape> dense_shapes() {
   return out;
 }
 
-// The M-grouped (MoE) sets of issue 19 (DeepGEMM's tests): (G, expected rows per group) x these
+// The M-grouped (MoE) sets of DeepGEMM's tests: (G, expected rows per group) x these
 // (N, K), carried as g = G, m = expected rows per group.
 inline const std::vector<std::pair<int64_t, int64_t>>& moe_nk() {
   static const std::vector<std::pair<int64_t, int64_t>> nk = {{4096, 7168}, {7168, 2048}, {6144, 7168}};
@@ -80,12 +80,13 @@ inline std::vector<Shape> masked_shapes() {
   return grouped_shapes({{1, 1024}, {2, 512}, {4, 256}, {32, 192}, {6, 1024}, {32, 20}});
 }
 
-// NVFP4 GEMV (spec nvfp4_gemv.md): (M, K, L) carried as m, k and g (n = 1).
+// NVFP4 GEMV (docs/nvfp4_gemv.md), GPU MODE's ranked shapes: (M, K, L) carried as m, k and g (n = 1).
 inline std::vector<Shape> nvfp4_gemv_shapes() {
   return {{7168, 1, 16384, 1}, {4096, 1, 7168, 8}, {7168, 1, 2048, 4}};
 }
 
-// Layout suite (spec §6.4): SF transposes of [G, MN, ceil(K / 128)]; m = MN, k = K, g = G.
+// Layout suite (shapes of DeepGEMM's layout test): SF transposes of [G, MN, ceil(K / 128)]; m = MN,
+// k = K, g = G.
 inline std::vector<Shape> layout_shapes() {
   std::vector<Shape> out;
   for (int64_t g : {1, 4})

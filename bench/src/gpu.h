@@ -1,6 +1,7 @@
 // Device helpers of dg-bench (gpu.cu, compiled by nvcc): random inputs, the reference FP8
-// quantisers of spec §2.5, layout copies, calc_diff sums and a spin kernel. Every function enqueues
-// on `stream` (a cudaStream_t) and returns the launch's cudaError_t as an int (0 = success).
+// quantisers (docs/README.md#how-results-are-checked), layout copies, calc_diff sums and a spin
+// kernel. Every function enqueues on `stream` (a cudaStream_t) and returns the launch's cudaError_t
+// as an int (0 = success).
 #pragma once
 #include <cstdint>
 

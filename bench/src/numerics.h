@@ -1,5 +1,6 @@
-// Host-side numerics shared by dg-bench and its tests: DeepGEMM's calc_diff (spec §6.1), BF16 and
-// FP8 E4M3 decoding, FLOP and byte counts, and the device peak. Header-only, no CUDA.
+// Host-side numerics shared by dg-bench and its tests: DeepGEMM's calc_diff
+// (docs/README.md#how-results-are-checked), BF16 and FP8 E4M3 decoding, FLOP and byte counts, and
+// the device peak. Header-only, no CUDA.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -65,7 +66,7 @@ inline double gemm_flops(int64_t m, int64_t n, int64_t k, int64_t g = 1) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(g);
 }
 
-// Bytes a dense GEMM moves at least (spec §6.5): A, its scales, B, its scales, D, and C when
+// Bytes a dense GEMM moves at least (as DeepGEMM's tests count them): A, its scales, B, its scales, D, and C when
 // accumulating, each once. Scales: FP32, per token x 128 K for A (1x128), per 128x128 block for B.
 struct GemmBytes {
   int a_elem = 2, b_elem = 2, d_elem = 2;  // bytes per element

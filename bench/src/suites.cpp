@@ -271,7 +271,8 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
       lt.workspace = ctx.workspace.ptr;
       lt.workspace_size = ctx.workspace.bytes;
 
-      // Reference: FP32 product of the unquantised BF16 inputs (spec §6.1), by cuBLASLt.
+      // Reference: FP32 product of the unquantised BF16 inputs (docs/README.md#how-results-are-checked),
+      // by cuBLASLt.
       std::string ref_error = lt_ok ? dg_error(dg_cublaslt_gemm_nt(ctx.stream, sets[0].ta.get(), sets[0].tb.get(),
                                                                   tref.get(), nullptr, &lt))
                                     : "cuBLASLt unavailable: " + lt_why;

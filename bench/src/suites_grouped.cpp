@@ -160,7 +160,7 @@ void suite_m_grouped(Context& ctx, bool masked, bool fp8, const std::vector<Shap
       lt.workspace = ctx.workspace.ptr;
       lt.workspace_size = ctx.workspace.bytes;
 
-      // Reference: per group, the FP32 product of the unquantised BF16 inputs (spec §6.1) by
+      // Reference: per group, the FP32 product of the unquantised BF16 inputs (docs/README.md#how-results-are-checked) by
       // cuBLASLt, compact: group g's rows from row offset[g] of [valid rows, N].
       const std::vector<int64_t> offset = reference_offsets(plan);
       Buffer ref(std::max<int64_t>(rows, 1) * N * 4);

@@ -1,4 +1,4 @@
-// dg_cublaslt_gemm_{nt,nn,tn,tt}: the cuBLASLt baseline of spec §1.9 behind the C ABI.
+// dg_cublaslt_gemm_{nt,nn,tn,tt}: the cuBLASLt baseline (docs/gemm.md#the-cublaslt-baseline) behind the C ABI.
 #include "dg.h"
 #include "api/matrix_view.h"
 #include "ops/cublaslt.h"

@@ -196,7 +196,8 @@ int64_t leading_dim_of_d(int64_t ld, int64_t n, int64_t m) { return m == 1 ? std
 
 dg_status build_plan(cublasLtHandle_t handle, const Problem& p, const Mapping& mp, int sm_target, Plan* plan) {
   const bool fp8 = p.ab_dtype == DG_DTYPE_FLOAT8_E4M3;
-  // spec §1.9: 32F_FAST_TF32 (only FP32 operands would be affected); FP8 needs plain 32F.
+  // 32F_FAST_TF32 as DeepGEMM (only FP32 operands would be affected); FP8 needs plain 32F
+  // (docs/gemm.md#the-cublaslt-baseline).
   const cublasComputeType_t compute = fp8 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
   const cudaDataType_t scale_type = CUDA_R_32F;
   DG_LT(cublasLtMatmulDescCreate(&plan->desc, compute, scale_type));
@@ -250,7 +251,7 @@ dg_status build_plan(cublasLtHandle_t handle, const Problem& p, const Mapping& m
   return DG_SUCCESS;
 }
 
-// D := beta * C (C given), or D := 0: the K == 0 early exit of spec §0.2.
+// D := beta * C (C given), or D := 0: the K == 0 early exit (docs/gemm.md#the-c-term-and-early-exits).
 dg_status run_k_zero(cublasLtHandle_t handle, CUstream stream, const Problem& p) {
   const size_t esize = p.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2;
   if (p.c == nullptr) {

@@ -1,4 +1,4 @@
-// The cuBLASLt baseline (spec §1.9): one cublasLtMatmul computing D = alpha * A'·B'ᵀ + beta * C
+// The cuBLASLt baseline (docs/gemm.md#the-cublaslt-baseline): one cublasLtMatmul computing D = alpha * A'·B'ᵀ + beta * C
 // in row-major terms, where A' is [M, K] and B' is [N, K] (the nt/nn/tn/tt entry points reduce to
 // this by transposing views). libcublasLt is loaded with dlopen on first use; <cublasLt.h> is only
 // read for types at build time, so libdg needs no cuBLAS to load or to run anything else.

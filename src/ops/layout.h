@@ -1,4 +1,4 @@
-// Scaling-factor layout transforms (spec: DeepGEMM §2): the layout math, shared with the GEMMs,
+// Scaling-factor layout transforms (docs/layout.md): the layout math, shared with the GEMMs,
 // and the launches of templates/kernels/layout.cu.j2.
 #pragma once
 #include <cstddef>
@@ -37,7 +37,7 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
                                int64_t out_mn, int row_div);
 
 // What dg_transform_sf_into_required_layout does for `sf`, the scales of an [mn, k] operand
-// (spec §2.2): nothing (`is_input`), or a transform into `layout`.
+// (docs/layout.md#transform-sf-into-required-layout): nothing (`is_input`), or a transform into `layout`.
 struct SfTransformPlan {
   bool is_input = false;
   LayoutOp op = LayoutOp::kTranspose;

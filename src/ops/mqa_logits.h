@@ -1,4 +1,4 @@
-// FP8 MQA logits of the DeepSeek-V3.2 indexer (spec: DeepGEMM §3): the problems, the kernel
+// FP8 MQA logits of the DeepSeek-V3.2 indexer (docs/mqa_logits.md): the problems, the kernel
 // configs, the template parameters of templates/kernels/mqa_logits.cu.j2 and the launches.
 #pragma once
 #include <cstddef>

@@ -121,9 +121,9 @@ dg_status choose_nvfp4_gemv_config(int M, int K, int L, int max_vec, int arch, c
                 kt, c.threads());
   if (o.prefetch < -1 || o.prefetch > 1)
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.prefetch: {} (expected -1, 0 or 1)", o.prefetch);
-  // One round ahead; deeper (pipe 2) and deferring the per-round barrier (defer 16/32) both
-  // measured slower on H100 for the benchmark shapes (2026-11-22 H100 runs): the barrier
-  // keeps a row's warps on the same stretch of memory.
+  // One round ahead: on an H100 a deeper pipeline (pipe 2) and a deferred per-round barrier
+  // (defer 16/32) are slower on the benchmark shapes; the barrier keeps a row's warps on the same
+  // stretch of memory.
   c.pipe = o.prefetch >= 0 ? 1 : 0;
   c.defer = 1;
   if (o.hint < 0 || o.hint > 3)

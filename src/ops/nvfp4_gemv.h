@@ -1,4 +1,4 @@
-// Batched NVFP4 GEMV (spec/nvfp4_gemv.md): the problem, the configuration heuristic, the template
+// Batched NVFP4 GEMV (docs/nvfp4_gemv.md): the problem, the configuration heuristic, the template
 // parameters of templates/kernels/nvfp4_gemv.cu.j2 and the launch.
 #pragma once
 #include <cstdint>

@@ -35,7 +35,7 @@ std::vector<GemmShape> gemm_shapes() {
   };
   const int64_t nk[7][2] = {{2112, 7168}, {576, 7168}, {24576, 1536}, {32768, 512},
                             {7168, 16384}, {4096, 7168}, {7168, 2048}};
-  // Benchmark suite (spec §6.2): forward M in {1, 128, 4096}, BF16 and FP8 1D2D.
+  // The dense benchmark suites: forward M in {1, 128, 4096}, BF16 and FP8 1D2D.
   for (int64_t m : {1, 128, 4096})
     for (auto& p : nk) {
       add(GemmKind::kBf16, m, p[0], p[1], Major::kK, Major::kK, DG_DTYPE_BFLOAT16, false);

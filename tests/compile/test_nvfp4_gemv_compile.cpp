@@ -91,7 +91,7 @@ TEST_CASE("nvfp4_gemv: the SM100 path compiles for sm_100a") {
 }
 
 TEST_CASE("nvfp4_gemv: heuristic picks for the benchmark shapes") {
-  // Measured best on H100 (2026-11-22): one row per KT threads, one 16-byte chunk each,
+  // The fastest on an H100: one row per KT threads, one 16-byte chunk each,
   // two rows in flight, a persistent grid.
   auto c = choose(7168, 16384, 1, 16, 90);
   CHECK(c.threads_per_row == 512);

@@ -340,7 +340,8 @@ void indexer_problem(int64_t s_q, int64_t s_kv) {
     if (pattern[0] == 'c' && pattern[1] == 'a') {
       for (int64_t i = 0; i < s_q; ++i) in.ks[i] = 0, in.ke[i] = static_cast<int32_t>(i + s_kv - s_q);
     } else {
-      // spec §6.3: two chunks of S_q / 2 tokens at mirrored positions of a cp = S_kv / S_q split.
+      // Context parallelism as DeepGEMM's tests lay it out: the S_q tokens are two chunks of S_q / 2
+      // at mirrored positions of a cp = S_kv / S_q split of the keys (chunk id cp / 3 and 2 cp - 1 - id).
       const int64_t chunk = s_q / 2, cp = s_kv / s_q, id = cp / 3;
       for (int64_t i = 0; i < chunk; ++i) {
         in.ks[i] = in.ks[i + chunk] = 0;

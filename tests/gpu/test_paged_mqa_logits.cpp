@@ -1,4 +1,4 @@
-// dg_get_paged_mqa_logits_metadata against the schedule computed on the host (spec §3.4), and
+// dg_get_paged_mqa_logits_metadata against the schedule computed on the host (docs/mqa_logits.md#schedule), and
 // dg_fp8_paged_mqa_logits against a double-precision reference on the dequantised inputs: random
 // block tables (a permutation of the cache) and context lengths including 0 and non-multiples of
 // 64, 1-D and 2-D context lengths, clean_logits on and off. The -inf mask and the untouched row
@@ -34,7 +34,7 @@ using dg::test::Rng;
 using dg::test::Tensor;
 using dg::test::word_value;
 
-// The schedule as spec §3.4 (v2.2.0) states it, with a sequence's length the largest of its row.
+// The schedule of docs/mqa_logits.md#schedule, with a sequence's length the largest of its row.
 std::vector<int32_t> host_schedule(const std::vector<int32_t>& ctx, int64_t batch, int64_t cols, int64_t num_sms) {
   std::vector<int64_t> prefix(batch);
   int64_t total = 0;

@@ -204,7 +204,7 @@ TEST_CASE("bench cli: --gemv-config sets only the keys it names") {
   CHECK(err.find("known: kt, rg, nc, rows, vec, grid, hint, prefetch") != std::string::npos);
 }
 
-TEST_CASE("bench shapes: the DeepSeek-V3 dense set of spec 6.2") {
+TEST_CASE("bench shapes: the DeepSeek-V3 dense set of DeepGEMM's tests") {
   const auto shapes = dense_shapes();
   REQUIRE(shapes.size() == 21);
   CHECK(shapes.front() == Shape{1, 2112, 7168, 1});
@@ -234,7 +234,7 @@ TEST_CASE("bench cli: m-grouped names the four M-grouped suites") {
   CHECK(err.find("masked-bf16, m-grouped") != std::string::npos);
 }
 
-TEST_CASE("bench shapes: the M-grouped sets of issue 19") {
+TEST_CASE("bench shapes: the M-grouped sets of DeepGEMM's tests") {
   const auto cont = contiguous_shapes();
   REQUIRE(cont.size() == 9);
   CHECK(cont.front() == Shape{8192, 4096, 7168, 4});

@@ -158,7 +158,9 @@ pub struct dg_sf_recipe {
 /// ```text
 /// Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
 /// The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
-/// that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option.
+/// that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option. Fields are only
+/// appended: a caller built against an older dg.h (a smaller struct_size) gets the defaults for the
+/// fields it does not know.
 /// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

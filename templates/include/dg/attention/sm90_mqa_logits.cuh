@@ -1,4 +1,4 @@
-// The SM90 FP8 MQA logits kernel of the DeepSeek-V3.2 indexer (spec: DeepGEMM §3.1, §3.2):
+// The SM90 FP8 MQA logits kernel of the DeepSeek-V3.2 indexer (docs/mqa_logits.md):
 //
 //   logits[i, j] = kv_sf[j] * sum_h w[i, h] * relu(q[i, h, :] . kv[j, :])   for j in [ks[i], ke[i])
 //

@@ -1,5 +1,5 @@
-// The SM90 FP8 paged MQA logits kernel of the DeepSeek-V3.2 indexer in decoding (spec: DeepGEMM
-// §3.3, §3.4):
+// The SM90 FP8 paged MQA logits kernel of the DeepSeek-V3.2 indexer in decoding
+// (docs/mqa_logits.md#paged-decoding, #schedule):
 //
 //   logits[b * next_n + j, t] = sf(b, t) * sum_h w[b * next_n + j, h] * relu(q[b, j, h, :] . kv(b, t, :))
 //
