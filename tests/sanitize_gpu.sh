@@ -11,13 +11,21 @@
 # Environment: DG_GPU_TESTS (the test binary, default build/tests/dg_gpu_tests),
 # COMPUTE_SANITIZER (default: on PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin),
 # SANITIZE_LOG_DIR (default build/sanitize), SANITIZE_TOOLS (default "memcheck racecheck synccheck
-# initcheck"). Exit 77 (skipped) when the test binary finds no GPU, 2 on a usage problem.
+# initcheck", run in that order), SANITIZE_TIMEOUT (seconds each run may take; a run cut short
+# fails; default: no limit). Exit 77 (skipped) when the test binary finds no GPU, 2 on a usage
+# problem.
 set -u -o pipefail
 
 tests=${DG_GPU_TESTS:-build/tests/dg_gpu_tests}
 logs=${SANITIZE_LOG_DIR:-build/sanitize}
 tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
+limit=${SANITIZE_TIMEOUT:-}
 kReportLines=60  # lines of a failing run's reports printed here (the log has them all)
+
+# Runs "$@" under the time limit, if any (exit 124 when it was cut short).
+limited() {
+  if [ -n "$limit" ]; then timeout --kill-after=10 "$limit" "$@"; else "$@"; fi
+}
 
 sanitizer=${COMPUTE_SANITIZER:-}
 if [ -z "$sanitizer" ]; then
@@ -39,7 +47,7 @@ export DG_GPU_TEST_QUICK=1
 
 # The plain run: the suite must pass, and the kernels are compiled outside the sanitizers.
 start=$SECONDS
-"$tests" "$@" > "$logs/plain.log" 2>&1
+limited "$tests" "$@" > "$logs/plain.log" 2>&1
 rc=$?
 echo "plain run: exit $rc in $((SECONDS - start)) s; $(grep -E '^\[doctest\] test cases' "$logs/plain.log" | tail -1)"
 if [ $rc -eq 77 ]; then
@@ -48,7 +56,7 @@ if [ $rc -eq 77 ]; then
 fi
 failed=0
 if [ $rc -ne 0 ]; then
-  echo "sanitize_gpu: the quick suite fails without a sanitizer:"
+  echo "sanitize_gpu: the quick suite fails without a sanitizer$([ $rc -eq 124 ] && echo " (cut short at ${limit} s)"):"
   grep -E 'ERROR|FAILED|error' "$logs/plain.log" | head -n "$kReportLines"
   failed=1
 fi
@@ -57,14 +65,14 @@ for tool in $tools; do
   args=(--tool "$tool" --error-exitcode 1)
   [ "$tool" = memcheck ] && args+=(--leak-check full)
   start=$SECONDS
-  "$sanitizer" "${args[@]}" "$tests" "$@" > "$logs/$tool.log" 2>&1
+  limited "$sanitizer" "${args[@]}" "$tests" "$@" > "$logs/$tool.log" 2>&1
   rc=$?
   echo "== $tool: exit $rc in $((SECONDS - start)) s; $(grep -E '^\[doctest\] test cases' "$logs/$tool.log" | tail -1)"
   grep -E '^========= .*SUMMARY' "$logs/$tool.log"
   bad=$rc
   if grep -qE 'SUMMARY:.*[^0-9][1-9][0-9]* errors?' "$logs/$tool.log"; then bad=1; fi  # besides the exit code
   if ! grep -qE '^========= .*SUMMARY' "$logs/$tool.log"; then
-    echo "   (no summary: the run did not finish; see $logs/$tool.log)"
+    echo "   (no summary: the run did not finish$([ $rc -eq 124 ] && echo ": cut short at ${limit} s"); see $logs/$tool.log)"
     bad=1
   fi
   if [ $bad -ne 0 ]; then
