@@ -8,24 +8,23 @@
 #
 #   tests/sanitize_gpu.sh [doctest options...]      e.g. -tce='*nvfp4*' to leave cases out
 #
-# Environment: DG_GPU_TESTS (the test binary, default build/tests/dg_gpu_tests),
-# COMPUTE_SANITIZER (default: on PATH, else $CUDA_HOME/bin or /usr/local/cuda/bin),
-# SANITIZE_LOG_DIR (default build/sanitize), SANITIZE_TOOLS (default "memcheck racecheck synccheck
-# initcheck", run in that order), SANITIZE_TIMEOUT (seconds each run may take; a run cut short
-# fails; default: no limit). Exit 77 (skipped) when the test binary finds no GPU, 2 on a usage
-# problem.
+# Environment:
+#   DG_GPU_TESTS       the test binary (default build/tests/dg_gpu_tests)
+#   COMPUTE_SANITIZER  the tool (default: on PATH, else in $CUDA_HOME/bin or /usr/local/cuda/bin)
+#   SANITIZE_LOG_DIR   where the logs go (default build/sanitize)
+#   SANITIZE_TOOLS     default "memcheck racecheck synccheck initcheck", reported in that order
+#   SANITIZE_PARALLEL  1: the tool runs share the GPU at once (each is mostly host-bound; the
+#                      tests time nothing), the wall time of the slowest instead of the sum
+#   SANITIZE_TIMEOUT   seconds a tool run may take; one cut short fails (default: no limit)
+# Exit 77 (skipped) when the test binary finds no GPU, 2 on a usage problem.
 set -u -o pipefail
 
 tests=${DG_GPU_TESTS:-build/tests/dg_gpu_tests}
 logs=${SANITIZE_LOG_DIR:-build/sanitize}
 tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
+parallel=${SANITIZE_PARALLEL:-0}
 limit=${SANITIZE_TIMEOUT:-}
 kReportLines=60  # lines of a failing run's reports printed here (the log has them all)
-
-# Runs "$@" under the time limit, if any (exit 124 when it was cut short).
-limited() {
-  if [ -n "$limit" ]; then timeout --kill-after=10 "$limit" "$@"; else "$@"; fi
-}
 
 sanitizer=${COMPUTE_SANITIZER:-}
 if [ -z "$sanitizer" ]; then
@@ -45,39 +44,62 @@ fi
 mkdir -p "$logs" || exit 2
 export DG_GPU_TEST_QUICK=1
 
+doctest_line() { grep -E '^\[doctest\] test cases' "$1" | tail -1; }
+
 # The plain run: the suite must pass, and the kernels are compiled outside the sanitizers.
 start=$SECONDS
-limited "$tests" "$@" > "$logs/plain.log" 2>&1
+"$tests" "$@" > "$logs/plain.log" 2>&1
 rc=$?
-echo "plain run: exit $rc in $((SECONDS - start)) s; $(grep -E '^\[doctest\] test cases' "$logs/plain.log" | tail -1)"
+echo "plain run: exit $rc in $((SECONDS - start)) s; $(doctest_line "$logs/plain.log")"
 if [ $rc -eq 77 ]; then
   cat "$logs/plain.log"
   exit 77
 fi
 failed=0
 if [ $rc -ne 0 ]; then
-  echo "sanitize_gpu: the quick suite fails without a sanitizer$([ $rc -eq 124 ] && echo " (cut short at ${limit} s)"):"
+  echo "sanitize_gpu: the quick suite fails without a sanitizer:"
   grep -E 'ERROR|FAILED|error' "$logs/plain.log" | head -n "$kReportLines"
   failed=1
 fi
 
-for tool in $tools; do
-  args=(--tool "$tool" --error-exitcode 1)
+# One tool over the suite: its log, its exit status in $logs/<tool>.rc, its wall time in .sec.
+run_tool() {
+  local tool=$1 start=$SECONDS rc
+  shift
+  local args=(--tool "$tool" --error-exitcode 1)
   [ "$tool" = memcheck ] && args+=(--leak-check full)
-  start=$SECONDS
-  limited "$sanitizer" "${args[@]}" "$tests" "$@" > "$logs/$tool.log" 2>&1
+  if [ -n "$limit" ]; then
+    timeout --kill-after=10 "$limit" "$sanitizer" "${args[@]}" "$tests" "$@" > "$logs/$tool.log" 2>&1
+  else
+    "$sanitizer" "${args[@]}" "$tests" "$@" > "$logs/$tool.log" 2>&1
+  fi
   rc=$?
-  echo "== $tool: exit $rc in $((SECONDS - start)) s; $(grep -E '^\[doctest\] test cases' "$logs/$tool.log" | tail -1)"
-  grep -E '^========= .*SUMMARY' "$logs/$tool.log"
+  echo $rc > "$logs/$tool.rc"
+  echo $((SECONDS - start)) > "$logs/$tool.sec"
+}
+
+start=$SECONDS
+for tool in $tools; do
+  rm -f "$logs/$tool.rc" "$logs/$tool.sec"
+  if [ "$parallel" = 1 ]; then run_tool "$tool" "$@" & else run_tool "$tool" "$@"; fi
+done
+wait
+[ "$parallel" = 1 ] && echo "tool runs (in parallel): $((SECONDS - start)) s"
+
+for tool in $tools; do
+  log=$logs/$tool.log
+  rc=$(cat "$logs/$tool.rc" 2>/dev/null || echo 1)
+  echo "== $tool: exit $rc in $(cat "$logs/$tool.sec" 2>/dev/null) s; $(doctest_line "$log")"
+  grep -E '^========= .*SUMMARY' "$log"
   bad=$rc
-  if grep -qE 'SUMMARY:.*[^0-9][1-9][0-9]* errors?' "$logs/$tool.log"; then bad=1; fi  # besides the exit code
-  if ! grep -qE '^========= .*SUMMARY' "$logs/$tool.log"; then
-    echo "   (no summary: the run did not finish$([ $rc -eq 124 ] && echo ": cut short at ${limit} s"); see $logs/$tool.log)"
+  if grep -qE 'SUMMARY:.*[^0-9][1-9][0-9]* errors?' "$log"; then bad=1; fi  # besides the exit status
+  if ! grep -qE '^========= .*SUMMARY' "$log"; then
+    echo "   (no summary: the run did not finish$([ "$rc" = 124 ] && echo ": cut short at $limit s"); see $log)"
     bad=1
   fi
-  if [ $bad -ne 0 ]; then
+  if [ "$bad" != 0 ]; then
     failed=1
-    grep -E '^=========|FAILED|ERROR:' "$logs/$tool.log" | grep -vE 'SUMMARY|COMPUTE-SANITIZER' | head -n "$kReportLines"
+    grep -E '^=========|FAILED|ERROR:' "$log" | grep -vE 'SUMMARY|COMPUTE-SANITIZER' | head -n "$kReportLines"
   fi
 done
 
