@@ -484,13 +484,11 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     // Split-K: this CTA computes a tile partially (one tile, or a split tail's last: `t` below keeps it).
     bool split_tile = false;
 
-    // Frees a stage. Every thread arrives on this CTA's barrier: an arrival releases the arriving
-    // thread's own earlier reads only, and every lane reads the stage's SFA and SFB scalars, which
-    // the producer overwrites next (SFB with cp.async, generic-proxy writes), so one arrival per
-    // warp left the other lanes' reads unordered (compute-sanitizer's racecheck flagged the 1D2D
-    // SFB copies against them once a CTA's tiles reused the ring). The same instruction, executed
-    // by the whole warp instead of lane 0. The peer of a pair multicasts only A or B into this
-    // CTA, read by WGMMA alone and complete at the warp's wgmma.wait: one lane per warp tells it.
+    // Frees a stage. Every thread arrives on this CTA's barrier (one instruction per warp, as for
+    // lane 0 alone): an arrival releases the arriving thread's own reads only, and every lane reads
+    // the stage's SFA / SFB scalars before the producer overwrites them (1D2D SFB by cp.async:
+    // racecheck flagged lane-0-only arrivals once a CTA's tiles reused the ring). The peer of a
+    // pair multicasts only A or B here, read by WGMMA alone: one lane per warp tells it.
     auto release = [&](uint32_t s) {
       ptx::mbar_arrive(empty_addr + s * 8);
       if constexpr (T::kCluster == 2) {
