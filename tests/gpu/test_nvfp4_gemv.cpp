@@ -2,11 +2,16 @@
 // random codes over all 16 values, random E4M3 scales (no NaN codes), output poisoned first.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "dg.h"
@@ -28,10 +33,90 @@ double half_to_double(uint16_t h) {
   return h & 0x8000 ? -v : v;
 }
 
+// The driver's virtual memory management, which the library does not use, resolved as the
+// library resolves its own entry points: cuGetProcAddress from the loaded libcuda.so.1, CUDA 12.0 ABI.
+struct Vmm {
+  decltype(&::cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&::cuMemAddressReserve) reserve = nullptr;
+  decltype(&::cuMemAddressFree) address_free = nullptr;
+  decltype(&::cuMemCreate) create = nullptr;
+  decltype(&::cuMemRelease) release = nullptr;
+  decltype(&::cuMemMap) map = nullptr;
+  decltype(&::cuMemUnmap) unmap = nullptr;
+  decltype(&::cuMemSetAccess) set_access = nullptr;
+};
+
+const Vmm& vmm() {
+  static const Vmm v = [] {
+    Vmm r;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);  // loaded by get_device
+    REQUIRE(lib != nullptr);
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    REQUIRE(reinterpret_cast<void*>(get_proc) != nullptr);
+    auto resolve = [&](const char* name, auto& fn) {
+      void* p = nullptr;
+      CUdriverProcAddressQueryResult found{};
+      CAPTURE(name);
+      REQUIRE(get_proc(name, &p, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &found) == CUDA_SUCCESS);
+      REQUIRE(p != nullptr);
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    resolve("cuMemGetAllocationGranularity", r.granularity);
+    resolve("cuMemAddressReserve", r.reserve);
+    resolve("cuMemAddressFree", r.address_free);
+    resolve("cuMemCreate", r.create);
+    resolve("cuMemRelease", r.release);
+    resolve("cuMemMap", r.map);
+    resolve("cuMemUnmap", r.unmap);
+    resolve("cuMemSetAccess", r.set_access);
+    dlclose(lib);  // drops the reference this dlopen took; the library keeps its own
+    return r;
+  }();
+  return v;
+}
+
+// Device memory for one operand. Plain: cuMemAlloc. Guarded: the bytes end exactly where a mapping
+// ends, and the next granule of the virtual range is reserved but never mapped, so that a kernel
+// reading or writing one byte past the operand faults, with or without a sanitizer.
 struct DeviceBuffer {
   CUdeviceptr ptr = 0;
+  CUdeviceptr base = 0;  // guarded: the reservation, `reserved` bytes of which `mapped` are mapped
+  size_t reserved = 0, mapped = 0;
+  CUmemGenericAllocationHandle handle = 0;
+
   explicit DeviceBuffer(size_t bytes) { REQUIRE(dg::driver::api().cuMemAlloc(&ptr, bytes ? bytes : 1) == CUDA_SUCCESS); }
-  ~DeviceBuffer() { dg::driver::api().cuMemFree(ptr); }
+  DeviceBuffer(size_t bytes, const dg::Device& device) {
+    const Vmm& v = vmm();
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = static_cast<int>(device.handle);
+    size_t granule = 0;
+    REQUIRE(v.granularity(&granule, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS);
+    mapped = (std::max<size_t>(bytes, 1) + granule - 1) / granule * granule;
+    reserved = mapped + granule;
+    REQUIRE(v.reserve(&base, reserved, 0, 0, 0) == CUDA_SUCCESS);
+    REQUIRE(v.create(&handle, mapped, &prop, 0) == CUDA_SUCCESS);
+    REQUIRE(v.map(base, mapped, 0, handle, 0) == CUDA_SUCCESS);
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    REQUIRE(v.set_access(base, mapped, &access, 1) == CUDA_SUCCESS);
+    ptr = base + mapped - bytes;
+  }
+  ~DeviceBuffer() {
+    if (base == 0) {
+      dg::driver::api().cuMemFree(ptr);
+      return;
+    }
+    const Vmm& v = vmm();
+    if (handle != 0) v.unmap(base, mapped);  // fails harmlessly where the constructor stopped before mapping
+    if (handle != 0) v.release(handle);
+    v.address_free(base, reserved);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void* get() const { return reinterpret_cast<void*>(ptr); }
 };
 
@@ -57,6 +142,7 @@ struct Case {
   int M, K, L;
   int np = 128;      // rows of b / sfb (only row 0 is read)
   bool pad = false;  // padded row / batch strides (descriptor strides, not the packed layout)
+  bool guard = false;  // every operand ends at the end of a mapping (DeviceBuffer's guarded form)
   dg_nvfp4_gemv_options options = DG_NVFP4_GEMV_OPTIONS_INIT;
 };
 
@@ -66,6 +152,7 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
   CAPTURE(K);
   CAPTURE(L);
   CAPTURE(cs.pad);
+  CAPTURE(cs.guard);
   const int64_t a_sm = K / 2 + (cs.pad ? 32 : 0), a_sl = M * a_sm + (cs.pad ? 64 : 0);
   const int64_t s_sm = K / 16 + (cs.pad ? 6 : 0), s_sl = M * s_sm + (cs.pad ? 16 : 0);
   const int64_t b_sl = int64_t(cs.np) * (K / 2 + (cs.pad ? 16 : 0)), sb_sl = int64_t(cs.np) * (K / 16 + (cs.pad ? 2 : 0));
@@ -80,18 +167,31 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
   for (auto& x : hsa) x = scale();
   for (auto& x : hsb) x = scale();
 
-  DeviceBuffer da(ha.size()), dsa(hsa.size()), db(hb.size()), dsb(hsb.size()), dc(c_sl * L * 2);
+  // Guarded: each buffer holds its operand from the first to the last byte a view of it covers
+  // (no padding after the last row of the last batch), and that byte ends the mapping.
+  auto span = [&](int64_t rows, int64_t row_stride, int64_t batch_stride, int64_t row_bytes) {
+    return static_cast<size_t>((L - 1) * batch_stride + (rows - 1) * row_stride + row_bytes);
+  };
+  const size_t a_bytes = cs.guard ? span(M, a_sm, a_sl, K / 2) : ha.size();
+  const size_t sa_bytes = cs.guard ? span(M, s_sm, s_sl, K / 16) : hsa.size();
+  const size_t b_bytes = cs.guard ? span(cs.np, b_sl / cs.np, b_sl, K / 2) : hb.size();
+  const size_t sb_bytes = cs.guard ? span(cs.np, sb_sl / cs.np, sb_sl, K / 16) : hsb.size();
+  const size_t c_bytes = cs.guard ? span(M, 1, c_sl, 1) * 2 : size_t(c_sl) * L * 2;
+  auto alloc = [&](size_t bytes) {
+    return cs.guard ? std::make_unique<DeviceBuffer>(bytes, *f.device) : std::make_unique<DeviceBuffer>(bytes);
+  };
+  auto da = alloc(a_bytes), dsa = alloc(sa_bytes), db = alloc(b_bytes), dsb = alloc(sb_bytes), dc = alloc(c_bytes);
   const auto& api = dg::driver::api();
-  REQUIRE(api.cuMemcpyHtoD(da.ptr, ha.data(), ha.size()) == CUDA_SUCCESS);
-  REQUIRE(api.cuMemcpyHtoD(dsa.ptr, hsa.data(), hsa.size()) == CUDA_SUCCESS);
-  REQUIRE(api.cuMemcpyHtoD(db.ptr, hb.data(), hb.size()) == CUDA_SUCCESS);
-  REQUIRE(api.cuMemcpyHtoD(dsb.ptr, hsb.data(), hsb.size()) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyHtoD(da->ptr, ha.data(), a_bytes) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyHtoD(dsa->ptr, hsa.data(), sa_bytes) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyHtoD(db->ptr, hb.data(), b_bytes) == CUDA_SUCCESS);
+  REQUIRE(api.cuMemcpyHtoD(dsb->ptr, hsb.data(), sb_bytes) == CUDA_SUCCESS);
 
-  dg_tensor* a = tensor(da.get(), DG_DTYPE_FLOAT4_E2M1X2, 3, {M, K / 2, L}, {a_sm, 1, a_sl});
-  dg_tensor* sfa = tensor(dsa.get(), DG_DTYPE_FLOAT8_E4M3, 3, {M, K / 16, L}, {s_sm, 1, s_sl});
-  dg_tensor* b = tensor(db.get(), DG_DTYPE_FLOAT4_E2M1X2, 3, {cs.np, K / 2, L}, {b_sl / cs.np, 1, b_sl});
-  dg_tensor* sfb = tensor(dsb.get(), DG_DTYPE_FLOAT8_E4M3, 3, {cs.np, K / 16, L}, {sb_sl / cs.np, 1, sb_sl});
-  dg_tensor* c = tensor(dc.get(), DG_DTYPE_FLOAT16, 3, {M, 1, L}, {1, 1, c_sl});
+  dg_tensor* a = tensor(da->get(), DG_DTYPE_FLOAT4_E2M1X2, 3, {M, K / 2, L}, {a_sm, 1, a_sl});
+  dg_tensor* sfa = tensor(dsa->get(), DG_DTYPE_FLOAT8_E4M3, 3, {M, K / 16, L}, {s_sm, 1, s_sl});
+  dg_tensor* b = tensor(db->get(), DG_DTYPE_FLOAT4_E2M1X2, 3, {cs.np, K / 2, L}, {b_sl / cs.np, 1, b_sl});
+  dg_tensor* sfb = tensor(dsb->get(), DG_DTYPE_FLOAT8_E4M3, 3, {cs.np, K / 16, L}, {sb_sl / cs.np, 1, sb_sl});
+  dg_tensor* c = tensor(dc->get(), DG_DTYPE_FLOAT16, 3, {M, 1, L}, {1, 1, c_sl});
 
   std::vector<double> ref(size_t(M) * L);
   std::vector<double> bv(K);
@@ -109,13 +209,13 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
 
   for (uint16_t poison : {uint16_t(0xFFFF), uint16_t(0x7E7E)}) {
     std::vector<uint16_t> hc(c_sl * L, poison);
-    REQUIRE(api.cuMemcpyHtoD(dc.ptr, hc.data(), hc.size() * 2) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemcpyHtoD(dc->ptr, hc.data(), c_bytes) == CUDA_SUCCESS);
     // Legacy-stream copies do not order with the test's non-blocking stream.
     REQUIRE(api.cuCtxSynchronize() == CUDA_SUCCESS);
     const dg_status s = dg_nvfp4_gemv(f.stream, a, sfa, b, sfb, c, &cs.options);
     REQUIRE_MESSAGE(s == DG_SUCCESS, std::string(dg_last_error()));
     REQUIRE(dg_stream_synchronize(f.stream) == DG_SUCCESS);
-    REQUIRE(api.cuMemcpyDtoH(hc.data(), dc.ptr, hc.size() * 2) == CUDA_SUCCESS);
+    REQUIRE(api.cuMemcpyDtoH(hc.data(), dc->ptr, c_bytes) == CUDA_SUCCESS);
     int bad = 0;
     for (int l = 0; l < L; ++l) {
       for (int m = 0; m < M; ++m) {
@@ -126,7 +226,7 @@ void run_case(Fixture& f, const Case& cs, std::mt19937_64& rng) {
           CHECK(o == doctest::Approx(r));
         }
       }
-      for (int64_t i = M; i < c_sl; ++i) CHECK(hc[l * c_sl + i] == poison);  // padding untouched
+      for (int64_t i = M; i < c_sl; ++i) CHECK(hc[l * c_sl + i] == poison);  // padding untouched (or not copied)
     }
     CHECK(bad == 0);
   }
@@ -156,6 +256,36 @@ TEST_CASE("quick: nvfp4_gemv" * doctest::test_suite("quick")) {
   tuned.options.threads_per_row = 8;
   tuned.options.rows_per_round = 3;
   run_case(f, tuned, rng);
+}
+
+// Every operand ends where its mapping ends, an unmapped granule after it: a load (or store) past
+// any of them faults without a sanitizer. One row, one batch and several; M, K and L tails; padded
+// strides; the large-K loop with one batch and two; the cross-warp row sums (K 16384); overrides.
+TEST_CASE("nvfp4_gemv: operands ending at an unmapped page" * doctest::test_suite("quick")) {
+  Fixture f;
+  std::mt19937_64 rng(48);
+  auto guarded = [](int M, int K, int L, bool pad, auto set) {
+    Case cs{M, K, L, 1, pad};
+    cs.guard = true;
+    set(cs.options);
+    return cs;
+  };
+  auto none = [](dg_nvfp4_gemv_options&) {};
+  const Case cases[] = {
+      guarded(1, 256, 1, false, none),
+      guarded(1, 256, 3, true, none),
+      guarded(7, 4608, 2, true, none),
+      guarded(1000, 2080, 3, false, none),
+      guarded(2000, 256, 1, true, none),
+      guarded(33, 16384, 2, false, none),
+      guarded(5, 65536 + 2048, 1, false, none),
+      guarded(17, 65536 + 2048, 2, true, none),
+      guarded(1000, 2048, 3, true, [](dg_nvfp4_gemv_options& o) { o.vector_bytes = 8; }),
+      guarded(513, 4096, 3, false, [](dg_nvfp4_gemv_options& o) { o.threads_per_row = 8; o.rows_per_round = 3; }),
+      guarded(100, 64, 5, true, [](dg_nvfp4_gemv_options& o) { o.threads_per_row = 1; o.row_groups = 64; }),
+      guarded(999, 7168, 2, false, [](dg_nvfp4_gemv_options& o) { o.prefetch = -1; o.grid_blocks = 7; }),
+  };
+  for (const Case& cs : cases) run_case(f, cs, rng);
 }
 
 TEST_CASE("nvfp4_gemv: option overrides") {

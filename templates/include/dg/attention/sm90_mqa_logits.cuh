@@ -247,12 +247,12 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], T::kMathWG * 4);  // one arrival per consumer warp
+      ptx::mbar_init(&empty[s], T::kMathWG * 128);  // one arrival per consumer thread
     }
 #pragma unroll
     for (uint32_t s = 0; s < kQStages; ++s) {
       ptx::mbar_init(&q_full[s], 1);
-      ptx::mbar_init(&q_empty[s], T::kMathWG * 4);
+      ptx::mbar_init(&q_empty[s], T::kMathWG * 128);
     }
     ptx::fence_barrier_init();
   }
@@ -402,8 +402,10 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       ptx::wgmma_wait<0>();
 #pragma unroll
       for (uint32_t r = 0; r < 64; ++r) ptx::fence_operand(acc[r]);
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
+      // Every thread arrives: an arrival releases the arriving thread's own reads only (the
+      // scales above; __syncwarp and an arrival by lane 0 order the others' in the memory model,
+      // but ptxas drops the warp barrier of a converged warp and racecheck cannot see it).
+      ptx::mbar_arrive(empty_addr + stage * 8);
       if (++stage == kStages) stage = 0, phase ^= 1;
 
       // Weighted ReLU sum over the heads of each token: this thread's columns, then its quad's.
@@ -422,9 +424,9 @@ DG_DEVICE void mqa_logits_body(const MqaLogitsParams& p) {
       }
     }
     // The Q tile's last WGMMA has completed (wait<0> above) and its weights and ranges are in
-    // registers: the producer may replace the stage.
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(q_empty_addr + qs * 8);
+    // registers: the producer may replace the stage (and the work it writes with plain stores).
+    // Every thread arrives, as on `empty`.
+    ptx::mbar_arrive(q_empty_addr + qs * 8);
   }
 }
 

@@ -164,12 +164,12 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
       ptx::mbar_init(&full[s], 1);
-      ptx::mbar_init(&empty[s], kMathWG * 4);  // one arrival per consumer warp
+      ptx::mbar_init(&empty[s], kMathWG * 128);  // one arrival per consumer thread
     }
 #pragma unroll
     for (uint32_t s = 0; s < kQStages; ++s) {
       ptx::mbar_init(&q_full[s], 1);
-      ptx::mbar_init(&q_empty[s], kMathWG * 4);
+      ptx::mbar_init(&q_empty[s], kMathWG * 128);
     }
     ptx::fence_barrier_init();
   }
@@ -325,8 +325,9 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
 #pragma unroll
         for (uint32_t r = 0; r < kN / 2; ++r) ptx::fence_operand(acc[r]);
       }
-      __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(empty_addr + stage * 8);
+      // Every thread arrives: an arrival releases the arriving thread's own reads only
+      // (sm90_mqa_logits.cuh says why one lane after __syncwarp is not enough for racecheck).
+      ptx::mbar_arrive(empty_addr + stage * 8);
       if (++stage == kStages) stage = 0, phase ^= 1;
       if (block >= end) continue;
 
@@ -346,8 +347,7 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
     }
     // The sequence's last WGMMA has completed (wait<0> above) and its weights and row ends are in
     // registers: the producer may replace the Q stage.
-    __syncwarp();
-    if (lane == 0) ptx::mbar_arrive(q_empty_addr + qs * 8);
+    ptx::mbar_arrive(q_empty_addr + qs * 8);  // every thread, as on `empty`
   }
 }
 

@@ -358,7 +358,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     for (uint32_t s = 0; s < kStages; ++s) {
       // The producer's arrival with the TMA byte count, plus (1D2D) its cp.async arrival for the SFB scalars.
       ptx::mbar_init(&full[s], T::kKind == Kind::kFp8_1D2D ? 2 : 1);
-      ptx::mbar_init(&empty[s], T::kMathWG * 4 * T::kCluster);
+      // Every consumer thread of this CTA, and one lane of each consumer warp of the peer (release).
+      ptx::mbar_init(&empty[s], T::kMathWG * 128 + (T::kCluster - 1) * T::kMathWG * 4);
     }
     ptx::fence_barrier_init();
   }
@@ -479,15 +480,19 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
     const uint32_t warp_in_wg = warp % 4;
     uint32_t stage = 0, phase = 0;
+    [[maybe_unused]] const uint32_t peer = T::kCluster == 2 ? ptx::cluster_ctarank() ^ 1 : 0;  // the pair's other CTA
     // Split-K: this CTA computes a tile partially (one tile, or a split tail's last: `t` below keeps it).
     bool split_tile = false;
 
-    // Frees a stage: one arrival per consumer warp, on this CTA's barrier and the peer's.
+    // Frees a stage. Every thread arrives on this CTA's barrier (one instruction per warp, as for
+    // lane 0 alone): an arrival releases the arriving thread's own reads only, and every lane reads
+    // the stage's SFA / SFB scalars before the producer overwrites them (1D2D SFB by cp.async:
+    // racecheck flagged lane-0-only arrivals once a CTA's tiles reused the ring). The peer of a
+    // pair multicasts only A or B here, read by WGMMA alone: one lane per warp tells it.
     auto release = [&](uint32_t s) {
-      if constexpr (T::kCluster == 1) {
-        if (lane == 0) ptx::mbar_arrive(empty_addr + s * 8);
-      } else {
-        if (lane < T::kCluster) ptx::mbar_arrive_cluster(empty_addr + s * 8, lane);
+      ptx::mbar_arrive(empty_addr + s * 8);
+      if constexpr (T::kCluster == 2) {
+        if (lane == 0) ptx::mbar_arrive_cluster(empty_addr + s * 8, peer);
       }
     };
     auto advance = [&]() { if (++stage == kStages) { stage = 0; phase ^= 1; } };
