@@ -1,7 +1,7 @@
 #!/usr/bin/env sh
-# Every query form of dg-gemm-estimate (src/estimate.cpp) answers with a config of 9 fields, and an
+# Every query form of dg-gemm-estimate (tests/model/estimate.cpp) answers with a config of 9 fields, and an
 # explicit config given to a masked or K-grouped query is the one it answers for.
-#   bench/models/check_queries.sh BUILD/bench/dg-gemm-estimate
+#   bench/models/check_queries.sh BUILD/tests/dg-gemm-estimate
 set -eu
 est=${1:?usage: check_queries.sh DG_GEMM_ESTIMATE}
 out=$(printf '%s\n' \

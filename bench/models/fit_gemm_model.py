@@ -11,7 +11,7 @@ line per shape and the geometric mean; shapes with regret above 2% are flagged. 
 src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate and rerun to see the effect on every measured
 shape at once.
 
-    bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/bench/dg-gemm-estimate SWEEP.json [...]
+    bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/tests/dg-gemm-estimate SWEEP.json [...]
 
 With --check (the ctests `gemm_model` and `gemm_model_k_grouped`), exits 1 when the geometric-mean
 regret or any shape's regret exceeds the given bounds: a model change that mis-ranks the committed

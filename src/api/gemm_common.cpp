@@ -14,7 +14,7 @@ namespace dg::api {
 using ops::Major;
 
 dg_status read_options(const dg_gemm_options* options, dg_gemm_options* out) {
-  // 0.1's struct ended at num_sms.
+  // The oldest dg_gemm_options a caller may pass ends at num_sms.
   constexpr size_t kOldestSize = offsetof(dg_gemm_options, fp8_promotion);
   DG_TRY(dg::read_options(options, dg_gemm_options DG_GEMM_OPTIONS_INIT, kOldestSize, "options",
                           "DG_GEMM_OPTIONS_INIT", out));

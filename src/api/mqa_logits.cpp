@@ -265,6 +265,65 @@ dg_status check_paged_shape(int64_t heads, int64_t head_dim, int64_t next_n, con
   return check_heads(heads, head_dim, q);
 }
 
+// The cache: [num_blocks, 64, 1, D + 4] bytes; a block is 64 rows of D FP8 values, then 64 FP32
+// scales. Gives the block count and the bytes between blocks.
+dg_status check_paged_cache(const dg_tensor* kv_cache, int64_t head_dim, int64_t* num_blocks_out,
+                            int64_t* block_stride_out) {
+  const int64_t num_blocks = kv_cache->sizes[0];
+  if (kv_cache->sizes[1] != 64)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "kv_cache: {} keys per block (expected 64 on SM90); shape {}",
+                    kv_cache->sizes[1], dg::describe(*kv_cache));
+  DG_TRY(check_dim(*kv_cache, "kv_cache", 2, 1, "one KV head"));
+  DG_TRY(check_dim(*kv_cache, "kv_cache", 3, head_dim + 4, "D of q + 4 (values, then the FP32 scale)"));
+  if (num_blocks > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "kv_cache: {} blocks exceed 2^31 - 1", num_blocks);
+  if (kv_cache->strides[3] != 1 || kv_cache->strides[1] != head_dim + 4)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "kv_cache: strides (., {}, ., {}) (expected stride(1) = D + 4 = {} and stride(3) = 1: each block "
+                    "holds its 64 rows of values, then their scales); got {}",
+                    kv_cache->strides[1], kv_cache->strides[3], head_dim + 4, dg::describe(*kv_cache));
+  const int64_t block_stride = num_blocks > 1 ? kv_cache->strides[0] : 64 * (head_dim + 4);
+  if (block_stride % 16 != 0 || block_stride < 64 * (head_dim + 4))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "kv_cache: blocks {} bytes apart (stride(0)); TMA needs a multiple of 16, at least 64 * (D + 4) "
+                    "= {}; got {}",
+                    block_stride, 64 * (head_dim + 4), dg::describe(*kv_cache));
+  DG_TRY(dg::check_alignment(*kv_cache, "kv_cache", 16));
+  *num_blocks_out = num_blocks;
+  *block_stride_out = block_stride;
+  return DG_SUCCESS;
+}
+
+// q's (token, head) rows evenly spaced for one TMA map, and logits' rows as TMA writes them.
+dg_status check_paged_memory_orders(const dg_tensor* q, const dg_tensor* logits, int64_t batch, int64_t next_n,
+                                    int64_t heads, int64_t max_context_len) {
+  const int64_t rows = batch * next_n;
+  DG_TRY(check_tma_rows(*q, "q", 2, rows * heads));
+  int64_t token_stride = 0, batch_stride = 0;  // H * stride(2), next_n * H * stride(2), checked
+  DG_TRY(dg::checked_mul(heads, q->strides[2], &token_stride, "q"));
+  DG_TRY(dg::checked_mul(next_n, token_stride, &batch_stride, "q"));
+  if (rows * heads > 1 && ((heads > 1 || next_n > 1) && q->strides[1] != token_stride))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "q: stride(1) = {} (expected H * stride(2) = {}: the (token, head) rows evenly spaced); got {}",
+                    q->strides[1], token_stride, dg::describe(*q));
+  if (batch > 1 && q->strides[0] != batch_stride)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "q: stride(0) = {} (expected next_n * H * stride(2) = {}: the (token, head) rows evenly spaced); "
+                    "got {}",
+                    q->strides[0], batch_stride, dg::describe(*q));
+  const int64_t eb = static_cast<int64_t>(dg::dtype_size(logits->dtype));
+  if (max_context_len > 1 && logits->strides[1] != 1)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "logits: stride {} along keys (expected 1); got {}", logits->strides[1],
+                    dg::describe(*logits));
+  if (rows > 1 && (logits->strides[0] < max_context_len || (logits->strides[0] * eb) % 16 != 0))
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "logits: row stride {} (expected at least max_context_len = {} and a multiple of 16 bytes; "
+                    "dg_get_mqa_logits_layout gives one); got {}",
+                    logits->strides[0], max_context_len, dg::describe(*logits));
+  DG_TRY(dg::check_alignment(*logits, "logits", 16));
+  return DG_SUCCESS;
+}
+
 dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tensor* kv_cache, const dg_tensor* weights,
                            const dg_tensor* context_lens, const dg_tensor* block_table,
                            const dg_tensor* schedule_meta, int64_t max_context_len, const dg_tensor* logits,
@@ -298,27 +357,8 @@ dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tenso
   if (rows * heads > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "q: B * next_n * H = {} rows exceed 2^31 - 1; shape {}", rows * heads,
                     dg::describe(*q));
-  // The cache: [num_blocks, 64, 1, D + 4] bytes; a block is 64 rows of D FP8 values, then 64 FP32 scales.
-  const int64_t num_blocks = kv_cache->sizes[0];
-  if (kv_cache->sizes[1] != 64)
-    return dg::fail(DG_ERROR_UNSUPPORTED, "kv_cache: {} keys per block (expected 64 on SM90); shape {}",
-                    kv_cache->sizes[1], dg::describe(*kv_cache));
-  DG_TRY(check_dim(*kv_cache, "kv_cache", 2, 1, "one KV head"));
-  DG_TRY(check_dim(*kv_cache, "kv_cache", 3, head_dim + 4, "D of q + 4 (values, then the FP32 scale)"));
-  if (num_blocks > INT32_MAX)
-    return dg::fail(DG_ERROR_UNSUPPORTED, "kv_cache: {} blocks exceed 2^31 - 1", num_blocks);
-  if (kv_cache->strides[3] != 1 || kv_cache->strides[1] != head_dim + 4)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "kv_cache: strides (., {}, ., {}) (expected stride(1) = D + 4 = {} and stride(3) = 1: each block "
-                    "holds its 64 rows of values, then their scales); got {}",
-                    kv_cache->strides[1], kv_cache->strides[3], head_dim + 4, dg::describe(*kv_cache));
-  const int64_t block_stride = num_blocks > 1 ? kv_cache->strides[0] : 64 * (head_dim + 4);
-  if (block_stride % 16 != 0 || block_stride < 64 * (head_dim + 4))
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "kv_cache: blocks {} bytes apart (stride(0)); TMA needs a multiple of 16, at least 64 * (D + 4) "
-                    "= {}; got {}",
-                    block_stride, 64 * (head_dim + 4), dg::describe(*kv_cache));
-  DG_TRY(dg::check_alignment(*kv_cache, "kv_cache", 16));
+  int64_t num_blocks = 0, block_stride = 0;
+  DG_TRY(check_paged_cache(kv_cache, head_dim, &num_blocks, &block_stride));
   DG_TRY(check_dim(*weights, "weights", 0, rows, "B * next_n of q"));
   DG_TRY(check_dim(*weights, "weights", 1, heads, "H of q"));
   if (heads > 1 && weights->strides[1] != 1)
@@ -343,30 +383,7 @@ dg_status paged_mqa_logits(dg_stream* stream, const dg_tensor* q, const dg_tenso
   DG_TRY(check_dim(*logits, "logits", 0, rows, "B * next_n of q"));
   DG_TRY(check_dim(*logits, "logits", 1, max_context_len, "max_context_len"));
 
-  // Memory orders.
-  DG_TRY(check_tma_rows(*q, "q", 2, rows * heads));
-  int64_t token_stride = 0, batch_stride = 0;  // H * stride(2), next_n * H * stride(2), checked
-  DG_TRY(dg::checked_mul(heads, q->strides[2], &token_stride, "q"));
-  DG_TRY(dg::checked_mul(next_n, token_stride, &batch_stride, "q"));
-  if (rows * heads > 1 && ((heads > 1 || next_n > 1) && q->strides[1] != token_stride))
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "q: stride(1) = {} (expected H * stride(2) = {}: the (token, head) rows evenly spaced); got {}",
-                    q->strides[1], token_stride, dg::describe(*q));
-  if (batch > 1 && q->strides[0] != batch_stride)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "q: stride(0) = {} (expected next_n * H * stride(2) = {}: the (token, head) rows evenly spaced); "
-                    "got {}",
-                    q->strides[0], batch_stride, dg::describe(*q));
-  const int64_t eb = static_cast<int64_t>(dg::dtype_size(logits->dtype));
-  if (max_context_len > 1 && logits->strides[1] != 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "logits: stride {} along keys (expected 1); got {}", logits->strides[1],
-                    dg::describe(*logits));
-  if (rows > 1 && (logits->strides[0] < max_context_len || (logits->strides[0] * eb) % 16 != 0))
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "logits: row stride {} (expected at least max_context_len = {} and a multiple of 16 bytes; "
-                    "dg_get_mqa_logits_layout gives one); got {}",
-                    logits->strides[0], max_context_len, dg::describe(*logits));
-  DG_TRY(dg::check_alignment(*logits, "logits", 16));
+  DG_TRY(check_paged_memory_orders(q, logits, batch, next_n, heads, max_context_len));
   if (rows == 0 || max_context_len == 0) return DG_SUCCESS;
   DG_TRY(check_data(*q, "q"));
   DG_TRY(check_data(*weights, "weights"));

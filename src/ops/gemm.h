@@ -1,6 +1,8 @@
-// SM90 dense GEMMs (spec: DeepGEMM §1.1, §1.2, §5): the problem, the config heuristic
-// (gemm_heuristic.cpp), the kernel key/spec (templates/kernels/sm90_gemm.cu.j2) and the launch with
-// its TMA descriptors (gemm.cpp). The per-problem config cache is gemm_config_cache.h.
+// SM90 GEMMs (docs/gemm.md, docs/m_grouped_gemm.md, docs/k_grouped_gemm.md): the problem, the
+// config heuristic (gemm_heuristic.cpp; its cost model: gemm_cost_model.h, docs/cost_model.md), the
+// kernel's template parameters (gemm_kernel.cpp, templates/kernels/sm90_gemm.cu.j2), the one launch
+// path (gemm_launch.h) and the calls on it (gemm.cpp: dense and M-grouped; k_grouped_gemm.cpp). The
+// per-problem config cache is gemm_config_cache.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -186,8 +188,10 @@ static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m
                   offsetof(Sm90GemmParams, group_rows) == 736 && offsetof(Sm90GemmParams, walk) == 744,
               "must match the device struct");
 
-// Early exits (spec §0.2), the D := beta * C pre-pass, the K-major copies of MN-major FP8 operands,
-// and the GEMM launch. With prepare_only the kernels are compiled and loaded and nothing runs.
+// A dense or M-grouped GEMM (docs/gemm.md#the-c-term-and-early-exits): with K = 0 only D := beta * C;
+// else the skinny kernel or the SM90 kernel, after the D := beta * C pre-pass and the K-major copies of
+// MN-major FP8 operands. The API has checked the arguments: m, n > 0 and below 2^31. With
+// prepare_only the kernels are compiled and loaded and nothing runs.
 dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& args, const GemmOverride& o, bool prepare_only);
 
 // The elementwise D := beta * C / D := 0 kernel's spec (for the compile tests).
@@ -197,7 +201,7 @@ jit::KernelSpec gemm_scale_kernel_spec(dg_dtype d_dtype, bool has_c);
 dg_status run_gemm_scale(const dg_stream_s& stream, const GemmArgs& args, bool has_c, bool prepare_only);
 
 // ---------------------------------------------------------------------------------------------
-// K-grouped GEMMs (spec: DeepGEMM §1.5): D[g] = alpha * A_g . B_g^T (+ beta * C[g]) for G groups
+// K-grouped GEMMs (docs/k_grouped_gemm.md): D[g] = alpha * A_g . B_g^T (+ beta * C[g]) for G groups
 // that share M and N, each over its own K slice of k_g columns (k_g % 128 == 0).
 
 // Host mirror of dg::sched::KGroupedSlots (templates/include/dg/sched/sm90_scheduler.cuh): the

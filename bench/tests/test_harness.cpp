@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "../../bench/src/cli.h"
-#include "../../bench/src/grouped.h"
-#include "../../bench/src/json.h"
-#include "../../bench/src/numerics.h"
-#include "../../bench/src/stats.h"
+#include "cli.h"
+#include "grouped.h"
+#include "json.h"
+#include "numerics.h"
+#include "stats.h"
 
 using namespace dgb;
 
