@@ -38,6 +38,7 @@ enum FamilyId : uint32_t {
   kFamilyMqaLogits = 7,
   kFamilyPagedMqaLogits = 8,
   kFamilyPagedMqaMetadata = 9,
+  kFamilyHcPrenorm = 10,
 };
 
 struct KernelSpec {
