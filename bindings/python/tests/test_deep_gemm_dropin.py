@@ -210,6 +210,7 @@ def test_fp8_fp4_gemm_nt_reaches_libdg_fp8_gemm_with_the_merged_recipe(monkeypat
     b = (FakeCAI((n, k), "|u1", ptr=0x3000), FakeCAI((n // 128, k // 128), "<f4", ptr=0x4000))
     d = FakeCAI((m, n), "<f2", ptr=0x5000)
     deep_gemm.fp8_fp4_gemm_nt(a, b, d, recipe_a=(1, 128), recipe_b=(128, 128))
-    deep_gemm.fp8_fp4_gemm_nt(a, (b[0], FakeCAI((n, k // 128), "<f4", ptr=0x4000)), d, recipe=(1, 1, 128))
+    sfb_per_token = FakeCAI((n, k // 128), "<f4", strides=(1, n), ptr=0x4000)  # MN-major, TMA-aligned
+    deep_gemm.fp8_fp4_gemm_nt(a, (b[0], sfb_per_token), FakeCAI((m, n), "<f4", ptr=0x5000), recipe=(1, 1, 128))
     recipes = [call[-1]._obj.recipe for call in rec.calls]
     assert recipes == [_lib.FP8_RECIPE_1D2D, _lib.FP8_RECIPE_1D1D]

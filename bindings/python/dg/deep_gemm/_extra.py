@@ -53,12 +53,11 @@ def einsum(expr: str, a: Any, b: Any, d: Any, c: Any = None, use_cublaslt: bool 
     ``bmk,bnk->mn`` runs as one libdg BF16 GEMM with K = b * k over K-major copies of a and b; the
     two per-head forms run through torch (cuBLAS) until libdg has their kernels. ``use_cublaslt``
     is accepted (both paths end in cuBLAS or libdg)."""
-    import torch
-
     del use_cublaslt
     form = expr.replace(" ", "")
     if form not in _EINSUM_FORMS:
         raise Unsupported("expr: %r (libdg's einsum takes %s)" % (expr, ", ".join(_EINSUM_FORMS)))
+    import torch
     if form == "bmk,bnk->mn":
         s, m, k = a.shape
         n = b.shape[1]
