@@ -761,6 +761,34 @@ DG_API dg_status dg_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_t
                                const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options);
 
 /* ============================================================================================
+ * Hyper-connection pre-norm GEMM
+ *
+ * DeepGEMM's tf32_hc_prenorm_gemm: the projection of a hyper-connection's residual streams and,
+ * for its RMS norm, each row's sum of squares, in one pass over A:
+ *   D[s, m, n] = sum over k in K_s of A[m, k] * B[n, k]     S[s, m] = sum over k in K_s of A[m, k]^2
+ * where the K ranges K_s of the splits s < num_splits partition [0, K) (whole 32-element chunks,
+ * spread evenly; trailing splits may be empty, their D and S rows then 0). The caller sums the
+ * partials over s. num_splits = 0: no split, D [M, N] and S [M] hold the full sums.
+ * Numerics: TF32 tensor-core products (A is BF16, exact in TF32; B is rounded to the nearest TF32,
+ * relative error <= 2^-11), FP32 accumulation; S from exact FP32 squares with FP32 accumulation.
+ * The kernel is bound by reading A once (N multiply-adds per element of A).
+ * ========================================================================================== */
+
+/* Tensors (strides in elements, read from the descriptors):
+ *   a        [M, K]                DG_DTYPE_BFLOAT16, stride 1 along K
+ *   b        [N, K]                DG_DTYPE_FLOAT32, stride 1 along K; 1 <= N <= 32
+ *   d        [M, N] or [num_splits, M, N]   DG_DTYPE_FLOAT32, stride 1 along N; written
+ *   sqr_sum  [M] or [num_splits, M]         DG_DTYPE_FLOAT32, any strides; written
+ * num_splits 0 (no split) or 1..65535. M, K below 2^31 - 256; M = 0: nothing runs; K = 0: D and S
+ * are zeros. Loads are 16 bytes wide when a, b and their row strides are 16-byte aligned, else
+ * element by element. d and sqr_sum must not overlap each other or the inputs. No host
+ * synchronisation (the call can be captured in a CUDA graph once its kernel is loaded by a first
+ * call). Returns DG_ERROR_INVALID_ARGUMENT naming the argument for a wrong dtype, rank, size,
+ * stride, alignment or num_splits; DG_ERROR_UNSUPPORTED for N > 32 or a device older than SM90. */
+DG_API dg_status dg_tf32_hc_prenorm_gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b,
+                                         const dg_tensor* d, const dg_tensor* sqr_sum, int32_t num_splits);
+
+/* ============================================================================================
  * cuBLASLt baseline
  *
  * DeepGEMM's cublaslt_gemm_* (docs/gemm.md#the-cublaslt-baseline): one cublasLtMatmul, the reference libdg's GEMMs are

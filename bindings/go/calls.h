@@ -208,6 +208,9 @@ static inline dgw_result dgw_paged_mqa_logits_prepare(dg_stream* stream, int32_t
 static inline dgw_result dgw_nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* c, const dg_nvfp4_gemv_options* options) {
   return dgw_result_of(dg_nvfp4_gemv(stream, a, sfa, b, sfb, c, options));
 }
+static inline dgw_result dgw_tf32_hc_prenorm_gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d, const dg_tensor* sqr_sum, int32_t num_splits) {
+  return dgw_result_of(dg_tf32_hc_prenorm_gemm(stream, a, b, d, sqr_sum, num_splits));
+}
 static inline dgw_result dgw_cublaslt_available(void) {
   return dgw_result_of(dg_cublaslt_available());
 }

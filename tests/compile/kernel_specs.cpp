@@ -8,6 +8,7 @@
 
 #include "dg.h"
 #include "ops/gemm.h"
+#include "ops/hc_prenorm_gemm.h"
 #include "ops/layout.h"
 #include "ops/mqa_logits.h"
 #include "ops/nvfp4_gemv.h"
@@ -149,6 +150,7 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
       add(dg::ops::nvfp4_gemv_kernel_spec(c));
     }
   }
+  for (const dg::ops::HcPrenormConfig& c : dg::ops::all_hc_prenorm_configs()) add(dg::ops::hc_prenorm_kernel_spec(c));
   return out;
 }
 

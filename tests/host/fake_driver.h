@@ -10,6 +10,7 @@
 
 #include "fake_driver/fake_cuda.h"
 #include "ops/gemm.h"
+#include "ops/hc_prenorm_gemm.h"
 #include "ops/layout.h"
 #include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
@@ -20,7 +21,7 @@ struct Launch {
   fake_cuda_launch config;
   std::string kernel;
   std::vector<unsigned char> params;  // the first kernel argument's bytes (Sm90GemmParams, TransposeParams,
-                                      // KGroupedPackParams)
+                                      // KGroupedPackParams, HcPrenormParams)
   std::vector<unsigned char> slots;   // K-grouped GEMMs: the second argument's (KGroupedSlots)
 };
 
@@ -63,6 +64,7 @@ class FakeDriver {
     }
     if (r.kernel == dg::ops::transpose_kernel_spec().kernel_name) r.params.assign(p, p + sizeof(dg::ops::TransposeParams));
     if (r.kernel.rfind("dg_skinny_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::SkinnyGemmParams));
+    if (r.kernel.rfind("dg_hc_prenorm_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::HcPrenormParams));
     if (r.kernel.rfind("dg_k_grouped_pack_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::KGroupedPackParams));
     self->launches_.push_back(std::move(r));
   }

@@ -427,6 +427,27 @@ std::vector<Entry> entries() {
     e.push_back(std::move(x));
   }
 
+  {
+    // Hyper-connection pre-norm GEMM with 4 splits: a [M, K], b [24, K], d [4, M, 24], sqr_sum [4, M].
+    Entry x;
+    x.name = "dg_tf32_hc_prenorm_gemm";
+    Args& a = x.baseline;
+    const int64_t hn = 24, splits = 4;
+    a.tensors["a"] = bf16(1, {M, K});
+    a.tensors["b"] = f32(2, {hn, K});
+    a.tensors["d"] = f32(3, {splits, M, hn});
+    a.tensors["sqr_sum"] = f32(4, {splits, M});
+    a.ints = {{"num_splits", splits}};
+    x.sizes = {"num_splits"};
+    x.operands = {"a", "b", "d", "sqr_sum"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_tf32_hc_prenorm_gemm(as_mut_stream(c, a), h["a"], h["b"], h["d"], h["sqr_sum"],
+                                     int32_t(a.ints.at("num_splits")));
+    };
+    e.push_back(std::move(x));
+  }
+
   // Scaling-factor layouts.
   for (const bool packed : {false, true}) {
     Entry x;

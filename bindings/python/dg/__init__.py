@@ -103,6 +103,7 @@ from ._cublaslt import (  # noqa: E402
     cublaslt_gemm_tt,
 )
 from ._gemv import nvfp4_gemv  # noqa: E402
+from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
 from ._mqa import (  # noqa: E402
     fp8_mqa_logits,
     fp8_paged_mqa_logits,
@@ -174,6 +175,7 @@ __all__ = [
     "cublaslt_gemm_tn",
     "cublaslt_gemm_tt",
     "nvfp4_gemv",
+    "tf32_hc_prenorm_gemm",
     "gemm_prepare",
     # MQA logits (DeepSeek-V3.2 indexer)
     "fp8_mqa_logits",

@@ -491,6 +491,8 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_paged_mqa_logits_prepare": (dg_status, [_p, c_int32, c_int32, c_int32, dg_dtype]),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*
     "dg_nvfp4_gemv": (dg_status, [_p, _T, _T, _T, _T, _T, POINTER(NvFp4GemvOptions)]),
+    # Hyper-connection pre-norm GEMM: stream, a, b, d, sqr_sum, num_splits
+    "dg_tf32_hc_prenorm_gemm": (dg_status, [_p, _T, _T, _T, _T, c_int32]),
     # cuBLASLt baseline: stream, a, b, d, c, const dg_cublaslt_options*
     "dg_cublaslt_workspace_size": (c_size_t, []),
     "dg_cublaslt_available": (dg_status, []),

@@ -788,6 +788,21 @@ extern "C" {
     pub fn dg_nvfp4_gemv(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, c: *const dg_tensor, options: *const dg_nvfp4_gemv_options) -> dg_status;
 
     /// ```text
+    /// Tensors (strides in elements, read from the descriptors):
+    ///   a        [M, K]                DG_DTYPE_BFLOAT16, stride 1 along K
+    ///   b        [N, K]                DG_DTYPE_FLOAT32, stride 1 along K; 1 <= N <= 32
+    ///   d        [M, N] or [num_splits, M, N]   DG_DTYPE_FLOAT32, stride 1 along N; written
+    ///   sqr_sum  [M] or [num_splits, M]         DG_DTYPE_FLOAT32, any strides; written
+    /// num_splits 0 (no split) or 1..65535. M, K below 2^31 - 256; M = 0: nothing runs; K = 0: D and S
+    /// are zeros. Loads are 16 bytes wide when a, b and their row strides are 16-byte aligned, else
+    /// element by element. d and sqr_sum must not overlap each other or the inputs. No host
+    /// synchronisation (the call can be captured in a CUDA graph once its kernel is loaded by a first
+    /// call). Returns DG_ERROR_INVALID_ARGUMENT naming the argument for a wrong dtype, rank, size,
+    /// stride, alignment or num_splits; DG_ERROR_UNSUPPORTED for N > 32 or a device older than SM90.
+    /// ```
+    pub fn dg_tf32_hc_prenorm_gemm(stream: *mut dg_stream, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, sqr_sum: *const dg_tensor, num_splits: i32) -> dg_status;
+
+    /// ```text
     /// Recommended workspace bytes (32 MiB, as DeepGEMM uses): with less, cuBLASLt may pick slower
     /// algorithms for small-M or large-K shapes.
     /// ```

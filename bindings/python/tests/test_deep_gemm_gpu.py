@@ -1,0 +1,93 @@
+"""GPU tests of dg.deep_gemm's calls the way DeepGEMM's own tests check them (their shapes and
+tolerances): tf32_hc_prenorm_gemm, the einsum forms, skip_head_mid and the FP8 casts. Skipped
+without PyTorch or a CUDA device."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dg  # noqa: E402
+import dg.deep_gemm as deep_gemm  # noqa: E402
+from dg.deep_gemm.testing import calc_diff  # noqa: E402
+
+
+def _have_gpu() -> bool:
+    if not torch.cuda.is_available():
+        return False
+    try:
+        return dg.device_count() > 0
+    except dg.Error:
+        return False
+
+
+pytestmark = pytest.mark.skipif(not _have_gpu(), reason="needs PyTorch with CUDA and a CUDA device")
+
+
+@pytest.mark.parametrize("m", [13, 137, 4096])
+@pytest.mark.parametrize("n,k", [(24, 28672), (24, 7680), (24, 7168), (17, 1000)])
+@pytest.mark.parametrize("num_splits", [None, 16])
+def test_tf32_hc_prenorm_gemm(m, n, k, num_splits):
+    a = torch.randn((m, k), dtype=torch.bfloat16, device="cuda")
+    b = torch.randn((n, k), dtype=torch.float, device="cuda")
+    shape_d = (m, n) if num_splits is None else (num_splits, m, n)
+    shape_s = (m,) if num_splits is None else (num_splits, m)
+    d = torch.full(shape_d, float("nan"), device="cuda")
+    s = torch.full(shape_s, float("nan"), device="cuda")
+    deep_gemm.tf32_hc_prenorm_gemm(a, b, d, s, num_splits=num_splits)
+    final_d = d if num_splits is None else d.sum(0)
+    final_s = s if num_splits is None else s.sum(0)
+    ref_d = a.double() @ b.double().T
+    ref_s = a.double().square().sum(-1)
+    # TF32 B against an FP64 reference (DeepGEMM bounds 1e-8 against a TF32 torch reference).
+    assert calc_diff(final_d, ref_d) < 1e-6
+    assert calc_diff(final_s, ref_s) < 1e-10
+
+
+def test_einsum_bmk_bnk_mn_accumulates_in_fp32():
+    for s_, m, n, k in [(129, 128, 384, 128), (64, 384, 128, 384)]:
+        a = torch.randn((s_, m, k), dtype=torch.bfloat16, device="cuda")
+        b = torch.randn((s_, n, k), dtype=torch.bfloat16, device="cuda")
+        d = torch.randn((m, n), dtype=torch.float, device="cuda")
+        ref = d.double() + torch.bmm(a.double(), b.double().mT).sum(0)
+        deep_gemm.einsum("bmk,bnk->mn", a, b, d, c=d)
+        assert calc_diff(d, ref) < 1e-5
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
+def test_einsum_per_head_forms(expr):
+    h, r, dd, bsz = 8, 512, 128, 33
+    x = torch.randn((bsz, h, r if expr.startswith("bhr") else dd), device="cuda", dtype=torch.bfloat16)
+    y = torch.randn((h, dd, r + 128), device="cuda", dtype=torch.bfloat16)[:, :, :r]
+    z = torch.full((bsz, h, dd if expr.endswith("bhd") else r), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.einsum(expr, x, y, z)
+    assert calc_diff(z, torch.einsum(expr, x.double(), y.double())) < 1e-5
+
+
+def test_fp8_gemm_nt_skip_head_mid_leaves_the_middle_untouched():
+    from dg.deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+    m, k, heads, (left, mid, right) = 200, 512, 4, (128, 64, 128)
+    n = heads * (left + right)
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
+    d = torch.full((m, n + heads * mid), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.fp8_gemm_nt_skip_head_mid(per_token_cast_to_fp8(a, use_ue8m0=False),
+                                        per_block_cast_to_fp8(b, use_ue8m0=False), d, (left, mid, right))
+    full = (a.double() @ b.double().T).view(m, heads, left + right)
+    out = d.view(m, heads, left + mid + right)
+    assert calc_diff(out[:, :, :left], full[:, :, :left]) < 1e-3
+    assert calc_diff(out[:, :, left + mid:], full[:, :, left:]) < 1e-3
+    assert torch.isnan(out[:, :, left:left + mid]).all()
+
+
+def test_per_token_cast_to_fp8_round_trips():
+    from dg.deep_gemm.utils import per_token_cast_to_fp8
+
+    x = torch.randn((77, 300), device="cuda", dtype=torch.bfloat16)
+    for ue8m0 in (False, True):
+        q, sf = per_token_cast_to_fp8(x, use_ue8m0=ue8m0)
+        assert q.shape == x.shape and sf.shape == (77, 3)
+        back = (q.float().view(77, -1) * sf.repeat_interleave(128, dim=1)[:, :300])
+        assert calc_diff(back, x.float()) < 1e-3
+        if ue8m0:
+            assert bool((torch.log2(sf) == torch.round(torch.log2(sf))).all())
