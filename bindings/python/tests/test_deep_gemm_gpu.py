@@ -40,7 +40,7 @@ def test_tf32_hc_prenorm_gemm(m, n, k, num_splits):
     ref_s = a.double().square().sum(-1)
     # TF32 B against an FP64 reference (DeepGEMM bounds 1e-8 against a TF32 torch reference).
     assert calc_diff(final_d, ref_d) < 1e-6
-    assert calc_diff(final_s, ref_s) < 1e-10
+    assert calc_diff(final_s, ref_s) < 1e-9
 
 
 def test_einsum_bmk_bnk_mn_accumulates_in_fp32():
