@@ -1,0 +1,77 @@
+// FP8 quantization (templates/kernels/quantize.cu.j2, templates/include/dg/quant.cuh): the
+// problem, the kernel variant it needs and its launch. docs/quantization.md has the numerics.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "jit/kernel.h"
+#include "runtime/stream.h"
+
+namespace dg::ops {
+
+enum class QuantOp : int { kPerToken = 0, kPerBlock = 1, kMnMajor = 2 };
+// Which rows of a per-token problem are quantized (dg.h: the dg_quantize_fp8_per_token_* calls).
+enum class QuantGrouping : int { kNone = 0, kIndices = 1, kPsum = 2, kMasked = 3 };
+
+// The kernel argument: host mirror of dg::quant::Params (templates/include/dg/quant.cuh).
+struct QuantParams {
+  const void* x;
+  void* out;
+  void* sf;
+  const int32_t* groups;
+  int64_t x_ld;
+  int64_t x_batch;
+  int64_t out_ld;
+  int64_t out_batch;
+  int64_t sf_ld;
+  int64_t sf_batch;
+  int32_t rows;
+  int32_t cols;
+  int32_t sf_rows;
+  int32_t num_groups;
+  float amax_floor;
+  int32_t pow2;
+};
+static_assert(sizeof(QuantParams) == 104 && offsetof(QuantParams, x_ld) == 32 && offsetof(QuantParams, rows) == 80 &&
+                  offsetof(QuantParams, amax_floor) == 96,
+              "must match the device struct");
+
+constexpr int kQuantThreads = 256;                      // every variant's block
+constexpr int kQuantGroup = 128;                        // elements per scale
+constexpr int kQuantRowsPerCta = kQuantThreads / 32;    // per-token: one row per warp
+constexpr int kQuantColsPerCta = 32 * 16;               // per-token: a warp's columns (16 per lane)
+constexpr int kQuantVecElems = 16;                      // 16-byte variants: axis a multiple of 16
+constexpr float kQuantDefaultAmaxFloor = 1e-4f;         // docs/quantization.md
+// The kernels' family key: kFamilyElementwise with this first parameter (1 is the GEMM scale pass).
+constexpr int64_t kElementwiseQuantize = 2;
+
+struct QuantVariant {
+  QuantOp op = QuantOp::kPerToken;
+  bool fp32 = false;  // input FP32, else BF16
+  bool vec = false;   // 16-byte accesses
+  QuantGrouping grouping = QuantGrouping::kNone;
+  bool packed = false;  // per-token: UE8M0 codes packed four to an int32
+};
+
+// The kernel's specification; the compile tests enumerate it without a device.
+jit::KernelSpec quantize_kernel_spec(const QuantVariant& v);
+
+// Every variant there is (the compile tests render and compile them all).
+int quantize_variants(QuantVariant* out, int capacity);
+
+// Whether the 16-byte variant applies: x and out 16-byte aligned, their strides (elements, `esize`
+// bytes for x) 16-byte multiples, and `axis` (the quantized rows' length) a multiple of 16.
+bool quantize_vec_ok(const void* x, size_t esize, const int64_t* x_strides, int nx, const void* out,
+                     const int64_t* out_strides, int nout, int64_t axis);
+
+// The launch grid of a problem: per-token [batch] x rows x cols (rows including the scales'
+// padding rows), per-block [batch] x rows x cols, MN-major K rows x MN columns.
+void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, unsigned grid[3]);
+
+// Largest problem the kernels' 32-bit sizes and grid take: DG_ERROR_UNSUPPORTED naming `arg`.
+dg_status check_quantize_limits(QuantOp op, int64_t batch, int64_t rows, int64_t cols, const char* arg);
+
+// Loads the variant's kernel and, unless the grid is empty, launches it on the stream.
+dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const QuantParams& p, int64_t batch);
+
+}  // namespace dg::ops
