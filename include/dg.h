@@ -606,6 +606,102 @@ DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================
+ * FP8 quantization (docs/quantization.md)
+ *
+ * BF16 or FP32 values -> E4M3 codes and one FP32 scale per group of 128 consecutive elements along
+ * K, written directly in the layouts the FP8 GEMMs read, so no transform runs in between. For each
+ * group, in FP32 with every rounding to nearest even:
+ *   amax  = the largest |x| of its elements, a NaN counting as larger than +inf;
+ *   scale = max(amax, amax_floor) / 448 (448: the largest E4M3 value); with pow2 scales, then
+ *           rounded up to a power of two (representable as UE8M0, DeepSeek-V3's scale format);
+ *   code  = E4M3(x * (1 / scale)), the reciprocal and the product each rounded to FP32, the
+ *           conversion saturating at +-448.
+ * code * scale is then x to E4M3 precision (3 mantissa bits; values below 2^-9 * scale are lost to
+ * E4M3's subnormals). An all-zero group gets codes 0 and scale amax_floor / 448.
+ * Non-finite inputs are never hidden: a group holding a NaN gets scale NaN and every code NaN; a
+ * group holding an inf (and no NaN) gets scale +inf, code NaN for its infs and +-0 for its finite
+ * elements. A GEMM that reads such a group gives non-finite values in that row.
+ * Tails: K need not be a multiple of 128 (nor of 16); the last group holds the K % 128 remaining
+ * elements, amax over those only; the per-block form's last 128-row block likewise.
+ * The same arithmetic is in templates/include/dg/quant.cuh, for kernels that must match it bit for
+ * bit. Every call runs on the stream with no host synchronisation and no allocation; it can be
+ * captured in a CUDA graph once its kernel is loaded (one call before capture). 16-byte aligned
+ * x and out whose rows are 16-byte multiples apart, with K (MN for the MN-major form) a multiple
+ * of 16, take the 16-byte path; other layouts are quantized element by element, slower.
+ * ========================================================================================== */
+
+/* Options of the quantization calls; initialise with DG_QUANT_OPTIONS_INIT. NULL means the
+ * defaults (FP32 scales as computed, amax floor 1e-4). */
+typedef struct dg_quant_options {
+  size_t struct_size;
+  int32_t pow2_scales; /* 1: scales rounded up to powers of two (UE8M0 values); packed sf implies it */
+  float amax_floor;    /* amax is clamped to at least this; 0 = 1e-4 (as DeepGEMM's tests); else
+                          1e-30 .. 1e30 (engines use e.g. 1e-10) */
+} dg_quant_options;
+#define DG_QUANT_OPTIONS_INIT {sizeof(dg_quant_options), 0, 0.0f}
+
+/* Per-token 1 x 128 quantization: the A operand of dg_fp8_gemm_* (and of the masked and other
+ * batched GEMMs), per (row, 128 K).
+ *   x    BFLOAT16 or FLOAT32 [M, K], or [G, M, K] (G matrices, e.g. a batch), stride 1 along K,
+ *        other strides free; element-aligned;
+ *   out  FLOAT8_E4M3 with x's sizes, stride 1 along K, rows not overlapping;
+ *   sf   FLOAT32 [(G,) M, ceil(K/128)] in the layout dg_get_mn_major_tma_aligned_tensor_layout
+ *        gives (stride 1 along M, K blocks align(M, 4) apart): the sfa the SM90 FP8 GEMMs read;
+ *        or INT32 / UE8M0X4 [(G,) M, ceil(K/512)] in dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout's
+ *        layout: four UE8M0 codes per word, the first K block in the low byte, codes past the
+ *        last K block 0 (the SM100 form; libdg's SM90 GEMMs read FP32 scales, so use pow2_scales
+ *        for UE8M0 numerics on SM90). 16-byte aligned. Rows M .. align(M, 4) - 1 of the layout's
+ *        padding are written as 0.
+ * M, K or G = 0: nothing runs. */
+DG_API dg_status dg_quantize_fp8_per_token(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
+                                           const dg_tensor* sf, const dg_quant_options* options);
+
+/* Per-token quantization of the A operand of dg_m_grouped_fp8_gemm_nt_contiguous: x [M, K], out
+ * and sf as in dg_quantize_fp8_per_token, grouped_layout and `layout` as that GEMM takes them
+ * (DG_M_GROUPED_LAYOUT_INDICES: INT32 [M]; DG_M_GROUPED_LAYOUT_PSUM: INT32 [num_groups], read as
+ * that GEMM reads them: ends clamped to [0, M] as a running maximum, each group starting at its
+ * predecessor's end aligned up to 128), num_groups G >= 1. A row that belongs to no group (an
+ * index outside [0, G), or outside every psum group) is padding: x is not read there; its codes
+ * are written as 0 and its scales as 0 (packed: code 0), so the GEMM reads defined data. The
+ * groups are read on the device only. */
+DG_API dg_status dg_quantize_fp8_per_token_contiguous(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
+                                                      const dg_tensor* sf, const dg_tensor* grouped_layout,
+                                                      int32_t layout, int64_t num_groups,
+                                                      const dg_quant_options* options);
+
+/* Per-token quantization of the A operand of dg_m_grouped_fp8_gemm_nt_masked: x [G, max_m, K],
+ * out [G, max_m, K], sf as in dg_quantize_fp8_per_token for [G, max_m, ceil(K/128)] (the batched
+ * layout that GEMM reads), masked_m INT32 [G] in device memory, read on the device only (no host
+ * read: the call can be captured in a CUDA graph and replayed with new counts). Rows r >=
+ * clamp(masked_m[g], 0, max_m) of group g are neither read nor written, codes and scales alike
+ * (the masked GEMMs zero those rows of D whatever they hold); work for them ends at the count. */
+DG_API dg_status dg_quantize_fp8_per_token_masked(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
+                                                  const dg_tensor* sf, const dg_tensor* masked_m,
+                                                  const dg_quant_options* options);
+
+/* Per-block 128 x 128 quantization of weights, the B operand of the 1D2D recipe: one scale per
+ * block of 128 rows x 128 K, amax over the whole block.
+ *   x    BFLOAT16 or FLOAT32 [N, K] or [G, N, K] (M-grouped weights), stride 1 along K;
+ *   out  FLOAT8_E4M3 with x's sizes, stride 1 along K;
+ *   sf   FLOAT32 [(G,) ceil(N/128), ceil(K/128)] contiguous row-major (the sfb of dg_fp8_gemm_* and
+ *        the M-grouped GEMMs), 4-byte aligned.
+ * Last blocks along N or K hold the remaining rows / columns. */
+DG_API dg_status dg_quantize_fp8_per_block(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
+                                           const dg_tensor* sf, const dg_quant_options* options);
+
+/* MN-major 1 x 128 quantization, for operands stored [K, MN] (stride 1 along MN) whose groups run
+ * along K: per (MN index, 128 K). The weight-gradient form: x the activations or output gradients
+ * [tokens, features], the a / b of dg_k_grouped_fp8_gemm_tn_contiguous and of the 1D1D tn GEMM.
+ *   x    BFLOAT16 or FLOAT32 [K, MN], stride 1 along MN;
+ *   out  FLOAT8_E4M3 [K, MN], stride 1 along MN (the GEMMs' a / b as they are stored);
+ *   sf   FLOAT32 [MN, ceil(K/128)] in the layout dg_get_mn_major_tma_aligned_tensor_layout gives
+ *        (the sfa / sfb the K-grouped and 1D1D GEMMs read), 16-byte aligned.
+ * For the K-grouped GEMMs each group's K is a multiple of 128, so the groups' 128-row blocks are
+ * those of the concatenated K: quantize the whole [sum(ks), MN] in one call. */
+DG_API dg_status dg_quantize_fp8_mn_major(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
+                                          const dg_tensor* sf, const dg_quant_options* options);
+
+/* ============================================================================================
  * MQA logits of the DeepSeek-V3.2 indexer (SM90; docs/mqa_logits.md)
  *
  * Every query token scores the keys of its range with FP8 multi-query attention logits:

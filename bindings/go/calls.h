@@ -187,6 +187,21 @@ static inline dgw_result dgw_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream
 static inline dgw_result dgw_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, const int64_t* ks, int64_t num_groups, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_k_grouped_gemm_prepare(stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options));
 }
+static inline dgw_result dgw_quantize_fp8_per_token(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_per_token(stream, x, out, sf, options));
+}
+static inline dgw_result dgw_quantize_fp8_per_token_contiguous(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_tensor* grouped_layout, int32_t layout, int64_t num_groups, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_per_token_contiguous(stream, x, out, sf, grouped_layout, layout, num_groups, options));
+}
+static inline dgw_result dgw_quantize_fp8_per_token_masked(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_tensor* masked_m, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_per_token_masked(stream, x, out, sf, masked_m, options));
+}
+static inline dgw_result dgw_quantize_fp8_per_block(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_per_block(stream, x, out, sf, options));
+}
+static inline dgw_result dgw_quantize_fp8_mn_major(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_mn_major(stream, x, out, sf, options));
+}
 static inline dgw_result dgw_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, dg_dtype logits_dtype, int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes) {
   return dgw_result_of(dg_get_mqa_logits_layout(seq_len, seq_len_kv, logits_dtype, out_sizes, out_strides, out_bytes));
 }
@@ -233,6 +248,10 @@ static inline dg_sf_recipe dgw_sf_recipe_init(void) {
 }
 static inline dg_gemm_options dgw_gemm_options_init(void) {
   dg_gemm_options v = DG_GEMM_OPTIONS_INIT;
+  return v;
+}
+static inline dg_quant_options dgw_quant_options_init(void) {
+  dg_quant_options v = DG_QUANT_OPTIONS_INIT;
   return v;
 }
 static inline dg_nvfp4_gemv_options dgw_nvfp4_gemv_options_init(void) {

@@ -219,6 +219,23 @@ pub struct dg_gemm_options {
 }
 
 /// ```text
+/// Options of the quantization calls; initialise with DG_QUANT_OPTIONS_INIT. NULL means the
+/// defaults (FP32 scales as computed, amax floor 1e-4).
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct dg_quant_options {
+    pub struct_size: usize,
+    /// 1: scales rounded up to powers of two (UE8M0 values); packed sf implies it
+    pub pow2_scales: i32,
+    /// ```text
+    /// amax is clamped to at least this; 0 = 1e-4 (as DeepGEMM's tests); else
+    /// 1e-30 .. 1e30 (engines use e.g. 1e-10)
+    /// ```
+    pub amax_floor: f32,
+}
+
+/// ```text
 /// Tuning overrides of dg_nvfp4_gemv; initialise with DG_NVFP4_GEMV_OPTIONS_INIT. Every field
 /// left 0 is chosen by the heuristic from (M, K, L), the SM count and the alignment of the
 /// operands. NULL options mean all defaults.
@@ -313,6 +330,19 @@ pub const DG_GEMM_OPTIONS_INIT: dg_gemm_options = dg_gemm_options {
 impl Default for dg_gemm_options {
     fn default() -> Self {
         DG_GEMM_OPTIONS_INIT
+    }
+}
+
+/// `DG_QUANT_OPTIONS_INIT`: the value the C macro gives, the only correct start for a `dg_quant_options`.
+pub const DG_QUANT_OPTIONS_INIT: dg_quant_options = dg_quant_options {
+    struct_size: core::mem::size_of::<dg_quant_options>(),
+    pow2_scales: 0,
+    amax_floor: 0.0,
+};
+
+impl Default for dg_quant_options {
+    fn default() -> Self {
+        DG_QUANT_OPTIONS_INIT
     }
 }
 
@@ -671,6 +701,69 @@ extern "C" {
     /// CUDA graph.
     /// ```
     pub fn dg_k_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, ks: *const i64, num_groups: i64, with_c: i32, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Per-token 1 x 128 quantization: the A operand of dg_fp8_gemm_* (and of the masked and other
+    /// batched GEMMs), per (row, 128 K).
+    ///   x    BFLOAT16 or FLOAT32 [M, K], or [G, M, K] (G matrices, e.g. a batch), stride 1 along K,
+    ///        other strides free; element-aligned;
+    ///   out  FLOAT8_E4M3 with x's sizes, stride 1 along K, rows not overlapping;
+    ///   sf   FLOAT32 [(G,) M, ceil(K/128)] in the layout dg_get_mn_major_tma_aligned_tensor_layout
+    ///        gives (stride 1 along M, K blocks align(M, 4) apart): the sfa the SM90 FP8 GEMMs read;
+    ///        or INT32 / UE8M0X4 [(G,) M, ceil(K/512)] in dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout's
+    ///        layout: four UE8M0 codes per word, the first K block in the low byte, codes past the
+    ///        last K block 0 (the SM100 form; libdg's SM90 GEMMs read FP32 scales, so use pow2_scales
+    ///        for UE8M0 numerics on SM90). 16-byte aligned. Rows M .. align(M, 4) - 1 of the layout's
+    ///        padding are written as 0.
+    /// M, K or G = 0: nothing runs.
+    /// ```
+    pub fn dg_quantize_fp8_per_token(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// Per-token quantization of the A operand of dg_m_grouped_fp8_gemm_nt_contiguous: x [M, K], out
+    /// and sf as in dg_quantize_fp8_per_token, grouped_layout and `layout` as that GEMM takes them
+    /// (DG_M_GROUPED_LAYOUT_INDICES: INT32 [M]; DG_M_GROUPED_LAYOUT_PSUM: INT32 [num_groups], read as
+    /// that GEMM reads them: ends clamped to [0, M] as a running maximum, each group starting at its
+    /// predecessor's end aligned up to 128), num_groups G >= 1. A row that belongs to no group (an
+    /// index outside [0, G), or outside every psum group) is padding: x is not read there; its codes
+    /// are written as 0 and its scales as 0 (packed: code 0), so the GEMM reads defined data. The
+    /// groups are read on the device only.
+    /// ```
+    pub fn dg_quantize_fp8_per_token_contiguous(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, grouped_layout: *const dg_tensor, layout: i32, num_groups: i64, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// Per-token quantization of the A operand of dg_m_grouped_fp8_gemm_nt_masked: x [G, max_m, K],
+    /// out [G, max_m, K], sf as in dg_quantize_fp8_per_token for [G, max_m, ceil(K/128)] (the batched
+    /// layout that GEMM reads), masked_m INT32 [G] in device memory, read on the device only (no host
+    /// read: the call can be captured in a CUDA graph and replayed with new counts). Rows r >=
+    /// clamp(masked_m[g], 0, max_m) of group g are neither read nor written, codes and scales alike
+    /// (the masked GEMMs zero those rows of D whatever they hold); work for them ends at the count.
+    /// ```
+    pub fn dg_quantize_fp8_per_token_masked(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, masked_m: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// Per-block 128 x 128 quantization of weights, the B operand of the 1D2D recipe: one scale per
+    /// block of 128 rows x 128 K, amax over the whole block.
+    ///   x    BFLOAT16 or FLOAT32 [N, K] or [G, N, K] (M-grouped weights), stride 1 along K;
+    ///   out  FLOAT8_E4M3 with x's sizes, stride 1 along K;
+    ///   sf   FLOAT32 [(G,) ceil(N/128), ceil(K/128)] contiguous row-major (the sfb of dg_fp8_gemm_* and
+    ///        the M-grouped GEMMs), 4-byte aligned.
+    /// Last blocks along N or K hold the remaining rows / columns.
+    /// ```
+    pub fn dg_quantize_fp8_per_block(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// MN-major 1 x 128 quantization, for operands stored [K, MN] (stride 1 along MN) whose groups run
+    /// along K: per (MN index, 128 K). The weight-gradient form: x the activations or output gradients
+    /// [tokens, features], the a / b of dg_k_grouped_fp8_gemm_tn_contiguous and of the 1D1D tn GEMM.
+    ///   x    BFLOAT16 or FLOAT32 [K, MN], stride 1 along MN;
+    ///   out  FLOAT8_E4M3 [K, MN], stride 1 along MN (the GEMMs' a / b as they are stored);
+    ///   sf   FLOAT32 [MN, ceil(K/128)] in the layout dg_get_mn_major_tma_aligned_tensor_layout gives
+    ///        (the sfa / sfb the K-grouped and 1D1D GEMMs read), 16-byte aligned.
+    /// For the K-grouped GEMMs each group's K is a multiple of 128, so the groups' 128-row blocks are
+    /// those of the concatenated K: quantize the whole [sum(ks), MN] in one call.
+    /// ```
+    pub fn dg_quantize_fp8_mn_major(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
 
     /// ```text
     /// Layout of the logits of dg_fp8_mqa_logits: sizes [seq_len, seq_len_kv], strides (row stride, 1)
