@@ -12,6 +12,7 @@
 #include "ops/gemm.h"
 #include "ops/hc_prenorm_gemm.h"
 #include "ops/layout.h"
+#include "ops/quantize.h"
 #include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
 
@@ -21,7 +22,7 @@ struct Launch {
   fake_cuda_launch config;
   std::string kernel;
   std::vector<unsigned char> params;  // the first kernel argument's bytes (Sm90GemmParams, TransposeParams,
-                                      // KGroupedPackParams, HcPrenormParams)
+                                      // KGroupedPackParams, HcPrenormParams, QuantParams)
   std::vector<unsigned char> slots;   // K-grouped GEMMs: the second argument's (KGroupedSlots)
 };
 
@@ -66,6 +67,7 @@ class FakeDriver {
     if (r.kernel.rfind("dg_skinny_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::SkinnyGemmParams));
     if (r.kernel.rfind("dg_hc_prenorm_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::HcPrenormParams));
     if (r.kernel.rfind("dg_k_grouped_pack_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::KGroupedPackParams));
+    if (r.kernel.rfind("dg_quantize_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::QuantParams));
     self->launches_.push_back(std::move(r));
   }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -47,6 +48,7 @@ struct Args {
   std::map<std::string, int64_t> ints;
   dg_gemm_options gemm = DG_GEMM_OPTIONS_INIT;
   dg_nvfp4_gemv_options gemv = DG_NVFP4_GEMV_OPTIONS_INIT;
+  dg_quant_options quant = DG_QUANT_OPTIONS_INIT;
   dg_cublaslt_options lt = DG_CUBLASLT_OPTIONS_INIT;
   dg_sf_recipe recipe = DG_SF_RECIPE_INIT;
   std::set<std::string> null_out;  // out-pointers passed as NULL
@@ -90,7 +92,8 @@ struct Entry {
   // aligned beyond their element size.
   std::vector<std::string> operands;
   std::vector<std::string> aligned;
-  // Options struct the call reads (for the struct_size class): "gemm", "gemv", "lt", "recipe" or "".
+  // Options struct the call reads (for the struct_size class): "gemm", "gemv", "lt", "recipe", "quant"
+  // or "".
   std::string options;
   // Integer arguments that are enums (value 77 is out of range) or sizes (INT64_MAX overflows).
   std::vector<std::string> enums, sizes;
@@ -812,6 +815,48 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // FP8 quantization: x [256, 256] BF16 (G 2 for the batched forms), scales in the GEMMs' layouts.
+  for (const char* form : {"per_token", "per_token_contiguous", "per_token_masked", "per_block", "mn_major"}) {
+    Entry x;
+    x.name = std::string("dg_quantize_fp8_") + form;
+    Args& a = x.baseline;
+    const std::string f = form;
+    const bool masked = f == "per_token_masked";
+    const std::vector<int64_t> xs = masked ? std::vector<int64_t>{2, 256, 256} : std::vector<int64_t>{256, 256};
+    a.tensors["x"] = bf16(1, xs);
+    a.tensors["out"] = fp8(2, xs);
+    if (f == "per_block") a.tensors["sf"] = f32(3, {2, 2});
+    else if (masked) a.tensors["sf"] = f32(3, {2, 256, 2}, {512, 1, 256});
+    else a.tensors["sf"] = f32(3, {256, 2}, {1, 256});
+    x.operands = {"x", "out", "sf"};
+    x.aligned = {"x", "sf"};
+    if (f == "per_token_contiguous") {
+      a.tensors["grouped_layout"] = i32(4, {256});
+      a.ints = {{"layout", DG_M_GROUPED_LAYOUT_INDICES}, {"num_groups", 4}};
+      x.operands.push_back("grouped_layout");
+      x.aligned.push_back("grouped_layout");
+      x.enums = {"layout"};
+      x.sizes = {"num_groups"};
+    }
+    if (masked) {
+      a.tensors["masked_m"] = i32(4, {2});
+      x.operands.push_back("masked_m");
+      x.aligned.push_back("masked_m");
+    }
+    x.options = "quant";
+    x.stops_at_sm_cap = false;
+    x.stream = true;
+    x.call = [f](const Context& c, const Args& a, const Handles& h) {
+      dg_stream* s = as_mut_stream(c, a);
+      if (f == "per_token") return dg_quantize_fp8_per_token(s, h["x"], h["out"], h["sf"], &a.quant);
+      if (f == "per_token_masked") return dg_quantize_fp8_per_token_masked(s, h["x"], h["out"], h["sf"], h["masked_m"], &a.quant);
+      if (f == "per_block") return dg_quantize_fp8_per_block(s, h["x"], h["out"], h["sf"], &a.quant);
+      if (f == "mn_major") return dg_quantize_fp8_mn_major(s, h["x"], h["out"], h["sf"], &a.quant);
+      return dg_quantize_fp8_per_token_contiguous(s, h["x"], h["out"], h["sf"], h["grouped_layout"],
+                                                  int32_t(a.ints.at("layout")), a.ints.at("num_groups"), &a.quant);
+    };
+    e.push_back(std::move(x));
+  }
   // Paged MQA logits: B 4, next_n 2, H 64, D 128, 40 cache blocks, 10 per sequence, 600 keys.
   {
     Entry x;
@@ -1119,6 +1164,18 @@ std::vector<Case> generate(const Entry& x) {
     w.lt.workspace = static_cast<char*>(address(9)) + 8;
     w.lt.workspace_size = 1024;
     add("misaligned", "options.workspace", w, invalid, {"workspace"});
+  } else if (x.options == "quant") {
+    Args a = base;
+    a.quant.struct_size = 3;
+    add("bad_options", "options", a, invalid, {"options", "struct_size"});
+    Args p = base;
+    p.quant.pow2_scales = 2;
+    add("bad_options", "options.pow2_scales", p, invalid, {"options.pow2_scales"});
+    for (const float floor : {-1.0f, 1e-38f, INFINITY, NAN}) {
+      Args f = base;
+      f.quant.amax_floor = floor;
+      add("bad_options", "options.amax_floor", f, invalid, {"options.amax_floor"});
+    }
   } else if (x.options == "recipe") {
     Args a = base;
     a.recipe.struct_size = 3;

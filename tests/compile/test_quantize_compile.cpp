@@ -1,0 +1,35 @@
+// Every FP8 quantization kernel variant renders and compiles through NVRTC for sm_90a, without a
+// GPU; the 16-byte variants really issue 16-byte accesses, and nothing spills to local memory.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "jit/compiler.h"
+#include "ops/quantize.h"
+
+TEST_CASE("quantization kernels compile for sm_90a, every variant") {
+  dg::Config config = dg::Config::from_environment();
+  config.compiler = DG_COMPILER_NVRTC;
+  config.dump_ptx = true;
+  std::vector<dg::ops::QuantVariant> variants(dg::ops::quantize_variants(nullptr, 0));
+  REQUIRE(dg::ops::quantize_variants(variants.data(), static_cast<int>(variants.size())) == int(variants.size()));
+  CHECK(variants.size() == 40);
+  std::vector<std::string> names;
+  for (const dg::ops::QuantVariant& v : variants) {
+    const dg::jit::KernelSpec spec = dg::ops::quantize_kernel_spec(v);
+    CAPTURE(spec.kernel_name);
+    for (const std::string& n : names) CHECK(n != spec.kernel_name);  // one symbol per variant
+    names.push_back(spec.kernel_name);
+    dg::jit::CompileResult result;
+    const dg_status s = dg::jit::compile(spec, "sm_90a", config, &result);
+    REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+    CHECK(result.cubin.size() > 1000);
+    CHECK(result.source.find("{{") == std::string::npos);
+    if (result.ptx.empty()) continue;
+    CHECK((result.ptx.find("ld.global.nc.L1::no_allocate.v4") != std::string::npos) == v.vec);
+    CHECK((result.ptx.find("st.global.v4") != std::string::npos) == v.vec);
+    CHECK(result.ptx.find("cvt.rn.satfinite.e4m3x2.f32") != std::string::npos);
+    CHECK(result.ptx.find(".local") == std::string::npos);
+  }
+}
