@@ -104,6 +104,13 @@ from ._cublaslt import (  # noqa: E402
 )
 from ._gemv import nvfp4_gemv  # noqa: E402
 from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
+from ._quant import (  # noqa: E402
+    quantize_fp8_mn_major,
+    quantize_fp8_per_block,
+    quantize_fp8_per_token,
+    quantize_fp8_per_token_contiguous,
+    quantize_fp8_per_token_masked,
+)
 from ._mqa import (  # noqa: E402
     fp8_mqa_logits,
     fp8_paged_mqa_logits,
@@ -176,6 +183,11 @@ __all__ = [
     "cublaslt_gemm_tt",
     "nvfp4_gemv",
     "tf32_hc_prenorm_gemm",
+    "quantize_fp8_mn_major",
+    "quantize_fp8_per_block",
+    "quantize_fp8_per_token",
+    "quantize_fp8_per_token_contiguous",
+    "quantize_fp8_per_token_masked",
     "gemm_prepare",
     # MQA logits (DeepSeek-V3.2 indexer)
     "fp8_mqa_logits",

@@ -366,6 +366,19 @@ class CublasltOptions(Structure):
         super().__init__(**init)
 
 
+class QuantOptions(Structure):
+    """``dg_quant_options``: power-of-two (UE8M0) scales and the amax floor (0 = 1e-4)."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("pow2_scales", c_int32),
+        ("amax_floor", c_float),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(struct_size=ctypes.sizeof(QuantOptions), **kwargs)
+
+
 # ---------------------------------------------------------------------------------------------
 # Prototypes: name -> (restype, argtypes). Every function of dg.h this binding calls.
 # ---------------------------------------------------------------------------------------------
@@ -489,6 +502,12 @@ PROTOTYPES: Dict[str, Tuple[object, list]] = {
     "dg_fp8_paged_mqa_logits": (dg_status, [_p, _T, _T, _T, _T, _T, _T, c_int64, _T, c_int32]),
     # stream, heads, head_dim, next_n, logits_dtype
     "dg_paged_mqa_logits_prepare": (dg_status, [_p, c_int32, c_int32, c_int32, dg_dtype]),
+    # FP8 quantization: stream, x, out, sf, [grouped_layout, layout, num_groups | masked_m,] options
+    "dg_quantize_fp8_per_token": (dg_status, [_p, _T, _T, _T, POINTER(QuantOptions)]),
+    "dg_quantize_fp8_per_token_contiguous": (dg_status, [_p, _T, _T, _T, _T, c_int32, c_int64, POINTER(QuantOptions)]),
+    "dg_quantize_fp8_per_token_masked": (dg_status, [_p, _T, _T, _T, _T, POINTER(QuantOptions)]),
+    "dg_quantize_fp8_per_block": (dg_status, [_p, _T, _T, _T, POINTER(QuantOptions)]),
+    "dg_quantize_fp8_mn_major": (dg_status, [_p, _T, _T, _T, POINTER(QuantOptions)]),
     # NVFP4 GEMV: stream, a, sfa, b, sfb, c, const dg_nvfp4_gemv_options*
     "dg_nvfp4_gemv": (dg_status, [_p, _T, _T, _T, _T, _T, POINTER(NvFp4GemvOptions)]),
     # Hyper-connection pre-norm GEMM: stream, a, b, d, sqr_sum, num_splits
