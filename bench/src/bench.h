@@ -160,6 +160,9 @@ void suite_dense(Context& ctx, bool fp8, const std::vector<Shape>& shapes, std::
 void suite_nvfp4_gemv(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
 // The M-grouped GEMMs (suites contiguous-fp8/-bf16, masked-fp8/-bf16; suites_grouped.cpp).
 void suite_m_grouped(Context& ctx, bool masked, bool fp8, const std::vector<Shape>& shapes, std::vector<Case>& out);
+// FP8 per-token quantization against a per-group kernel and the copy rate (suite quant; suites_quant.cpp).
+void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+std::vector<Shape> quant_shapes();
 
 // ---- what every suite does with a case (suites.cpp) ----------------------------------------------
 

@@ -26,7 +26,7 @@ inline std::string to_string(const Shape& s) {
 inline const std::vector<std::string>& known_suites() {
   static const std::vector<std::string> names = {
       "copy", "layout", "dense-bf16", "dense-fp8", "nvfp4-gemv",
-      "contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16"};
+      "contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16", "quant"};
   return names;
 }
 

@@ -71,6 +71,7 @@ std::vector<Shape> shapes_for(const std::string& suite, const Options& o) {
   if (!o.shapes.empty()) return o.shapes;
   if (suite == "copy") return copy_shapes();
   if (suite == "layout") return layout_shapes();
+  if (suite == "quant") return quant_shapes();
   if (suite == "nvfp4-gemv") return nvfp4_gemv_shapes();
   if (suite == "contiguous-fp8" || suite == "contiguous-bf16") return contiguous_shapes();
   if (suite == "masked-fp8" || suite == "masked-bf16") return masked_shapes();
@@ -182,6 +183,7 @@ int run(int argc, char** argv) {
     else if (s == "contiguous-bf16") suite_m_grouped(ctx, false, false, shapes, cases);
     else if (s == "masked-fp8") suite_m_grouped(ctx, true, true, shapes, cases);
     else if (s == "masked-bf16") suite_m_grouped(ctx, true, false, shapes, cases);
+    else if (s == "quant") suite_quant(ctx, shapes, cases);
   }
 
   const Json summary = summarize_cases(cases);
