@@ -41,6 +41,7 @@ mod k_grouped;
 mod layout;
 mod log;
 mod mqa;
+mod quant;
 mod stream;
 mod tensor;
 
@@ -61,6 +62,7 @@ pub use layout::{
 };
 pub use log::{log_level, set_log_callback, set_log_level, LogLevel};
 pub use mqa::mqa_logits_layout;
+pub use quant::QuantOptions;
 pub use stream::{device_capability, device_count, Stream};
 pub use tensor::{DType, Tensor, TensorInfo};
 

@@ -1,0 +1,103 @@
+//! FP8 quantization (`dg_quantize_fp8_*`; docs/quantization.md): BF16 or FP32 tensors to E4M3
+//! codes with FP32 (or packed UE8M0) scales in the layouts the FP8 GEMMs read.
+
+use std::ptr;
+
+use dg_sys as sys;
+
+use crate::error::{check, Result};
+use crate::grouped::MGroupedLayout;
+use crate::stream::Stream;
+use crate::tensor::Tensor;
+
+/// Options of the quantization calls (`dg_quant_options`, started from `DG_QUANT_OPTIONS_INIT`):
+/// FP32 scales as computed and an amax floor of 1e-4 by default. Setters chain.
+#[derive(Clone, Copy, Debug)]
+pub struct QuantOptions {
+    raw: sys::dg_quant_options,
+}
+
+impl Default for QuantOptions {
+    fn default() -> Self {
+        QuantOptions { raw: sys::DG_QUANT_OPTIONS_INIT }
+    }
+}
+
+impl QuantOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Scales rounded up to powers of two (UE8M0 values); packed scales imply it.
+    pub fn pow2_scales(mut self, on: bool) -> Self {
+        self.raw.pow2_scales = on as i32;
+        self
+    }
+
+    /// The lower clamp of each group's amax: 0 for the default 1e-4, else 1e-30 ..= 1e30.
+    pub fn amax_floor(mut self, floor: f32) -> Self {
+        self.raw.amax_floor = floor;
+        self
+    }
+
+    /// The C struct, for calls through `dg_sys`.
+    pub fn as_raw(&self) -> &sys::dg_quant_options {
+        &self.raw
+    }
+}
+
+fn opts(o: Option<&QuantOptions>) -> *const sys::dg_quant_options {
+    o.map_or(ptr::null(), |o| &o.raw as *const _)
+}
+
+impl Stream {
+    /// Per-token 1 x 128 quantization (`dg_quantize_fp8_per_token`): x BFLOAT16 / FLOAT32 [M, K] or
+    /// [G, M, K] -> out FLOAT8_E4M3 of x's sizes and sf FLOAT32 [(G,) M, ceil(K/128)] in the
+    /// MN-major TMA-aligned layout (the FP8 GEMMs' sfa), or packed UE8M0X4.
+    pub fn quantize_fp8_per_token(&self, x: &Tensor, out: &Tensor, sf: &Tensor, options: Option<&QuantOptions>)
+                                  -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe { sys::dg_quantize_fp8_per_token(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), opts(options)) })
+    }
+
+    /// Per-token quantization for the M-grouped contiguous GEMMs
+    /// (`dg_quantize_fp8_per_token_contiguous`): rows of no group are not read, their codes and
+    /// scales written as 0.
+    pub fn quantize_fp8_per_token_contiguous(&self, x: &Tensor, out: &Tensor, sf: &Tensor, grouped_layout: &Tensor,
+                                             layout: MGroupedLayout, num_groups: i64,
+                                             options: Option<&QuantOptions>) -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_quantize_fp8_per_token_contiguous(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(),
+                                                      grouped_layout.as_raw(), layout.raw(), num_groups, opts(options))
+        })
+    }
+
+    /// Per-token quantization for the masked M-grouped GEMMs (`dg_quantize_fp8_per_token_masked`):
+    /// x [G, max_m, K], masked_m INT32 [G] read on the device only; rows past a count untouched.
+    pub fn quantize_fp8_per_token_masked(&self, x: &Tensor, out: &Tensor, sf: &Tensor, masked_m: &Tensor,
+                                         options: Option<&QuantOptions>) -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_quantize_fp8_per_token_masked(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(),
+                                                  masked_m.as_raw(), opts(options))
+        })
+    }
+
+    /// Per-block 128 x 128 quantization of weights (`dg_quantize_fp8_per_block`): x [N, K] or
+    /// [G, N, K], sf FLOAT32 [(G,) ceil(N/128), ceil(K/128)] contiguous.
+    pub fn quantize_fp8_per_block(&self, x: &Tensor, out: &Tensor, sf: &Tensor, options: Option<&QuantOptions>)
+                                  -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe { sys::dg_quantize_fp8_per_block(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), opts(options)) })
+    }
+
+    /// MN-major 1 x 128 quantization along K of x [K, MN] (`dg_quantize_fp8_mn_major`): the
+    /// K-grouped weight-gradient GEMMs' operands; sf FLOAT32 [MN, ceil(K/128)] MN-major TMA-aligned.
+    pub fn quantize_fp8_mn_major(&self, x: &Tensor, out: &Tensor, sf: &Tensor, options: Option<&QuantOptions>)
+                                 -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe { sys::dg_quantize_fp8_mn_major(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), opts(options)) })
+    }
+}
