@@ -674,7 +674,8 @@ DG_API dg_status dg_quantize_fp8_per_token_contiguous(dg_stream* stream, const d
  * layout that GEMM reads), masked_m INT32 [G] in device memory, read on the device only (no host
  * read: the call can be captured in a CUDA graph and replayed with new counts). Rows r >=
  * clamp(masked_m[g], 0, max_m) of group g are neither read nor written, codes and scales alike
- * (the masked GEMMs zero those rows of D whatever they hold); work for them ends at the count. */
+ * (the masked GEMMs zero those rows of D whatever they hold), and cost nothing: a grid sized for
+ * the device walks the valid rows. G at most 1024 (as the masked GEMMs; else DG_ERROR_UNSUPPORTED). */
 DG_API dg_status dg_quantize_fp8_per_token_masked(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
                                                   const dg_tensor* sf, const dg_tensor* masked_m,
                                                   const dg_quant_options* options);

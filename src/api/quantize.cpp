@@ -251,6 +251,9 @@ DG_API dg_status dg_quantize_fp8_per_token_masked(dg_stream* stream, const dg_te
     DG_TRY(plan_per_token(x, out, sf, options, {3}, QuantGrouping::kMasked, &t));
     DG_TRY(dg::check_tensor(masked_m, "masked_m"));
     DG_TRY(dg::api::check_int_vector(*masked_m, "masked_m", x->sizes[0], "G, one row count per group"));
+    if (x->sizes[0] > dg::ops::kQuantMaxMaskedGroups)
+      return dg::fail(DG_ERROR_UNSUPPORTED, "masked_m: {} groups (the masked layout takes at most {}, as the masked "
+                      "GEMMs)", x->sizes[0], dg::ops::kQuantMaxMaskedGroups);
     t.p.groups = static_cast<const int32_t*>(masked_m->data);
     t.p.num_groups = static_cast<int32_t>(x->sizes[0]);
     return launch(stream, t, x, out, sf);

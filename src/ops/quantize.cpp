@@ -1,5 +1,7 @@
 #include "ops/quantize.h"
 
+#include <algorithm>
+
 #include "jit/kernel_cache.h"
 #include "runtime/checked.h"
 #include "runtime/launch.h"
@@ -75,9 +77,16 @@ bool quantize_vec_ok(const void* x, size_t esize, const int64_t* x_strides, int 
   return true;
 }
 
-void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, unsigned grid[3]) {
+void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, bool masked, int num_sms, unsigned grid[3]) {
   switch (op) {
     case QuantOp::kPerToken:
+      if (masked) {
+        const int64_t warps = batch * rows * ceil_div(cols, int64_t{kQuantColsPerCta});
+        grid[0] = static_cast<unsigned>(
+            std::min<int64_t>(ceil_div(warps, int64_t{kQuantRowsPerCta}), int64_t{num_sms} * kQuantMaskedCtasPerSm));
+        grid[1] = grid[2] = 1;
+        return;
+      }
       grid[0] = static_cast<unsigned>(ceil_div(rows, int64_t{kQuantRowsPerCta}));
       grid[1] = static_cast<unsigned>(ceil_div(cols, int64_t{kQuantColsPerCta}));
       grid[2] = static_cast<unsigned>(batch);
@@ -115,8 +124,12 @@ dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const Q
   DG_TRY(stream.device->kernels->get(
       key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, config_of(stream),
       &kernel));
+  const bool masked = v.op == QuantOp::kPerToken && v.grouping == QuantGrouping::kMasked;
+  int num_sms = 0;
+  if (masked) DG_TRY(num_sms_of(stream, &num_sms));
   LaunchConfig lc;
-  quantize_grid(v.op, batch, v.op == QuantOp::kPerToken ? p.sf_rows : p.rows, p.cols, lc.grid);
+  quantize_grid(v.op, batch, v.op == QuantOp::kPerToken && !masked ? p.sf_rows : p.rows, p.cols, masked, num_sms,
+                lc.grid);
   if (lc.grid[0] == 0 || lc.grid[1] == 0 || lc.grid[2] == 0) return DG_SUCCESS;
   lc.block[0] = kQuantThreads;
   lc.pdl = config_of(stream).pdl;

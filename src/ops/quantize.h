@@ -42,6 +42,8 @@ constexpr int kQuantRowsPerCta = kQuantThreads / 32;    // per-token: one row pe
 constexpr int kQuantColsPerCta = 32 * 16;               // per-token: a warp's columns (16 per lane)
 constexpr int kQuantVecElems = 16;                      // 16-byte variants: axis a multiple of 16
 constexpr float kQuantDefaultAmaxFloor = 1e-4f;         // docs/quantization.md
+constexpr int kQuantMaxMaskedGroups = 1024;              // masked: the groups' table in shared memory
+constexpr int kQuantMaskedCtasPerSm = 4;                 // masked: the grid walking the valid rows
 // The kernels' family key: kFamilyElementwise with this first parameter (1 is the GEMM scale pass).
 constexpr int64_t kElementwiseQuantize = 2;
 
@@ -65,8 +67,10 @@ bool quantize_vec_ok(const void* x, size_t esize, const int64_t* x_strides, int 
                      const int64_t* out_strides, int nout, int64_t axis);
 
 // The launch grid of a problem: per-token [batch] x rows x cols (rows including the scales'
-// padding rows), per-block [batch] x rows x cols, MN-major K rows x MN columns.
-void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, unsigned grid[3]);
+// padding rows), per-block [batch] x rows x cols, MN-major K rows x MN columns. Masked per-token
+// problems (`masked`) get one dimension: at most num_sms * kQuantMaskedCtasPerSm blocks, fewer
+// when the largest possible work (every row valid) needs fewer.
+void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, bool masked, int num_sms, unsigned grid[3]);
 
 // Largest problem the kernels' 32-bit sizes and grid take: DG_ERROR_UNSUPPORTED naming `arg`.
 dg_status check_quantize_limits(QuantOp op, int64_t batch, int64_t rows, int64_t cols, const char* arg);

@@ -162,7 +162,7 @@ TEST_CASE("batched, contiguous and masked per-token quantization") {
     REQUIRE(dg_quantize_fp8_per_token_masked(stream.s, x3.t, out3.t, sf3.t, masked.t, nullptr) == DG_SUCCESS);
     const Launch l = only_launch(fake, &p);
     CHECK(l.kernel == "dg_quantize_fp8_per_token_bf16_v16_masked");
-    check_grid(l, 9, 2, 3);
+    check_grid(l, 3 * 72 * 2 / 8, 1, 1);  // every row valid: 432 warps of work, 54 blocks
     CHECK(p.groups == fake_address(4));
     CHECK(p.num_groups == g);
     CHECK(p.rows == max_m);
@@ -200,6 +200,34 @@ TEST_CASE("batched, contiguous and masked per-token quantization") {
                                                nullptr) == DG_ERROR_INVALID_ARGUMENT);
     CHECK(std::string(dg_last_error()).rfind("num_groups:", 0) == 0);
   }
+  CHECK(fake.take().empty());
+}
+
+TEST_CASE("masked per-token quantization: a grid of at most four blocks per SM walks the valid rows") {
+  FakeDriver fake(0);
+  Stream stream;
+  QuantParams p;
+  const int64_t g = 32, max_m = 256, k = 7168;
+  std::vector<int64_t> st;
+  const std::vector<int64_t> ss = sf_layout({g, max_m, 56}, false, &st);
+  Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {g, max_m, k});
+  Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {g, max_m, k});
+  Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, ss, st);
+  Tensor masked(fake_address(4), DG_DTYPE_INT32, {g});
+  REQUIRE(dg_quantize_fp8_per_token_masked(stream.s, x.t, out.t, sf.t, masked.t, nullptr) == DG_SUCCESS);
+  const Launch l = only_launch(fake, &p);
+  check_grid(l, unsigned(kSms * 4), 1, 1);
+  CHECK(p.rows == max_m);
+  CHECK(p.num_groups == g);
+  CHECK(p.sf_batch == max_m * 56);
+  // More groups than the kernel's table: refused, naming masked_m.
+  Tensor x2(fake_address(1), DG_DTYPE_BFLOAT16, {1025, 64, 128});
+  Tensor out2(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {1025, 64, 128});
+  const std::vector<int64_t> ss2 = sf_layout({1025, 64, 1}, false, &st);
+  Tensor sf2(fake_address(3), DG_DTYPE_FLOAT32, ss2, st);
+  Tensor masked2(fake_address(4), DG_DTYPE_INT32, {1025});
+  CHECK(dg_quantize_fp8_per_token_masked(stream.s, x2.t, out2.t, sf2.t, masked2.t, nullptr) == DG_ERROR_UNSUPPORTED);
+  CHECK(std::string(dg_last_error()).rfind("masked_m:", 0) == 0);
   CHECK(fake.take().empty());
 }
 

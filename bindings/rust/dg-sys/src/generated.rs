@@ -737,7 +737,8 @@ extern "C" {
     /// layout that GEMM reads), masked_m INT32 [G] in device memory, read on the device only (no host
     /// read: the call can be captured in a CUDA graph and replayed with new counts). Rows r >=
     /// clamp(masked_m[g], 0, max_m) of group g are neither read nor written, codes and scales alike
-    /// (the masked GEMMs zero those rows of D whatever they hold); work for them ends at the count.
+    /// (the masked GEMMs zero those rows of D whatever they hold), and cost nothing: a grid sized for
+    /// the device walks the valid rows. G at most 1024 (as the masked GEMMs; else DG_ERROR_UNSUPPORTED).
     /// ```
     pub fn dg_quantize_fp8_per_token_masked(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, masked_m: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
 
