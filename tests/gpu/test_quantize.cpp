@@ -3,8 +3,9 @@
 // deterministic), on fresh random inputs spanning 2^-20 .. 2^20 with all-zero groups, poisoned
 // outputs (0xff) so that unwritten bytes show, odd M / K tails, both input dtypes, FP32 / power-of-two
 // / packed UE8M0 scales, NaN and inf inputs, the contiguous (indices, psum) and masked layouts (also
-// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, and an end-to-end
-// quantize -> dg_fp8_gemm_nt against a reference GEMM on the unquantized values.
+// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, and end to end:
+// quantize -> dg_fp8_gemm_nt and -> the M-grouped FP8 GEMMs (contiguous with NaN in the padding rows
+// that must not be read, masked) against reference GEMMs on the unquantized values.
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 
@@ -520,5 +521,96 @@ TEST_CASE("quantize -> dg_fp8_gemm_nt matches a reference GEMM on the unquantize
     const double diff = dg::test::calc_diff(ref, got);
     CAPTURE(pow2);
     CHECK(diff < 2e-3);  // FP8 inputs: DeepGEMM's own tests accept 1e-3 on dequantized references
+  }
+}
+
+TEST_CASE("quantize -> M-grouped FP8 GEMMs (contiguous with padding rows, masked) match a reference") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(123);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t g = 4, n = 256, k = 1024, kb = k / 128;
+  std::vector<float> w(g * n * k);
+  for (float& v : w) v = bf2f(f2bf(nd(rng) * 0.05f));
+  Buf dw(gpu.device, w.size() * 2), qw(gpu.device, w.size()), sfw(gpu.device, g * (n / 128) * kb * 4);
+  dw.upload(to_bytes(w, true));
+  Tensor tw(dw.data(), DG_DTYPE_BFLOAT16, {g, n, k}), tqw(qw.data(), DG_DTYPE_FLOAT8_E4M3, {g, n, k});
+  Tensor tsfw(sfw.data(), DG_DTYPE_FLOAT32, {g, n / 128, kb});
+  REQUIRE(dg_quantize_fp8_per_block(gpu.stream, tw.t, tqw.t, tsfw.t, nullptr) == DG_SUCCESS);
+  // D rows of group gi against the reference on the unquantized values; `valid` rows compared.
+  auto check_rows = [&](const std::vector<float>& x, const std::vector<uint16_t>& d, int64_t row0, int64_t rows,
+                        int64_t gi, std::vector<double>& ref, std::vector<double>& got) {
+    for (int64_t r = row0; r < row0 + rows; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t t = 0; t < k; ++t) acc += double(x[r * k + t]) * w[(gi * n + j) * k + t];
+        ref.push_back(acc);
+        got.push_back(bf2f(d[r * n + j]));
+      }
+  };
+  SUBCASE("contiguous, indices with -1 padding") {
+    const int64_t m = 640;
+    const int32_t sizes[4] = {100, 0, 250, 1};
+    std::vector<int32_t> idx(m, -1);
+    int64_t row = 0;
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (int32_t gi = 0; gi < 4; ++gi) {
+      for (int32_t i = 0; i < sizes[gi]; ++i) idx[row + i] = gi;
+      spans.push_back({row, sizes[gi]});
+      row = (row + sizes[gi] + 127) / 128 * 128;
+    }
+    std::vector<float> x(m * k);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t t = 0; t < k; ++t) x[r * k + t] = idx[r] < 0 ? NAN : bf2f(f2bf(nd(rng)));  // padding: never read
+    Buf dx(gpu.device, x.size() * 2), qa(gpu.device, m * k), sfa(gpu.device, m * kb * 4), di(gpu.device, m * 4);
+    Buf dd(gpu.device, m * n * 2);
+    dx.upload(to_bytes(x, true));
+    di.upload(idx);
+    qa.poison();
+    sfa.poison();
+    dd.poison();
+    Tensor tx(dx.data(), DG_DTYPE_BFLOAT16, {m, k}), tqa(qa.data(), DG_DTYPE_FLOAT8_E4M3, {m, k});
+    Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, m}), ti(di.data(), DG_DTYPE_INT32, {m});
+    Tensor td(dd.data(), DG_DTYPE_BFLOAT16, {m, n});
+    REQUIRE(dg_quantize_fp8_per_token_contiguous(gpu.stream, tx.t, tqa.t, tsfa.t, ti.t, DG_M_GROUPED_LAYOUT_INDICES, g,
+                                                 nullptr) == DG_SUCCESS);
+    REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_contiguous(gpu.stream, tqa.t, tsfa.t, tqw.t, tsfw.t, td.t, ti.t,
+                                                        DG_M_GROUPED_LAYOUT_INDICES, 0, nullptr) == DG_SUCCESS,
+                    dg_last_error());
+    std::vector<uint16_t> d(m * n);
+    dd.download(d.data(), d.size() * 2);
+    std::vector<double> ref, got;
+    for (int64_t gi = 0; gi < g; ++gi) check_rows(x, d, spans[gi].first, spans[gi].second, gi, ref, got);
+    CHECK(dg::test::calc_diff(ref, got) < 2e-3);
+    int64_t nonzero_padding = 0;  // padding rows of the computed blocks (rows 0 .. 511): zeros
+    for (int64_t r = 0; r < 512; ++r)
+      if (idx[r] < 0)
+        for (int64_t j = 0; j < n; ++j) nonzero_padding += (d[r * n + j] & 0x7fff) != 0;
+    CHECK(nonzero_padding == 0);
+  }
+  SUBCASE("masked") {
+    const int64_t max_m = 128;
+    const std::vector<int32_t> counts = {7, 0, 128, 60};
+    std::vector<float> x(g * max_m * k);
+    for (int64_t r = 0; r < g * max_m; ++r)
+      for (int64_t t = 0; t < k; ++t) x[r * k + t] = (r % max_m) < counts[r / max_m] ? bf2f(f2bf(nd(rng))) : NAN;
+    Buf dx(gpu.device, x.size() * 2), qa(gpu.device, g * max_m * k), sfa(gpu.device, g * max_m * kb * 4);
+    Buf dm(gpu.device, g * 4), dd(gpu.device, g * max_m * n * 2);
+    dx.upload(to_bytes(x, true));
+    dm.upload(counts);
+    qa.poison();
+    sfa.poison();
+    Tensor tx(dx.data(), DG_DTYPE_BFLOAT16, {g, max_m, k}), tqa(qa.data(), DG_DTYPE_FLOAT8_E4M3, {g, max_m, k});
+    Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {g, max_m, kb}, {max_m * kb, 1, max_m});
+    Tensor tm(dm.data(), DG_DTYPE_INT32, {g}), td(dd.data(), DG_DTYPE_BFLOAT16, {g, max_m, n});
+    REQUIRE(dg_quantize_fp8_per_token_masked(gpu.stream, tx.t, tqa.t, tsfa.t, tm.t, nullptr) == DG_SUCCESS);
+    REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_masked(gpu.stream, tqa.t, tsfa.t, tqw.t, tsfw.t, td.t, tm.t, 64, nullptr) ==
+                        DG_SUCCESS,
+                    dg_last_error());
+    std::vector<uint16_t> d(g * max_m * n);
+    dd.download(d.data(), d.size() * 2);
+    std::vector<double> ref, got;
+    for (int64_t gi = 0; gi < g; ++gi) check_rows(x, d, gi * max_m, counts[gi], gi, ref, got);
+    CHECK(dg::test::calc_diff(ref, got) < 2e-3);
   }
 }
