@@ -6,6 +6,9 @@
 //   q     = E4M3(x * (1 / scale)), both roundings to nearest even, saturating at +-448, NaN -> NaN.
 // The maxima are taken on the bit patterns of |x| (unsigned order = float order for non-negative
 // floats, and NaN patterns sort above +inf), so the result does not depend on the reduction order.
+// An epilogue matches the stand-alone kernel bit for bit when it feeds these functions the values
+// that kernel would read: e.g. its FP32 accumulators rounded to BF16 first, to match quantizing the
+// BF16 D of the unfused GEMM.
 #pragma once
 #include <dg/types.cuh>
 
