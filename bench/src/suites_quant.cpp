@@ -94,7 +94,8 @@ void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Cas
         check_against_peer(ctx, q, sf, q_ref, sf_ref, g, m, k, res);
       });
       Call memcpy_call = [&](int) {
-        const cudaError_t e = cudaMemcpyAsync(copy_dst.ptr, copy_src.ptr, moved / 2, cudaMemcpyDeviceToDevice, ctx.cu_stream);
+        const cudaError_t e =
+            cudaMemcpyAsync(copy_dst.ptr, copy_src.ptr, moved / 2, cudaMemcpyDeviceToDevice, ctx.cu_stream);
         return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
       };
       run_contender(ctx, copy, memcpy_call, 1, nullptr, 0, [](Result&) {});

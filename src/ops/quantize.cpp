@@ -36,9 +36,9 @@ jit::KernelSpec quantize_kernel_spec(const QuantVariant& v) {
   const bool per_token = v.op == QuantOp::kPerToken;
   jit::KernelSpec spec;
   spec.template_name = "kernels/quantize.cu.j2";
+  const bool grouped = per_token && v.grouping != QuantGrouping::kNone;
   spec.kernel_name = fmt::format("dg_quantize_fp8_{}_{}{}{}{}", op_name(v.op), v.fp32 ? "f32" : "bf16",
-                                 v.vec ? "_v16" : "_v1",
-                                 per_token && v.grouping != QuantGrouping::kNone ? fmt::format("_{}", grouping_name(v.grouping)) : "",
+                                 v.vec ? "_v16" : "_v1", grouped ? fmt::format("_{}", grouping_name(v.grouping)) : "",
                                  per_token && v.packed ? "_ue8m0x4" : "");
   spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
                                       {"op", op_name(v.op)},
@@ -57,8 +57,8 @@ int quantize_variants(QuantVariant* out, int capacity) {
   };
   for (bool fp32 : {false, true})
     for (bool vec : {false, true}) {
-      for (QuantGrouping g : {QuantGrouping::kNone, QuantGrouping::kIndices, QuantGrouping::kPsum, QuantGrouping::kMasked})
-        for (bool packed : {false, true}) add({QuantOp::kPerToken, fp32, vec, g, packed});
+      for (int g = 0; g <= static_cast<int>(QuantGrouping::kMasked); ++g)
+        for (bool packed : {false, true}) add({QuantOp::kPerToken, fp32, vec, static_cast<QuantGrouping>(g), packed});
       add({QuantOp::kPerBlock, fp32, vec, QuantGrouping::kNone, false});
       add({QuantOp::kMnMajor, fp32, vec, QuantGrouping::kNone, false});
     }

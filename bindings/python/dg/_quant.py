@@ -69,7 +69,8 @@ def _run(fn_name: str, x: Tensor, out: Optional[Tensor], sf: Optional[Tensor], e
 def _token_sf(packed: bool):
     def shape(x_info: TensorInfo):
         sizes = list(x_info.shape[:-1]) + [_ceil(x_info.shape[-1], GROUP)]
-        layout = (get_mn_major_tma_aligned_packed_ue8m0_tensor_layout if packed else get_mn_major_tma_aligned_tensor_layout)(sizes)
+        query = get_mn_major_tma_aligned_packed_ue8m0_tensor_layout if packed else get_mn_major_tma_aligned_tensor_layout
+        layout = query(sizes)
         return layout.dtype, layout.sizes, layout.strides
 
     return shape
