@@ -117,6 +117,9 @@ dg_status check_quantize_limits(QuantOp op, int64_t batch, int64_t rows, int64_t
 }
 
 dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const QuantParams& p, int64_t batch) {
+  const bool masked = v.op == QuantOp::kPerToken && v.grouping == QuantGrouping::kMasked;
+  int num_sms = 0;
+  if (masked) DG_TRY(num_sms_of(stream, &num_sms));
   const jit::KernelKey key(jit::kFamilyElementwise,
                            {kElementwiseQuantize, static_cast<int64_t>(v.op), v.fp32, v.vec,
                             static_cast<int64_t>(v.grouping), v.packed});
@@ -124,9 +127,6 @@ dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const Q
   DG_TRY(stream.device->kernels->get(
       key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, config_of(stream),
       &kernel));
-  const bool masked = v.op == QuantOp::kPerToken && v.grouping == QuantGrouping::kMasked;
-  int num_sms = 0;
-  if (masked) DG_TRY(num_sms_of(stream, &num_sms));
   LaunchConfig lc;
   quantize_grid(v.op, batch, v.op == QuantOp::kPerToken && !masked ? p.sf_rows : p.rows, p.cols, masked, num_sms,
                 lc.grid);

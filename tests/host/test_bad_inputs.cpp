@@ -844,7 +844,7 @@ std::vector<Entry> entries() {
       x.aligned.push_back("masked_m");
     }
     x.options = "quant";
-    x.stops_at_sm_cap = false;
+    x.stops_at_sm_cap = masked;  // its grid follows the SM count
     x.stream = true;
     x.call = [f](const Context& c, const Args& a, const Handles& h) {
       dg_stream* s = as_mut_stream(c, a);
