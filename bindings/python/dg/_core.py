@@ -254,6 +254,8 @@ def available() -> Dict[str, bool]:
               "dg_k_grouped_bf16_gemm_tn_contiguous", "dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor"]
     names += ["dg_fp8_mqa_logits", "dg_fp8_mqa_logits_compressed", "dg_get_paged_mqa_logits_metadata",
               "dg_fp8_paged_mqa_logits"]
+    names += ["dg_quantize_fp8_%s" % f for f in ("per_token", "per_token_contiguous", "per_token_masked", "per_block",
+                                                 "mn_major")]
     lib = _lib.get()
     out = {n[3:]: lib.has(n) for n in names}
     if not cublaslt_available():  # symbols present, cuBLASLt itself not loadable

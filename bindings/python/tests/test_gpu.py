@@ -785,3 +785,40 @@ def test_fp8_paged_mqa_logits(next_n, two_d):
                                         clean_logits=True)
         assert again.data_ptr() != logits.data_ptr() and again.stride() == logits.stride()
         assert torch.equal(again, logits)
+
+
+def _ref_quant(x, groups_along_last=True):
+    """docs/quantization.md in torch: amax per 128 along the last dim, floor 1e-4, x * (1 / scale)."""
+    m, k = x.shape
+    pad = (-k) % 128
+    xf = torch.nn.functional.pad(x.float(), (0, pad)).view(m, -1, 128)
+    scale = xf.abs().amax(dim=2).clamp(min=1e-4) / 448.0
+    q = (xf * (1.0 / scale).unsqueeze(2)).clamp(-448, 448).to(torch.float8_e4m3fn).view(m, -1)[:, :k]
+    return q, scale
+
+
+@pytest.mark.parametrize("m,k", [(1, 128), (77, 7168), (300, 1000)])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_quantize_fp8_per_token(m, k, dtype):
+    require("quantize_fp8_per_token")
+    x = torch.randn(m, k, device="cuda", dtype=getattr(torch, dtype)) * 3
+    q, sf = dg.quantize_fp8_per_token(x)
+    torch.cuda.synchronize()
+    q_ref, s_ref = _ref_quant(x)
+    assert sf.shape == (m, (k + 127) // 128) and sf.stride(0) == 1
+    assert torch.equal(sf, s_ref)
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8))
+
+
+def test_quantize_fp8_then_gemm():
+    require("quantize_fp8_per_token")
+    m, n, k = 256, 512, 1024
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+    qa, sfa = dg.quantize_fp8_per_token(a)
+    qb, sfb = dg.quantize_fp8_per_block(b)
+    qw, sfw = dg.quantize_fp8_mn_major(a.t().contiguous())
+    assert qw.shape == (k, m) and sfw.shape == (m, k // 128)
+    d = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    dg.fp8_gemm_nt((qa, sfa), (qb, sfb), d)
+    assert calc_diff(d, a.float() @ b.float().t()) < 2e-3
