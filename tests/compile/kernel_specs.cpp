@@ -12,6 +12,7 @@
 #include "ops/layout.h"
 #include "ops/mqa_logits.h"
 #include "ops/nvfp4_gemv.h"
+#include "ops/quantize.h"
 #include "ops/skinny_gemm.h"
 #include "ops/transpose.h"
 
@@ -137,6 +138,9 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));
   add(dg::ops::transpose_kernel_spec());
+  std::vector<dg::ops::QuantVariant> quant(dg::ops::quantize_variants(nullptr, 0));
+  dg::ops::quantize_variants(quant.data(), static_cast<int>(quant.size()));
+  for (const dg::ops::QuantVariant& v : quant) add(dg::ops::quantize_kernel_spec(v));
 
   for (const dg::ops::MqaLogitsConfig& c : dg::ops::all_mqa_logits_configs()) add(dg::ops::mqa_logits_kernel_spec(c));
   for (const dg::ops::PagedMqaLogitsConfig& c : dg::ops::all_paged_mqa_logits_configs())
