@@ -287,6 +287,15 @@ TEST_CASE("quantize per token: NaN, inf and zero groups") {
   uint32_t amax = 0;
   for (int64_t j = 128; j < 256; ++j) amax = std::max(amax, bits_of(x[1 * k + j]) & 0x7fffffffu);
   CHECK(bits_of(scale(1, 1)) == bits_of(ref_scale(amax, 1e-4f, false)));
+  // Packed UE8M0: NaN and inf groups get code 0xff, the zero group the floor's power of two.
+  Buf dpk(gpu.device, 4 * 4);
+  dpk.poison(0x00);
+  Tensor tpk(dpk.data(), DG_DTYPE_UE8M0X4, {m, 1}, {1, 4});
+  REQUIRE(dg_quantize_fp8_per_token(gpu.stream, tx.t, tout.t, tpk.t, nullptr) == DG_SUCCESS);
+  const std::vector<uint32_t> words = dpk.download<uint32_t>();
+  CHECK((words[0] & 0xffff) == 0xffff);          // row 0: groups 0 (NaN) and 1 (inf)
+  CHECK(((words[1] >> 16) & 0xff) == 0xff);      // row 1: group 2 (NaN)
+  CHECK((words[2] >> 24) == ((bits_of(ref_scale(0, 1e-4f, true)) >> 23) & 0xff));  // row 2: group 3 (zeros)
 }
 
 TEST_CASE("quantize per token: M-grouped contiguous layouts (indices, psum)") {
