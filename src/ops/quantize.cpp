@@ -123,10 +123,9 @@ dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const Q
   const jit::KernelKey key(jit::kFamilyElementwise,
                            {kElementwiseQuantize, static_cast<int64_t>(v.op), v.fp32, v.vec,
                             static_cast<int64_t>(v.grouping), v.packed});
-  const jit::Kernel* kernel = nullptr;
-  DG_TRY(stream.device->kernels->get(
-      key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, config_of(stream),
-      &kernel));
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(
+      stream, key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, &kernel));
   LaunchConfig lc;
   quantize_grid(v.op, batch, v.op == QuantOp::kPerToken && !masked ? p.sf_rows : p.rows, p.cols, masked, num_sms,
                 lc.grid);
