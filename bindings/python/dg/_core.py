@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 from . import _lib
 from ._lib import LogCallback
 from .errors import InvalidArgument
-from .api import _int32, _LAYOUTS
+from ._arguments import _int32, _LAYOUTS
 from ._cublaslt import cublaslt_available
 
 

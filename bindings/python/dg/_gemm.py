@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from . import _fast, _lib, _stream
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument
-from .api import (
+from ._arguments import (
     Recipe,
     StreamLike,
     Tensor,

@@ -9,7 +9,7 @@ from . import _lib
 from ._lib import NvFp4GemvOptions
 from ._tensor import ROLE_FP4, Descriptors
 from .errors import InvalidArgument
-from .api import StreamLike, Tensor, _int32, _prepare, _writable
+from ._arguments import StreamLike, Tensor, _int32, _prepare, _writable
 
 
 def nvfp4_gemv(

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import _lib, _stream
 from ._tensor import ROLE_SF, Descriptors, TensorInfo
-from .api import (
+from ._arguments import (
     StreamLike,
     Tensor,
     _dtype_arg,

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import _lib, _stream
 from ._gemm import fp8_gemm_workspace_size
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
-from .api import (
+from ._arguments import (
     StreamLike, Tensor, _dtype_arg, _gemm_options, _ks_array, _nbytes, _pair, _prepare_call, _sf_recipe, _transform_info,
     _writable,
 )

@@ -9,7 +9,7 @@ from typing import Callable, Optional, Sequence, Tuple
 from . import _lib
 from ._tensor import FLOAT32, ROLE_SF, UE8M0X4, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument, Unsupported
-from .api import SfLayout, StreamLike, Tensor, _ks_array, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
+from ._arguments import SfLayout, StreamLike, Tensor, _ks_array, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
 
 
 def get_tma_aligned_size(x: int, element_size: int) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 from . import _fast, _lib, _stream
 from ._tensor import BFLOAT16, FLOAT32, INT32, Descriptors, TensorInfo, TorchAllocation, describe
-from .api import StreamLike, Tensor, _dtype_arg, _int32, _pair, _prepare_call, _writable
+from ._arguments import StreamLike, Tensor, _dtype_arg, _int32, _pair, _prepare_call, _writable
 from .errors import InvalidArgument
 
 

@@ -142,12 +142,12 @@ def test_recipe_shape_errors():
 
 def test_non_torch_input_needing_a_copy_asks_for_out(monkeypatch):
     # Without a device the stream cannot be created, so check the message path on the query.
-    from dg import api
+    from dg import _arguments
 
     info = dg.TensorInfo(0x1000, 1, (256, 4), (4, 1), None)
-    monkeypatch.setattr(api, "_query_sf", lambda *a, **k: dg.SfLayout(False, 1, (256, 4), (1, 256), 4096))
+    monkeypatch.setattr(_arguments, "_query_sf", lambda *a, **k: dg.SfLayout(False, 1, (256, 4), (1, 256), 4096))
     with pytest.raises(dg.InvalidArgument, match="pass out="):
-        api._transform_info(None, info, 256, 512, api._sf_recipe(1, 128, 0, False), None, "sfa")
+        _arguments._transform_info(None, info, 256, 512, _arguments._sf_recipe(1, 128, 0, False), None, "sfa")
 
 
 def test_pair_arguments_are_checked(monkeypatch):

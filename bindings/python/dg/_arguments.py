@@ -1,10 +1,16 @@
-"""Argument plumbing that every call family shares: describing tensors and resolving the stream
-of a call, int32 checks, memoised ctypes structures, scaling-factor recipes and layout queries,
-and the GEMMs' layout names, recipes and options.
+"""Argument handling that every call family shares (private: no public function lives here):
+describing tensors and resolving the stream of a call, integer checks, memoised ctypes
+structures, scaling-factor recipes and layout queries, and the GEMMs' layout names, recipes and
+options.
 
-The public functions live in one module per family (``_core``, ``_layout``, ``_gemm``,
-``_grouped``, ``_cublaslt``, ``_gemv``) and are exported by ``dg/__init__.py``; a new kernel family
-adds a module beside them that builds on these helpers."""
+The public functions live in one module per family and are exported by ``dg/__init__.py``:
+``_core`` (version, logging, config, devices), ``_layout`` (host utilities and scale layouts),
+``_gemm`` (dense GEMMs), ``_grouped`` (M-grouped), ``_k_grouped`` (K-grouped), ``_mqa`` (MQA
+logits), ``_gemv`` (NVFP4 GEMV), ``_cublaslt`` (the cuBLASLt baseline) and ``_stream``
+(``dg.Stream``). Beneath them: ``_tensor`` (tensor descriptors from torch, DLPack and the CUDA
+array interface), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
+libdg), ``_declarations`` (ctypes declarations generated from dg.h) and ``errors``. A new kernel
+family adds a module beside them that builds on these helpers."""
 
 from __future__ import annotations
 
