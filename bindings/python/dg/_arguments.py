@@ -82,18 +82,25 @@ def _prepare(args: Sequence[Tuple[Any, str, Optional[str]]], stream: StreamLike)
     return handle, infos
 
 
+# Tensor arguments that may be None (every call names its optional tensors so).
+_OPTIONAL_TENSORS = frozenset({"c", "out", "ks_tensor"})
+
+
 def _prepare_call(
     args: Sequence[Tuple[Any, str, Optional[str]]], stream: StreamLike
 ) -> Tuple[c_void_p, int, int, List[Optional[TensorInfo]]]:
     """Describes the tensors of one call and resolves its stream.
 
-    ``args`` are ``(object, name, role)``; ``None`` objects stay ``None``. DLPack objects are
+    ``args`` are ``(object, name, role)``; ``None`` objects stay ``None`` where the name is one of
+    :data:`_OPTIONAL_TENSORS`, and are refused otherwise, before the stream is resolved. DLPack objects are
     read after the stream is known, so ``__dlpack__(stream=...)`` can order the producer's work
     before ours."""
     infos: List[Optional[TensorInfo]] = [None] * len(args)
     pending: List[int] = []
     for i, (obj, name, role) in enumerate(args):
         if obj is None:
+            if name not in _OPTIONAL_TENSORS:  # before the stream: a missing tensor is not NoDevice
+                raise InvalidArgument("%s: expected a tensor, got None" % name)
             continue
         if isinstance(obj, TensorInfo) or is_torch_tensor(obj) or not hasattr(obj, "__dlpack__"):
             infos[i] = describe(obj, name, role)

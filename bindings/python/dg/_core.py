@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import LogCallback
-from .errors import InvalidArgument
+from .errors import ERROR_NO_DEVICE, InvalidArgument, NoDevice
 from ._arguments import _int32, _int64, _LAYOUTS
 from ._cublaslt import cublaslt_available
 
@@ -90,8 +90,17 @@ def set_num_sms(n: int) -> None:
 
 
 def get_num_sms() -> int:
-    """The SM cap set with :func:`set_num_sms`, else the SM count of device 0 (0 with no device)."""
-    return int(_lib.get().fn("dg_get_num_sms")())
+    """The SM cap set with :func:`set_num_sms`, else the SM count of device 0.
+
+    Raises:
+        NoDevice: no cap is set and there is no device to count (``dg_get_num_sms`` returns 0).
+    """
+    n = int(_lib.get().fn("dg_get_num_sms")())
+    if n == 0:
+        count = device_count()  # raises NoDevice with the driver's reason when it cannot load
+        raise NoDevice("get_num_sms: no SM cap is set and %s" % (
+            "no CUDA device was found" if count == 0 else "device 0 reported no SMs"), status=ERROR_NO_DEVICE)
+    return n
 
 
 def set_tc_util(ratio: float) -> None:

@@ -4,14 +4,18 @@
 Discovery order (the first candidate that loads and is a compatible libdg wins):
 
 1. ``DG_LIBRARY_PATH``: a library file or a directory holding ``libdg.so*`` (several entries may be
-   separated by ``os.pathsep``);
-2. an installed libdg that pkg-config knows (``pkg-config --variable=libdir dg``): a user who
-   installed one chose it over the copy a wheel carries;
-3. the package's own folder (the wheel that ``pip install`` builds bundles ``libdg.so`` there);
-4. the build tree, ``<repo>/build/libdg.so*``, when the package is imported from the source tree;
+   separated by ``os.pathsep``): the one way to make an installed package use another libdg;
+2. the package's own folder (a wheel bundles ``libdg.so`` there);
+3. the build tree, ``<repo>/build/libdg.so*``, when the package is imported from the source tree;
+4. an installed libdg that pkg-config knows (``pkg-config --variable=libdir dg``);
 5. the system loader: ``ctypes.util.find_library("dg")``, then the soname ``libdg.so.<major>``.
 
 When nothing loads, :class:`dg.LibraryNotFoundError` lists every path tried and why it failed.
+
+libdg links NVRTC (``libnvrtc.so.<CUDA major>``). Before loading libdg, :func:`load_nvrtc` loads
+it from NVIDIA's ``nvidia-cuda-nvrtc`` wheel when that is installed (the wheel's dependency), else
+leaves it to the system loader, else tries ``$CUDA_HOME``/``$CUDA_PATH``/``/usr/local/cuda``; the
+dynamic loader then binds libdg to the copy already loaded. :func:`nvrtc_origin` says which.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ from . import _declarations, errors
 # The libdg major version this binding speaks.
 ABI_MAJOR = _declarations.DG_VERSION_MAJOR
 LIBRARY_NAME = "libdg.so"
+# The CUDA major whose NVRTC libdg links (the toolkit it was built with), and NVIDIA's PyPI wheel
+# that ships it: nvidia-cuda-nvrtc 13.x puts it in site-packages/nvidia/cu13/lib.
+CUDA_MAJOR = 13
+NVRTC_SONAME = "libnvrtc.so.%d" % CUDA_MAJOR
+NVRTC_WHEEL = "nvidia-cuda-nvrtc"
+NVRTC_WHEEL_DIR = os.path.join("cu%d" % CUDA_MAJOR, "lib")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -120,16 +130,6 @@ def _candidates(
                 yield "DG_LIBRARY_PATH", entry
             else:
                 tried.append((entry, "DG_LIBRARY_PATH: no such file or directory"))
-    if system:
-        libdir, why = _pkg_config_libdir()
-        if libdir:
-            files = _library_files(libdir)
-            if not files:
-                tried.append((os.path.join(libdir, LIBRARY_NAME + "*"), "pkg-config libdir: not present"))
-            for f in files:
-                yield "pkg-config", f
-        else:
-            tried.append(("pkg-config dg", why))
     if package_dir:
         files = _library_files(package_dir)
         if not files:
@@ -144,12 +144,83 @@ def _candidates(
         for f in files:
             yield "build tree", f
     if system:
+        libdir, why = _pkg_config_libdir()
+        if libdir:
+            files = _library_files(libdir)
+            if not files:
+                tried.append((os.path.join(libdir, LIBRARY_NAME + "*"), "pkg-config libdir: not present"))
+            for f in files:
+                yield "pkg-config", f
+        else:
+            tried.append(("pkg-config dg", why))
         name = ctypes.util.find_library("dg")
         if name:
             yield "find_library", name
         else:
             tried.append(("find_library('dg')", "system loader: not found"))
         yield "soname", "%s.%d" % (LIBRARY_NAME, ABI_MAJOR)
+
+
+# ---------------------------------------------------------------------------------------------
+# NVRTC
+# ---------------------------------------------------------------------------------------------
+
+_nvrtc: Optional[Tuple[str, str]] = None  # (origin, path or soname) once load_nvrtc succeeded
+
+
+def _nvrtc_wheel_dirs() -> List[str]:
+    """``nvidia/cu<major>/lib`` of every installed ``nvidia`` namespace package folder."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    return [os.path.join(r, NVRTC_WHEEL_DIR) for r in roots]
+
+
+def _cuda_toolkit_dirs() -> List[str]:
+    roots = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    dirs: List[str] = []
+    for root in roots:
+        if root:
+            dirs += [os.path.join(root, sub) for sub in ("lib64", "lib", os.path.join("targets", "x86_64-linux", "lib"))]
+    return dirs
+
+
+def nvrtc_candidates() -> List[Tuple[str, str]]:
+    """``(origin, path or soname)`` in the order :func:`load_nvrtc` tries them."""
+    found = [("nvidia-cuda-nvrtc wheel", os.path.join(d, NVRTC_SONAME)) for d in _nvrtc_wheel_dirs()]
+    found = [c for c in found if os.path.isfile(c[1])]
+    found.append(("system loader", NVRTC_SONAME))
+    found += [("CUDA toolkit", os.path.join(d, NVRTC_SONAME)) for d in _cuda_toolkit_dirs()
+              if os.path.isfile(os.path.join(d, NVRTC_SONAME))]
+    return found
+
+
+def load_nvrtc(tried: Optional[List[Tuple[str, str]]] = None) -> Optional[Tuple[str, str]]:
+    """Loads ``libnvrtc.so.<major>`` from the first of :func:`nvrtc_candidates` that loads, so that
+    libdg, loaded next, binds to it; returns ``(origin, path)`` or None (failures go to ``tried``)."""
+    global _nvrtc
+    if _nvrtc is not None:
+        return _nvrtc
+    for origin, path in nvrtc_candidates():
+        try:
+            ctypes.CDLL(path)
+        except OSError as exc:
+            if tried is not None:
+                tried.append((path, "NVRTC (%s): %s" % (origin, exc)))
+            continue
+        _nvrtc = (origin, path)
+        return _nvrtc
+    return None
+
+
+def nvrtc_origin() -> Optional[Tuple[str, str]]:
+    """Where the NVRTC libdg uses was loaded from, ``(origin, path or soname)``; None before libdg
+    is loaded or when libdg found it on its own."""
+    return _nvrtc
 
 
 def _try_load(path: str) -> Tuple[Optional[ctypes.CDLL], str]:
@@ -205,11 +276,18 @@ def load_library(
         "could not load libdg (%s); tried, in order:\n%s\n"
         "Set DG_LIBRARY_PATH to libdg.so or to the directory holding it." % (LIBRARY_NAME, lines)
     )
+    if any("libnvrtc" in why for _, why in tried):
+        message += (
+            "\nlibdg needs NVRTC (%s): `pip install '%s>=%d,<%d'` or a CUDA %d toolkit on the loader's path."
+            % (NVRTC_SONAME, NVRTC_WHEEL, CUDA_MAJOR, CUDA_MAJOR + 1, CUDA_MAJOR)
+        )
     raise errors.LibraryNotFoundError(message, tried)
 
 
 def default_load() -> Tuple[ctypes.CDLL, str]:
-    """Discovery with this process's environment and this package's location."""
+    """NVRTC (:func:`load_nvrtc`), then libdg's discovery with this process's environment and this
+    package's location."""
+    load_nvrtc()
     return load_library(
         env_value=os.environ.get("DG_LIBRARY_PATH") or None,
         package_dir=_PACKAGE_DIR,

@@ -157,3 +157,28 @@ def test_pair_arguments_are_checked(monkeypatch):
         monkeypatch.setitem(_lib.get().functions, "dg_fp8_gemm_nt", lambda *a: 0)
     with pytest.raises(dg.InvalidArgument, match="a: expected a \\(data, scaling_factors\\) pair"):
         dg.fp8_gemm_nt(FakeCAI((4, 4)), (FakeCAI((4, 4)), FakeCAI((1, 1))), FakeCAI((4, 4)))
+
+
+@no_device
+def test_get_num_sms_without_a_device_raises_no_device():
+    dg.set_num_sms(0)
+    with pytest.raises(dg.NoDevice) as info:
+        dg.get_num_sms()
+    assert info.value.status == 3
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: dg.bf16_gemm_nt(None, None, None), "a"),
+        (lambda: dg.bf16_gemm_nn(FakeCAI((128, 64), "<f2"), None, None), "b"),
+        (lambda: dg.cublaslt_gemm_nt(FakeCAI((128, 64), "<f2"), FakeCAI((128, 64), "<f2"), None), "d"),
+        (lambda: dg.fp8_gemm_nt((None, None), (None, None), None), "a"),
+        (lambda: dg.nvfp4_gemv(None, None, None, None, None), "a"),
+        (lambda: dg.get_mn_major_tma_aligned_tensor(None), "sf"),
+    ],
+)
+def test_missing_tensors_are_invalid_arguments_before_any_device_is_needed(call, name):
+    # Checked before the stream is resolved: with or without a GPU, the first missing tensor is named.
+    with pytest.raises(dg.InvalidArgument, match=r"^%s: expected a tensor, got None" % name):
+        call()
