@@ -14,7 +14,8 @@ Modules (all private; everything public is exported here): one per call family, 
 ``_grouped`` (M-grouped), ``_k_grouped``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
 (``dg.Stream``); beneath them ``_arguments`` (argument handling the families share), ``_tensor``
 (tensor descriptors), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
-libdg), ``_declarations`` (ctypes declarations generated from ``include/dg.h``) and ``errors``.
+libdg and NVRTC), ``_integers`` (integer arguments), ``_declarations`` (ctypes declarations
+generated from ``include/dg.h``), ``_info`` (``dg.info()``, the ``dg-info`` command) and ``errors``.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ from ._mqa import (  # noqa: E402
     paged_mqa_logits_prepare,
 )
 from ._arguments import SfLayout  # noqa: E402
+from ._info import info  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -139,6 +141,7 @@ __all__ = [
     "library_path",
     "status_string",
     "available",
+    "info",
     "set_log_level",
     "get_log_level",
     "set_log_callback",

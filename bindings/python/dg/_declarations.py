@@ -182,6 +182,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_last_error": (c_char_p, []),
     "dg_version": (c_char_p, []),
     "dg_version_number": (c_int32, []),
+    # buffer, capacity, required
+    "dg_info_report": (dg_status, [c_char_p, c_size_t, POINTER(c_size_t)]),
     # callback, user_data
     "dg_set_log_callback": (dg_status, [dg_log_callback, c_void_p]),
     # level

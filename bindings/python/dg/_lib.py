@@ -36,6 +36,7 @@ from . import _declarations, errors
 # The libdg major version this binding speaks.
 ABI_MAJOR = _declarations.DG_VERSION_MAJOR
 LIBRARY_NAME = "libdg.so"
+DISTRIBUTION = "libdg"  # the package's name on PyPI and pip (the import name is dg)
 # The CUDA major whose NVRTC libdg links (the toolkit it was built with), and NVIDIA's PyPI wheel
 # that ships it: nvidia-cuda-nvrtc 13.x puts it in site-packages/nvidia/cu13/lib.
 CUDA_MAJOR = 13
@@ -82,7 +83,7 @@ def package_version() -> Optional[str]:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("dg")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:
         return None
 

@@ -268,3 +268,42 @@ def test_structs_match_dg_h(c_name, struct):
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
     fields = re.findall(r"(\w+)\s*;", body)
     assert fields == [f[0] for f in struct._fields_], c_name
+
+
+def test_info_report_names_everything_a_bug_report_needs(monkeypatch):
+    monkeypatch.setenv("DG_INFO_TEST_MARKER", "42")
+    text = dg.info()
+    keys = [line.split(":", 1)[0] for line in text.splitlines()]
+    for key in ("python package", "loaded libdg", "loaded nvrtc", "libdg", "build", "library", "nvrtc", "driver",
+                "devices", "jit cache", "jit compiler", "sm cap", "kernel configs", "env"):
+        assert key in keys, (key, text)
+    assert "libdg: %s\n" % dg.version() in text
+    assert "env: DG_INFO_TEST_MARKER=42" in text
+    nvrtc = next(line for line in text.splitlines() if line.startswith("nvrtc: "))
+    assert re.match(r"nvrtc: \d+\.\d+ from /", nvrtc), nvrtc
+
+
+def test_info_report_buffer_contract():
+    lib = _lib.get()
+    fn = lib.fn("dg_info_report")
+    import ctypes
+
+    size = ctypes.c_size_t()
+    assert fn(None, 0, ctypes.byref(size)) == 0 and size.value > 100
+    small = ctypes.create_string_buffer(b"\x07" * 16, 16)
+    need = ctypes.c_size_t(12345)
+    assert fn(small, 16, ctypes.byref(need)) == 1  # too small: INVALID_ARGUMENT, outputs untouched
+    assert small.raw == b"\x07" * 16 and need.value == 12345
+    assert "capacity" in lib.last_error()
+    assert fn(None, 8, None) == 1 and "buffer" in lib.last_error()
+
+
+def test_dg_info_command():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(dg.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-m", "dg._info"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "libdg: %s" % dg.version() in r.stdout.decode()
+    bad = subprocess.run([sys.executable, "-m", "dg._info", "--no-such-flag"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert bad.returncode == 2 and "--no-such-flag" in bad.stderr.decode()
