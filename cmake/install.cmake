@@ -13,8 +13,8 @@ option(DG_INSTALL_DEBUG_INFO "Install libdg's debug info as a separate file (lib
 # The programs that run from an installed prefix find libdg relative to themselves.
 set(DG_TOOL_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
-# Strips a file of the install tree (optionally keeping its debug info in DEBUG_DIR first).
-# Runs at install time; DESTDIR is honoured.
+# Strips a file of the install tree (optionally keeping its debug info in lib/debug/ first), when
+# it was installed. Runs at install time; DESTDIR is honoured.
 function(dg_install_strip relative_path component)
   if(NOT CMAKE_STRIP)
     return()
@@ -32,8 +32,10 @@ function(dg_install_strip relative_path component)
   endif()
   install(CODE "
     set(dg_file \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${relative_path}\")
-    ${keep_debug}
-    execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-unneeded \"\${dg_file}\" COMMAND_ERROR_IS_FATAL ANY)"
+    if(EXISTS \"\${dg_file}\")
+      ${keep_debug}
+      execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-unneeded \"\${dg_file}\" COMMAND_ERROR_IS_FATAL ANY)
+    endif()"
     COMPONENT ${component})
 endfunction()
 
@@ -50,10 +52,12 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/dgConfigVersion.cma
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dgConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/dgConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dg)
 
+# OPTIONAL: a tree where only the library (and the demo) was built still installs; `cmake --build
+# build` first for the tools.
 foreach(tool dg-info dg-codegen dg-bench)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "${DG_TOOL_INSTALL_RPATH}")
-    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)
     dg_install_strip("${CMAKE_INSTALL_BINDIR}/${tool}" Unspecified)
   endif()
 endforeach()
