@@ -175,6 +175,7 @@ def test_get_num_sms_without_a_device_raises_no_device():
         (lambda: dg.cublaslt_gemm_nt(FakeCAI((128, 64), "<f2"), FakeCAI((128, 64), "<f2"), None), "d"),
         (lambda: dg.fp8_gemm_nt((None, None), (None, None), None), "a"),
         (lambda: dg.nvfp4_gemv(None, None, None, None, None), "a"),
+        (lambda: dg.nvfp4_gemv(*[FakeCAI((128, 64), "|u1")] * 4, None), "c"),
         (lambda: dg.get_mn_major_tma_aligned_tensor(None), "sf"),
     ],
 )
