@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks a libdg wheel as users get it:
 #   1. the wheel's ELF files (dg/libdg.so): no empty, relative or build-machine RUNPATH entry, no
-#      debug info (cmake/check_install.py --wheel); its platform as auditwheel sees it, when
-#      auditwheel is installed ($AUDITWHEEL or on PATH; informational: not a manylinux wheel yet);
+#      debug info (cmake/check_install.py --wheel); for a manylinux wheel, auditwheel confirms its
+#      tag ($AUDITWHEEL or on PATH), for others it shows what it sees when installed;
 #   2. installed, outside the source tree, with DG_LIBRARY_PATH unset and a PKG_CONFIG_PATH that
 #      names another libdg: the package loads its own copy, its version is the library's, NVRTC
 #      comes from NVIDIA's wheel when that is installed, and the dg-info command works;
@@ -21,8 +21,15 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 python3 "$ROOT/cmake/check_install.py" --wheel "$WHEEL"
+# A wheel tagged manylinux must be what its tag says (auditwheel needed then); others are shown.
 AUDITWHEEL=${AUDITWHEEL:-$(command -v auditwheel || true)}
-if [ -n "$AUDITWHEEL" ]; then
+POLICY=$(basename "$WHEEL" | grep -o 'manylinux_[0-9]*_[0-9]*_x86_64' | head -n1 || true)
+if [ -n "$POLICY" ]; then
+  [ -n "$AUDITWHEEL" ] || { echo "error: auditwheel is needed to check a $POLICY wheel" >&2; exit 1; }
+  "$AUDITWHEEL" show "$WHEEL" | tee "$WORK/auditwheel.txt"
+  tr -s ' \n' '  ' < "$WORK/auditwheel.txt" | grep -q "consistent with the following platform tag: \"$POLICY\"" ||
+    { echo "error: auditwheel does not confirm $POLICY" >&2; exit 1; }
+elif [ -n "$AUDITWHEEL" ]; then
   "$AUDITWHEEL" show "$WHEEL" || true
 fi
 
