@@ -3,6 +3,7 @@
  * With a GPU: JIT-compiles a BF16 GEMM, runs D = A @ B^T on random data and checks it against a
  * double-precision CPU reference. Without one: JIT-compiles the same kernel for an H100 through an
  * offline stream (into the disk cache), which is what a container build without a GPU would do.
+ * `dg-demo --help` lists the options (the shape, D's dtype).
  *
  * The demo reaches device memory through the CUDA driver, loaded with dlopen so that the binary
  * also starts on machines without one; programs that use the CUDA runtime or PyTorch already
@@ -25,7 +26,26 @@
     }                                                                                       \
   } while (0)
 
-enum { M = 1000, N = 2112, K = 1536 };
+/* The problem: --shape M,N,K and --dtype (of D). */
+static int M = 1000, N = 2112, K = 1536;
+static dg_dtype D_DTYPE = DG_DTYPE_BFLOAT16;
+/* The CPU reference costs M * N * K multiply-adds: shapes past this take minutes to check. */
+static const double kMaxReferenceMacs = 64.0 * 1024 * 1024 * 1024;
+static const long kMaxDim = 1L << 20;
+
+static const char kUsage[] =
+    "Usage: dg-demo [--shape M,N,K] [--dtype bf16|fp32] [--help] [--version]\n"
+    "\n"
+    "With a GPU: D = A @ B^T with BF16 A [M, K] and B [N, K] of random values, checked against a\n"
+    "double-precision CPU reference (DeepGEMM's calc_diff). Without one: compiles that kernel for an\n"
+    "H100 (sm_90a, 132 SMs) into the JIT disk cache through an offline stream.\n"
+    "\n"
+    "  --shape M,N,K   the problem (default 1000,2112,1536; each 1..1048576, M*N*K <= 2^36)\n"
+    "  --dtype T       D's dtype: bf16 (default) or fp32\n"
+    "  --help          this text\n"
+    "  --version       the libdg version\n"
+    "\n"
+    "Exit status: 0 on success, 1 on a failure, 2 on a usage error.\n";
 
 static double now(void) {
   struct timespec t;
@@ -84,12 +104,12 @@ static int compile_offline(void) {
   dg_stream* offline = NULL;
   CHECK(dg_stream_create_offline(&offline, 9, 0, 132, NULL));
   const double t0 = now();
-  CHECK(dg_gemm_prepare(offline, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, M, N, K, DG_DTYPE_BFLOAT16, 0, NULL));
+  CHECK(dg_gemm_prepare(offline, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, M, N, K, D_DTYPE, 0, NULL));
   int64_t compiled = 0, from_disk = 0;
   CHECK(dg_jit_get_stats(&compiled, &from_disk, NULL));
-  printf("JIT: the BF16 GEMM kernel for %dx%dx%d on an H100 (sm_90a, 132 SMs) is ready in the disk cache: "
+  printf("JIT: the BF16 GEMM kernel (D %s) for %dx%dx%d on an H100 (sm_90a, 132 SMs) is ready in the disk cache: "
          "%lld compiled, %lld found on disk, %.2f s\n",
-         M, N, K, (long long)compiled, (long long)from_disk, now() - t0);
+         dg_dtype_name(D_DTYPE), M, N, K, (long long)compiled, (long long)from_disk, now() - t0);
   dg_stream_destroy(offline);
   return 0;
 }
@@ -103,14 +123,15 @@ static int run_on_gpu(void) {
   }
   uint16_t* a = malloc(sizeof(uint16_t) * M * K);
   uint16_t* b = malloc(sizeof(uint16_t) * N * K);
-  uint16_t* d = malloc(sizeof(uint16_t) * M * N);
+  const size_t d_elem = dg_dtype_size(D_DTYPE);
+  void* d = malloc(d_elem * M * N);
   unsigned seed = (unsigned)time(NULL);
   fill_random(a, (size_t)M * K, &seed);
   fill_random(b, (size_t)N * K, &seed);
   uint64_t da, db, dd;
   if (cu.alloc(&da, sizeof(uint16_t) * M * K) || cu.alloc(&db, sizeof(uint16_t) * N * K) ||
-      cu.alloc(&dd, sizeof(uint16_t) * M * N) || cu.h2d(da, a, sizeof(uint16_t) * M * K) ||
-      cu.h2d(db, b, sizeof(uint16_t) * N * K) || cu.memset8(dd, 0xff, sizeof(uint16_t) * M * N)) {
+      cu.alloc(&dd, d_elem * M * N) || cu.h2d(da, a, sizeof(uint16_t) * M * K) ||
+      cu.h2d(db, b, sizeof(uint16_t) * N * K) || cu.memset8(dd, 0xff, d_elem * M * N)) {
     fprintf(stderr, "device memory setup failed\n");
     return 1;
   }
@@ -121,7 +142,7 @@ static int run_on_gpu(void) {
   dg_tensor *ta, *tb, *td;
   CHECK(dg_tensor_create(&ta, (void*)(uintptr_t)da, DG_DTYPE_BFLOAT16, 2, a_sizes, NULL));
   CHECK(dg_tensor_create(&tb, (void*)(uintptr_t)db, DG_DTYPE_BFLOAT16, 2, b_sizes, NULL));
-  CHECK(dg_tensor_create(&td, (void*)(uintptr_t)dd, DG_DTYPE_BFLOAT16, 2, d_sizes, NULL));
+  CHECK(dg_tensor_create(&td, (void*)(uintptr_t)dd, D_DTYPE, 2, d_sizes, NULL));
 
   double t0 = now();
   CHECK(dg_bf16_gemm_nt(stream, ta, tb, td, NULL, NULL));
@@ -131,7 +152,7 @@ static int run_on_gpu(void) {
   CHECK(dg_bf16_gemm_nt(stream, ta, tb, td, NULL, NULL));
   CHECK(dg_stream_synchronize(stream));
   const double warm = now() - t0;
-  if (cu.d2h(d, dd, sizeof(uint16_t) * M * N)) {
+  if (cu.d2h(d, dd, d_elem * M * N)) {
     fprintf(stderr, "copy back failed\n");
     return 1;
   }
@@ -142,16 +163,17 @@ static int run_on_gpu(void) {
   for (int i = 0; i < M; ++i) {
     for (int j = 0; j < N; ++j) {
       double ref = 0;
-      for (int k = 0; k < K; ++k) ref += (double)from_bf16(a[i * K + k]) * from_bf16(b[j * K + k]);
-      const double got = from_bf16(d[i * N + j]);
+      for (int k = 0; k < K; ++k) ref += (double)from_bf16(a[(size_t)i * K + k]) * from_bf16(b[(size_t)j * K + k]);
+      const size_t at = (size_t)i * N + j;
+      const double got = D_DTYPE == DG_DTYPE_FLOAT32 ? ((const float*)d)[at] : from_bf16(((const uint16_t*)d)[at]);
       non_finite += !isfinite(got);
       xy += got * ref;
       xx_yy += got * got + ref * ref;
     }
   }
   const double diff = 1.0 - 2.0 * xy / xx_yy;
-  printf("BF16 GEMM %dx%dx%d: first call (JIT + run) %.3f s, second call %.3f ms, calc_diff %.2e, %d non-finite\n",
-         M, N, K, cold, warm * 1e3, diff, non_finite);
+  printf("BF16 GEMM %dx%dx%d, D %s: first call (JIT + run) %.3f s, second call %.3f ms, calc_diff %.2e, %d non-finite\n",
+         M, N, K, dg_dtype_name(D_DTYPE), cold, warm * 1e3, diff, non_finite);
   dg_tensor_destroy(ta);
   dg_tensor_destroy(tb);
   dg_tensor_destroy(td);
@@ -170,7 +192,53 @@ static int run_on_gpu(void) {
   return 0;
 }
 
-int main(void) {
+static int usage_error(const char* fmt, const char* arg) {
+  fprintf(stderr, "dg-demo: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n%s", kUsage);
+  return 2;
+}
+
+static int parse_shape(const char* text) {
+  long m = 0, n = 0, k = 0;
+  char tail = 0;
+  if (sscanf(text, "%ld,%ld,%ld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1 || m > kMaxDim ||
+      n > kMaxDim || k > kMaxDim || (double)m * n * k > kMaxReferenceMacs)
+    return 0;
+  M = (int)m, N = (int)n, K = (int)k;
+  return 1;
+}
+
+/* -1 to run, else the exit status (an option answered, or a usage error). */
+static int parse_args(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (strcmp(arg, "--version") == 0) {
+      printf("dg-demo (libdg) %s\n", dg_version());
+      return 0;
+    } else if (strcmp(arg, "--shape") == 0 || strcmp(arg, "--dtype") == 0) {
+      if (i + 1 >= argc) return usage_error("%s needs a value", arg);
+      const char* value = argv[++i];
+      if (arg[2] == 's' && !parse_shape(value))
+        return usage_error("--shape '%s': expected M,N,K, each 1..1048576, M*N*K <= 2^36", value);
+      if (arg[2] == 'd') {
+        if (strcmp(value, "bf16") == 0 || strcmp(value, "bfloat16") == 0) D_DTYPE = DG_DTYPE_BFLOAT16;
+        else if (strcmp(value, "fp32") == 0 || strcmp(value, "float32") == 0) D_DTYPE = DG_DTYPE_FLOAT32;
+        else return usage_error("--dtype '%s': expected bf16 or fp32", value);
+      }
+    } else {
+      return usage_error("unknown argument '%s'", arg);
+    }
+  }
+  return -1;
+}
+
+int main(int argc, char** argv) {
+  const int parsed = parse_args(argc, argv);
+  if (parsed >= 0) return parsed;
   printf("libdg %s\n", dg_version());
   int32_t devices = 0;
   if (dg_device_count(&devices) != DG_SUCCESS || devices == 0) {

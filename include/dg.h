@@ -63,6 +63,21 @@ DG_API const char* dg_last_error(void);
 DG_API const char* dg_version(void);
 DG_API int32_t dg_version_number(void);
 
+/* A report on this libdg and the machine, the first thing a bug report needs (the dg-info
+ * command prints it): version and build, the NVRTC and CUDA driver in use and the files they were
+ * loaded from, each GPU with its SM count and whether libdg's kernels run on its architecture,
+ * the JIT cache directory with its entry count and size, the compiler and kernel-config choice,
+ * and every DG_* (and CUDA_HOME, CUDA_PATH, CUDA_VISIBLE_DEVICES) environment variable set.
+ * Plain text, one "key: value" line per item; the keys (libdg, build, library, nvrtc, driver,
+ * devices, device N, jit cache, jit compiler, sm cap, kernel configs, env) are stable, the values
+ * are for people. Needs no GPU: a missing driver is a line of the report, not an error.
+ * With buffer NULL and capacity 0, only *required is set: the report's size in bytes including
+ * the terminating NUL. Otherwise writes the report, NUL-terminated, when capacity is at least
+ * that size, and DG_ERROR_INVALID_ARGUMENT (buffer and *required untouched) when it is not. The
+ * report can grow between two calls (a cache entry, a device): retry with the new size. `required`
+ * may be NULL. */
+DG_API dg_status dg_info_report(char* buffer, size_t capacity, size_t* required);
+
 /* ============================================================================================
  * Logging. libdg prints nothing by itself except through this logger. Default: messages at or
  * above the level go to stderr prefixed "[libdg] ". The initial level comes from DG_LOG_LEVEL

@@ -226,6 +226,7 @@ struct Options {
   std::vector<GemvConfigArg> gemv_configs;  // extra libdg NVFP4 GEMV contenders with explicit configs
   bool list = false;
   bool help = false;
+  bool version = false;
   std::string json_path, csv_path;
 };
 
@@ -233,6 +234,7 @@ inline const char* usage() {
   return "usage: dg-bench [--suite NAME[,NAME..]] [--shape m,n,k[,g]]... [--reps N] [--warmup N]\n"
          "                [--host-calls N] [--device I] [--seed S] [--no-peers] [--json FILE] [--csv FILE]\n"
          "                [--gemm-config key=v,...]... [--gemv-config key=v,...]... [--list] [--help]\n"
+         "                [--version]\n"
          "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv, contiguous-fp8, contiguous-bf16,\n"
          "  masked-fp8, masked-bf16 (default: all); m-grouped = the last four (the M-grouped GEMMs)\n"
          "--shape replaces the built-in shapes of the selected suites (repeatable); M-grouped suites:\n"
@@ -328,6 +330,8 @@ inline bool parse_args(int argc, const char* const* argv, Options* opts, std::st
       opts->list = true;
     } else if (arg == "--help" || arg == "-h") {
       opts->help = true;
+    } else if (arg == "--version") {
+      opts->version = true;
     } else {
       *error = "unknown argument '" + arg + "'";
       return false;

@@ -144,6 +144,10 @@ int run(int argc, char** argv) {
     std::printf("%s", usage());
     return 0;
   }
+  if (opts.version) {
+    std::printf("dg-bench (libdg) %s\n", dg_version());
+    return 0;
+  }
   std::vector<std::string> suites = opts.suites.empty() ? known_suites() : opts.suites;
   if (opts.list) {
     for (const auto& s : suites) {
@@ -153,6 +157,15 @@ int run(int argc, char** argv) {
     return 0;
   }
 
+  // Without a driver the CUDA runtime says "CUDA driver version is insufficient", which is not what
+  // happened: ask libdg, whose loader says whether and why the driver is missing.
+  int32_t devices = 0;
+  const dg_status found = dg_device_count(&devices);
+  if (found != DG_SUCCESS || devices == 0) {
+    std::fprintf(stderr, "dg-bench: no GPU to run on: %s\n",
+                 found != DG_SUCCESS ? dg_last_error() : "the CUDA driver found no device");
+    return 1;
+  }
   Context ctx;
   ctx.opts = opts;
   ctx.dev = query_device(opts.device);

@@ -31,6 +31,9 @@ static inline void* dgw_pointer(uintptr_t address) {
   return (void*)address;
 }
 
+static inline dgw_result dgw_info_report(char* buffer, size_t capacity, size_t* required) {
+  return dgw_result_of(dg_info_report(buffer, capacity, required));
+}
 static inline dgw_result dgw_set_log_callback(dg_log_callback callback, uintptr_t user_data) {
   return dgw_result_of(dg_set_log_callback(callback, (void*)user_data));
 }

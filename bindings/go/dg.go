@@ -124,6 +124,27 @@ func Version() string {
 	return C.GoString(C.dg_version())
 }
 
+// InfoReport is libdg's report on itself and this machine (dg_info_report, what the dg-info
+// command prints): version and build, the NVRTC and CUDA driver in use and their files, each GPU
+// and whether libdg runs on it, the JIT cache, and the DG_* variables set; one "key: value" line
+// per item. Needs no GPU.
+func InfoReport() (string, error) {
+	// The report can grow between the size query and the copy (a cache entry appears): retry.
+	const tries = 3
+	var err error
+	for i := 0; i < tries; i++ {
+		var size C.size_t
+		if err = check(C.dgw_info_report(nil, 0, &size)); err != nil {
+			return "", err
+		}
+		buf := make([]byte, int(size)+1)
+		if err = check(C.dgw_info_report((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)), nil)); err == nil {
+			return C.GoString((*C.char)(unsafe.Pointer(&buf[0]))), nil
+		}
+	}
+	return "", err
+}
+
 // VersionNumber is the run-time version as MAJOR*10000 + MINOR*100 + PATCH (dg_version_number).
 func VersionNumber() int {
 	return int(C.dg_version_number())

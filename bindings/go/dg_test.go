@@ -57,6 +57,21 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+func TestInfoReport(t *testing.T) {
+	report, err := InfoReport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(report, "libdg: "+Version()+"\n") {
+		t.Errorf("report starts %q", report)
+	}
+	for _, key := range []string{"\nnvrtc: ", "\ndriver: ", "\njit cache: ", "\nenv: "} {
+		if !strings.Contains(report, key) {
+			t.Errorf("%q missing from %q", key, report)
+		}
+	}
+}
+
 func TestNames(t *testing.T) {
 	for s, want := range map[Status]string{StatusSuccess: "DG_SUCCESS", StatusNoDevice: "DG_ERROR_NO_DEVICE", 1000: "DG_UNKNOWN_STATUS"} {
 		if s.String() != want {

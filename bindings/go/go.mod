@@ -1,3 +1,3 @@
-module dg
+module libdg.dev/dg
 
 go 1.19

@@ -1,37 +1,79 @@
 #!/usr/bin/env bash
-# Installs a dg wheel and runs the binding's tests against the installed package: a copy of tests/
-# outside the source tree, DG_LIBRARY_PATH unset, and a check that the libdg it loads is the one
-# inside the package.
-#   bindings/python/check_wheel.sh WHEEL
-# By default into a fresh virtual environment (pytest from PyPI). DG_WHEEL_OFFLINE=1 downloads
-# nothing: the wheel goes into a scratch folder on PYTHONPATH of $PYTHON (default python3), whose
-# own packages (pytest, and torch for the GPU tests) stay visible; for a GPU machine without network.
+# Checks a libdg wheel as users get it:
+#   1. the wheel's ELF files (dg/libdg.so): no empty, relative or build-machine RUNPATH entry, no
+#      debug info (cmake/check_install.py --wheel); for a manylinux wheel, auditwheel confirms its
+#      tag ($AUDITWHEEL or on PATH), for others it shows what it sees when installed;
+#   2. installed, outside the source tree, with DG_LIBRARY_PATH unset and a PKG_CONFIG_PATH that
+#      names another libdg: the package loads its own copy, its version is the library's, NVRTC
+#      comes from NVIDIA's wheel when that is installed, and the dg-info command works;
+#   3. the binding's tests against the installed package.
+#   bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR]
+# By default into a fresh virtual environment (pytest and the wheel's dependency, nvidia-cuda-nvrtc,
+# from PyPI). DG_WHEEL_OFFLINE=1 downloads nothing: the wheel goes into a scratch folder on
+# PYTHONPATH of $PYTHON (default python3), whose own packages (pytest, and torch for the GPU tests)
+# stay visible, and NVRTC comes from the system; for a GPU machine without network.
 set -eu
-WHEEL=$(readlink -f "${1:?usage: bindings/python/check_wheel.sh WHEEL}")
+WHEEL=$(readlink -f "${1:?usage: bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR]}")
+OTHER_PC=${2:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d)
-PIP_ARGS=(-q --disable-pip-version-check --no-index --no-deps)
+trap 'rm -rf "$WORK"' EXIT
+
+python3 "$ROOT/cmake/check_install.py" --wheel "$WHEEL"
+# A wheel tagged manylinux must keep its tags' promise: the glibc symbol versions auditwheel finds
+# constrain it to a manylinux_2_N no newer than its oldest tag (libnvrtc.so.13 is external by
+# design: NVIDIA's wheel or a toolkit provides it). Other wheels are shown when auditwheel is there.
+AUDITWHEEL=${AUDITWHEEL:-$(command -v auditwheel || true)}
+CLAIMED=$(basename "$WHEEL" | grep -o 'manylinux_2_[0-9]*' | sed 's/manylinux_2_//' | sort -n | head -n1 || true)
+if [ -n "$CLAIMED" ]; then
+  [ -n "$AUDITWHEEL" ] || { echo "error: auditwheel is needed to check a manylinux wheel" >&2; exit 1; }
+  "$AUDITWHEEL" show "$WHEEL" | tee "$WORK/auditwheel.txt"
+  FOUND=$(tr -s ' \n' '  ' < "$WORK/auditwheel.txt" | grep -o 'platform tag[^"]*"manylinux_2_[0-9]*' |
+          grep -o '[0-9]*$' | sort -n | tail -n1 || true)
+  if [ -z "$FOUND" ] || [ "$FOUND" -gt "$CLAIMED" ]; then
+    echo "error: tagged manylinux_2_$CLAIMED, but auditwheel finds manylinux_2_${FOUND:-?}" >&2
+    exit 1
+  fi
+  echo "manylinux: tagged 2_$CLAIMED, symbols need 2_$FOUND"
+elif [ -n "$AUDITWHEEL" ]; then
+  "$AUDITWHEEL" show "$WHEEL" || true
+fi
+
+PIP_ARGS=(-q --disable-pip-version-check)
+EXPECT_NVRTC_WHEEL=1
 if [ "${DG_WHEEL_OFFLINE:-0}" = 1 ]; then
   PY=${PYTHON:-python3}
-  "$PY" -m pip install "${PIP_ARGS[@]}" --target "$WORK/site" "$WHEEL"
+  "$PY" -m pip install "${PIP_ARGS[@]}" --no-index --no-deps --target "$WORK/site" "$WHEEL"
   export PYTHONPATH="$WORK/site"
+  DG_INFO=("$PY" -m dg._info)
+  EXPECT_NVRTC_WHEEL=0
 else
   python3 -m venv "$WORK/venv"
   PY="$WORK/venv/bin/python"
-  "$PY" -m pip install -q --disable-pip-version-check pytest
-  "$PY" -m pip install "${PIP_ARGS[@]}" "$WHEEL"
+  "$PY" -m pip install "${PIP_ARGS[@]}" pytest "$WHEEL"
+  DG_INFO=("$WORK/venv/bin/dg-info")
 fi
 cp -r "$HERE/tests" "$WORK/tests"
 cd "$WORK"
 unset DG_LIBRARY_PATH
-"$PY" - <<'PY'
+# Another libdg that pkg-config knows must not replace the wheel's own.
+[ -n "$OTHER_PC" ] && export PKG_CONFIG_PATH="$OTHER_PC"
+EXPECT_NVRTC_WHEEL=$EXPECT_NVRTC_WHEEL "$PY" - <<'PY'
 import os
 
 import dg
+from dg import _lib
 
 package = os.path.dirname(os.path.abspath(dg.__file__))
 assert os.path.dirname(dg.library_path()) == package, "loaded %s, not the wheel's copy in %s" % (dg.library_path(), package)
 assert dg.__version__ == dg.version(), (dg.__version__, dg.version())
-print("dg %s: %s" % (dg.__version__, dg.library_path()))
+origin = _lib.nvrtc_origin()
+if os.environ["EXPECT_NVRTC_WHEEL"] == "1":
+    assert origin is not None and origin[0] == "nvidia-cuda-nvrtc wheel", origin
+print("dg %s: %s; NVRTC: %s" % (dg.__version__, dg.library_path(), origin))
 PY
+"${DG_INFO[@]}" > "$WORK/info.txt"
+grep -q "^libdg: " "$WORK/info.txt" && grep -q "^loaded libdg: $WORK" "$WORK/info.txt" ||
+  { echo "dg-info printed:"; cat "$WORK/info.txt"; exit 1; }
 "$PY" -m pytest -q -rs -p no:cacheprovider tests

@@ -36,6 +36,7 @@ constexpr const char* kUsage =
     "                       [a,b,...] a list of such values, anything else a string\n"
     "  --set-str KEY=VALUE  a string variable, whatever VALUE looks like\n"
     "  --help               this text\n"
+    "  --version            the libdg version this dg-codegen comes with\n"
     "\n"
     "Exit status: 0 on success, 1 when rendering fails, 2 on a usage error.\n";
 
@@ -161,6 +162,9 @@ int run(int argc, char** argv) {
     };
     if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
+      return 0;
+    } else if (arg == "--version") {
+      std::cout << "dg-codegen (libdg) " << DG_TOOL_VERSION << '\n';
       return 0;
     } else if (arg == "--list") {
       list = true;

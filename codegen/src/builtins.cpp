@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "limits.h"
+#include "engine_limits.h"
 #include "ops.h"
 
 namespace dg::codegen::detail {

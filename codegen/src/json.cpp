@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "limits.h"
+#include "engine_limits.h"
 #include "utf8.h"
 
 namespace dg::codegen {

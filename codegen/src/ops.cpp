@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "limits.h"
+#include "engine_limits.h"
 
 namespace dg::codegen::detail {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "builtins.h"
-#include "limits.h"
+#include "engine_limits.h"
 
 namespace dg::codegen::detail {
 

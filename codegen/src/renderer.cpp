@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "builtins.h"
-#include "limits.h"
+#include "engine_limits.h"
 #include "ops.h"
 #include "python.h"
 

@@ -2,7 +2,7 @@
 
 #include "ast.h"
 #include "lexer.h"
-#include "limits.h"
+#include "engine_limits.h"
 #include "parser.h"
 #include "renderer.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "limits.h"
+#include "engine_limits.h"
 #include "python.h"
 
 namespace dg::codegen {

@@ -10,15 +10,49 @@
 //       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
 #include <cstdio>
+#include <cstring>
 
 #include "dg.h"
 #include "ops/gemm.h"
+
+static const char kUsage[] =
+    "Usage: dg-gemm-estimate [--help] [--version] < QUERIES\n"
+    "\n"
+    "The SM90 GEMM heuristic's cost model, queried offline (132 SMs). One query per line of stdin,\n"
+    "one answer per line of stdout (\"ERR <message>\" where the config cannot run):\n"
+    "  KIND M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK      the model's microseconds\n"
+    "  H KIND M N K                                                 the heuristic's choice:\n"
+    "      <us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK\n"
+    "  G KIND GROUPS M N K [BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK]   K-grouped, as H\n"
+    "  Q KIND GROUPS MAX_M EXPECTED_M N K BM .. SPLITK              masked M-grouped, as H\n"
+    "KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped. 0 / -1 config fields:\n"
+    "the heuristic's choice.\n"
+    "\n"
+    "Exit status: 0 (malformed lines are answered ERR), 2 on a usage error.\n";
+
+// 0 to read queries, 1 when an option was answered, 2 on a usage error.
+static int parse_args(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 1;
+    }
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("dg-gemm-estimate (libdg) %s\n", dg_version());
+      return 1;
+    }
+    std::fprintf(stderr, "dg-gemm-estimate: unknown argument '%s'\n\n%s", argv[i], kUsage);
+    return 2;
+  }
+  return 0;
+}
 
 // A K-grouped query's explicit config is optional: 5 or 13 fields read are a well-formed line (4, as
 // the other heuristic queries count theirs).
 static int k_grouped_fields(int read) { return read == 5 || read == 13 ? 4 : -1; }
 
-int main() {
+int main(int argc, char** argv) {
+  if (const int parsed = parse_args(argc, argv)) return parsed == 1 ? 0 : 2;
   char line[512];
   while (std::fgets(line, sizeof line, stdin)) {
     dg::ops::GemmShape s;

@@ -1,4 +1,4 @@
-// The template engine's bounds (codegen/src/limits.h): hostile templates and JSON contexts end in
+// The template engine's bounds (codegen/src/engine_limits.h): hostile templates and JSON contexts end in
 // an error at name:line:col, not in a stack overflow, memory exhaustion or a render that never ends.
 #include <doctest/doctest.h>
 

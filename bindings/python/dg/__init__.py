@@ -8,6 +8,14 @@ function names and arguments follow DeepGEMM (``dg.fp8_gemm_nt((a, sfa), (b, sfb
 The library is found through ``DG_LIBRARY_PATH`` (a file or directory), pkg-config, this package's
 folder (where ``pip install`` puts the libdg it builds), the source tree's ``build/`` directory,
 then the system loader.
+
+Modules (all private; everything public is exported here): one per call family, ``_core``
+(version, logging, config, devices), ``_layout`` (host utilities, scale layouts), ``_gemm``,
+``_grouped`` (M-grouped), ``_k_grouped``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
+(``dg.Stream``); beneath them ``_arguments`` (argument handling the families share), ``_tensor``
+(tensor descriptors), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
+libdg and NVRTC), ``_integers`` (integer arguments), ``_declarations`` (ctypes declarations
+generated from ``include/dg.h``), ``_info`` (``dg.info()``, the ``dg-info`` command) and ``errors``.
 """
 
 from __future__ import annotations
@@ -118,7 +126,8 @@ from ._mqa import (  # noqa: E402
     get_paged_mqa_logits_metadata,
     paged_mqa_logits_prepare,
 )
-from .api import SfLayout  # noqa: E402
+from ._arguments import SfLayout  # noqa: E402
+from ._info import info  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -139,6 +148,7 @@ __all__ = [
     "library_path",
     "status_string",
     "available",
+    "info",
     "set_log_level",
     "get_log_level",
     "set_log_callback",

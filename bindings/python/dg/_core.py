@@ -9,8 +9,8 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import LogCallback
-from .errors import InvalidArgument
-from .api import _int32, _LAYOUTS
+from .errors import ERROR_NO_DEVICE, InvalidArgument, NoDevice
+from ._arguments import _int32, _int64, _LAYOUTS
 from ._cublaslt import cublaslt_available
 
 
@@ -31,7 +31,7 @@ def library_path() -> str:
 
 def status_string(status: int) -> str:
     """The static C name of a ``dg_status`` (``dg_status_string``)."""
-    return _lib.get().fn("dg_status_string")(int(status)).decode()
+    return _lib.get().fn("dg_status_string")(_int32(status, "status")).decode()
 
 
 LOG_LEVELS: Dict[str, int] = {"trace": 0, "debug": 1, "info": 2, "warn": 3, "warning": 3, "error": 4, "off": 5}
@@ -43,7 +43,7 @@ def _log_level(level: Union[int, str]) -> int:
         if key not in LOG_LEVELS:
             raise InvalidArgument("log level %r: expected one of %s" % (level, ", ".join(sorted(set(LOG_LEVELS)))))
         return LOG_LEVELS[key]
-    return int(level)
+    return _int32(level, "level")
 
 
 def set_log_level(level: Union[int, str]) -> None:
@@ -90,8 +90,17 @@ def set_num_sms(n: int) -> None:
 
 
 def get_num_sms() -> int:
-    """The SM cap set with :func:`set_num_sms`, else the SM count of device 0 (0 with no device)."""
-    return int(_lib.get().fn("dg_get_num_sms")())
+    """The SM cap set with :func:`set_num_sms`, else the SM count of device 0.
+
+    Raises:
+        NoDevice: no cap is set and there is no device to count (``dg_get_num_sms`` returns 0).
+    """
+    n = int(_lib.get().fn("dg_get_num_sms")())
+    if n == 0:
+        count = device_count()  # raises NoDevice with the driver's reason when it cannot load
+        raise NoDevice("get_num_sms: no SM cap is set and %s" % (
+            "no CUDA device was found" if count == 0 else "device 0 reported no SMs"), status=ERROR_NO_DEVICE)
+    return n
 
 
 def set_tc_util(ratio: float) -> None:
@@ -160,30 +169,25 @@ class Config:
 
     def set_int(self, key: int, value: Any) -> None:
         """``dg_config_set_int``: sets an integer setting by ``DG_CONFIG_*`` key."""
-        try:
-            iv = int(value)
-        except (TypeError, ValueError):
-            raise InvalidArgument("config key %d: expected an int, got %r" % (key, value)) from None
-        if not -(2**63) <= iv < 2**63:
-            raise InvalidArgument("config key %d: %d is outside the int64 range" % (key, iv))
-        self._lib.call("dg_config_set_int", self._handle, int(key), iv)
+        key = _int32(key, "key")
+        self._lib.call("dg_config_set_int", self._handle, key, _int64(value, "config key %d: value" % key))
 
     def get_int(self, key: int) -> int:
         """``dg_config_get_int``."""
         v = c_int64()
-        self._lib.call("dg_config_get_int", self._handle, int(key), byref(v))
+        self._lib.call("dg_config_get_int", self._handle, _int32(key, "key"), byref(v))
         return v.value
 
     def set_string(self, key: int, value: str) -> None:
         """``dg_config_set_string``."""
-        self._lib.call("dg_config_set_string", self._handle, int(key), str(value).encode())
+        self._lib.call("dg_config_set_string", self._handle, _int32(key, "key"), str(value).encode())
 
     def get_string(self, key: int) -> str:
         """``dg_config_get_string``."""
         need = c_size_t()
-        self._lib.call("dg_config_get_string", self._handle, int(key), None, 0, byref(need))
+        self._lib.call("dg_config_get_string", self._handle, _int32(key, "key"), None, 0, byref(need))
         buf = ctypes.create_string_buffer(max(need.value, 1))
-        self._lib.call("dg_config_get_string", self._handle, int(key), buf, len(buf), byref(need))
+        self._lib.call("dg_config_get_string", self._handle, _int32(key, "key"), buf, len(buf), byref(need))
         return buf.value.decode()
 
     @staticmethod
@@ -194,7 +198,7 @@ class Config:
                 raise InvalidArgument("no integer setting %r" % key)
             key = Config._INT_KEYS[key]
         lo, hi = c_int64(), c_int64()
-        _lib.get().call("dg_config_get_bounds", int(key), byref(lo), byref(hi))
+        _lib.get().call("dg_config_get_bounds", _int32(key, "key"), byref(lo), byref(hi))
         return lo.value, hi.value
 
     def clone(self) -> "Config":

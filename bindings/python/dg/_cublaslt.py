@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from . import _lib
 from ._lib import CublasltOptions
 from ._tensor import Descriptors, TensorInfo, describe
-from .api import StreamLike, Tensor, _SHAPES, _nbytes, _prepare_call, _writable
+from ._arguments import StreamLike, Tensor, _SHAPES, _nbytes, _prepare_call, _writable
 from ._gemm import _GEMM_ARGS_DOC
 
 

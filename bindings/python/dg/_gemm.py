@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from . import _fast, _lib, _stream
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument
-from .api import (
+from ._arguments import (
     Recipe,
     StreamLike,
     Tensor,
@@ -18,6 +18,7 @@ from .api import (
     _dense_fp8_scales,
     _dtype_arg,
     _gemm_options,
+    _int64,
     _nbytes,
     _nt_dims,
     _pair,
@@ -108,7 +109,7 @@ def fp8_gemm_workspace_size(layout: str, m: int, n: int, k: int) -> int:
     if layout not in _lib.GEMM_LAYOUTS:
         raise InvalidArgument("layout: expected one of nt, nn, tn, tt, got %r" % (layout,))
     out = c_size_t()
-    _lib.get().call("dg_fp8_gemm_workspace_size", _lib.GEMM_LAYOUTS[layout], int(m), int(n), int(k), byref(out))
+    _lib.get().call("dg_fp8_gemm_workspace_size", _lib.GEMM_LAYOUTS[layout], _int64(m, "m"), _int64(n, "n"), _int64(k, "k"), byref(out))
     return out.value
 
 
@@ -285,5 +286,5 @@ def gemm_prepare(
     lib = _lib.get()
     fn = lib.fn("dg_gemm_prepare")
     handle, _dev, _cu = _stream.resolve(stream, device)
-    status = fn(handle, ab, _lib.GEMM_LAYOUTS[layout], int(m), int(n), int(k), dd, 1 if with_c else 0, byref(opts))
+    status = fn(handle, ab, _lib.GEMM_LAYOUTS[layout], _int64(m, "m"), _int64(n, "n"), _int64(k, "k"), dd, 1 if with_c else 0, byref(opts))
     lib.check(status, "dg_gemm_prepare")

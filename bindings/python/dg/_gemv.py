@@ -9,7 +9,7 @@ from . import _lib
 from ._lib import NvFp4GemvOptions
 from ._tensor import ROLE_FP4, Descriptors
 from .errors import InvalidArgument
-from .api import StreamLike, Tensor, _int32, _prepare, _writable
+from ._arguments import StreamLike, Tensor, _int32, _prepare, _writable
 
 
 def nvfp4_gemv(
@@ -33,6 +33,9 @@ def nvfp4_gemv(
     """
     lib = _lib.get()
     fn = lib.fn("dg_nvfp4_gemv")
+    for obj, name in ((a, "a"), (sfa, "sfa"), (b, "b"), (sfb, "sfb"), (c, "c")):  # c is the output here
+        if obj is None:
+            raise InvalidArgument("%s: expected a tensor, got None" % name)
     handle, (ia, isfa, ib, isfb, ic) = _prepare(
         [(a, "a", ROLE_FP4), (sfa, "sfa", None), (b, "b", ROLE_FP4), (sfb, "sfb", None), (c, "c", None)], stream
     )

@@ -14,11 +14,13 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import _lib, _stream
 from ._tensor import ROLE_SF, Descriptors, TensorInfo
-from .api import (
+from ._arguments import (
     StreamLike,
     Tensor,
     _dtype_arg,
     _gemm_options,
+    _int64,
+    _int64s,
     _pair,
     _prepare_call,
     _sf_recipe,
@@ -31,7 +33,7 @@ _RECIPE = (1, 128, 128)
 
 
 def _check_recipe(recipe: Optional[Sequence[int]]) -> None:
-    if recipe is not None and tuple(int(x) for x in recipe) != _RECIPE:
+    if recipe is not None and _int64s(recipe, "recipe") != _RECIPE:
         raise Unsupported("recipe %r: libdg's SM90 M-grouped FP8 GEMMs take %r (1D2D)" % (tuple(recipe), _RECIPE))
 
 
@@ -70,7 +72,7 @@ def _contiguous(
     fp8 = kind == "fp8"
     keep: list = []
     code = _lib.M_GROUPED_LAYOUT_PSUM if use_psum_layout else _lib.M_GROUPED_LAYOUT_INDICES
-    exp = int(expected_m or 0)
+    exp = _int64(expected_m or 0, "expected_m")
     opts = _gemm_options(alpha, 1.0, options=options)
     if fp8:
         a_data, a_sf = _pair(a, "a")
@@ -124,7 +126,7 @@ def _masked(
                                        disable_ue8m0_cast, dev, cu)
         with Descriptors() as ds:
             status = fn(handle, ds.add(ia), ds.add(sfa2), ds.add(ib), ds.add(sfb2), ds.add(idd), ds.add(im),
-                        int(expected_m), byref(opts))
+                        _int64(expected_m, "expected_m"), byref(opts))
             lib.check(status, name)
     else:
         handle, _dev, _cu, (ia, ib, idd, im) = _prepare_call(
@@ -132,7 +134,7 @@ def _masked(
         )
         _writable(idd, "d")
         with Descriptors() as ds:
-            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(im), int(expected_m), byref(opts))
+            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(im), _int64(expected_m, "expected_m"), byref(opts))
             lib.check(status, name)
     del keep
 
@@ -288,5 +290,6 @@ def m_grouped_gemm_prepare(
     handle, _dev, _cu = _stream.resolve(stream, device)
     opts = _gemm_options(alpha, 1.0, options=options)
     status = fn(handle, _dtype_arg(ab_dtype, "ab_dtype"), _lib.GEMM_LAYOUTS[layout], _GROUPINGS[grouping],
-                int(num_groups), int(m), int(n), int(k), int(expected_m), byref(opts))
+                _int64(num_groups, "num_groups"), _int64(m, "m"), _int64(n, "n"), _int64(k, "k"),
+                _int64(expected_m, "expected_m"), byref(opts))
     lib.check(status, "dg_m_grouped_gemm_prepare")

@@ -6,7 +6,7 @@ from typing import Optional
 
 from . import _lib
 from ._tensor import Descriptors
-from .api import StreamLike, Tensor, _int32, _prepare, _writable
+from ._arguments import StreamLike, Tensor, _int32, _prepare, _writable
 from .errors import InvalidArgument
 
 _NAME = "dg_tf32_hc_prenorm_gemm"

@@ -15,8 +15,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import _lib, _stream
 from ._gemm import fp8_gemm_workspace_size
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
-from .api import (
-    StreamLike, Tensor, _dtype_arg, _gemm_options, _ks_array, _nbytes, _pair, _prepare_call, _sf_recipe, _transform_info,
+from ._arguments import (
+    StreamLike, Tensor, _dtype_arg, _gemm_options, _int64, _int64s, _ks_array, _nbytes, _pair, _prepare_call, _sf_recipe, _transform_info,
     _writable,
 )
 from .errors import InvalidArgument, Unsupported
@@ -25,7 +25,7 @@ _RECIPE = (1, 1, 128)
 
 
 def _check_recipe(recipe: Optional[Sequence[int]]) -> None:
-    if recipe is not None and tuple(int(x) for x in recipe) != _RECIPE:
+    if recipe is not None and _int64s(recipe, "recipe") != _RECIPE:
         raise Unsupported("recipe %r: libdg's SM90 K-grouped FP8 GEMMs take %r (1D1D)" % (tuple(recipe), _RECIPE))
 
 
@@ -201,6 +201,6 @@ def k_grouped_gemm_prepare(
     lib = _lib.get()
     handle, _dev, _cu = _stream.resolve(stream, device)
     opts = _gemm_options(alpha, 1.0, options=options)
-    status = lib.fn("dg_k_grouped_gemm_prepare")(handle, _dtype_arg(ab_dtype, "ab_dtype"), _LAYOUTS[layout], int(m),
-                                                 int(n), ks_arr, groups, 1 if with_c else 0, byref(opts))
+    status = lib.fn("dg_k_grouped_gemm_prepare")(handle, _dtype_arg(ab_dtype, "ab_dtype"), _LAYOUTS[layout],
+                                                 _int64(m, "m"), _int64(n, "n"), ks_arr, groups, 1 if with_c else 0, byref(opts))
     lib.check(status, "dg_k_grouped_gemm_prepare")

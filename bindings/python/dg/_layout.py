@@ -9,16 +9,28 @@ from typing import Callable, Optional, Sequence, Tuple
 from . import _lib
 from ._tensor import FLOAT32, ROLE_SF, UE8M0X4, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument, Unsupported
-from .api import SfLayout, StreamLike, Tensor, _ks_array, _prepare_call, _query_sf, _sf_recipe, _transform_info, _writable
+from ._arguments import (
+    SfLayout,
+    StreamLike,
+    Tensor,
+    _int32,
+    _int64,
+    _int64s,
+    _ks_array,
+    _prepare_call,
+    _query_sf,
+    _sf_recipe,
+    _size,
+    _transform_info,
+    _writable,
+)
 
 
 def get_tma_aligned_size(x: int, element_size: int) -> int:
     """``align(x, 16 / element_size)``: the size TMA needs for a dimension of ``x`` elements of
     ``element_size`` bytes (which must divide 16)."""
     out = c_int64()
-    if int(element_size) < 0:
-        raise InvalidArgument("element_size = %d must be positive" % int(element_size))
-    _lib.get().call("dg_get_tma_aligned_size", int(x), int(element_size), byref(out))
+    _lib.get().call("dg_get_tma_aligned_size", _int64(x, "x"), _size(element_size, "element_size"), byref(out))
     return out.value
 
 
@@ -28,9 +40,10 @@ def get_mk_alignment_for_contiguous_layout() -> int:
 
 
 def _layout_query(fn_name: str, sizes: Sequence[int]) -> Tuple[Tuple[int, ...], Tuple[int, ...], int]:
+    sizes = _int64s(sizes, "sizes")
     rank = len(sizes)
     if not 1 <= rank <= 4:
-        raise InvalidArgument("sf: rank %d, expected 2 or 3" % rank)
+        raise InvalidArgument("sizes: rank %d, expected 2 or 3" % rank)
     in_sizes = (c_int64 * 4)(*sizes)
     out_sizes = (c_int64 * 4)()
     out_strides = (c_int64 * 4)()
@@ -121,7 +134,7 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(mn: int, ks: S
     sizes = (c_int64 * 2)()
     strides = (c_int64 * 2)()
     nbytes = c_size_t()
-    _lib.get().call("dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout", int(mn), ks_arr, groups, sizes,
+    _lib.get().call("dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout", _int64(mn, "mn"), ks_arr, groups, sizes,
                     strides, byref(nbytes))
     return SfLayout(False, UE8M0X4, tuple(sizes), tuple(strides), nbytes.value)
 
@@ -154,10 +167,11 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
         follow those of groups before it, row j of a group packs its K blocks 4j .. 4j + 3 (the
         first in the low byte; blocks past the group's end are 0).
     """
-    if int(gran_k) != 128:
-        raise Unsupported("gran_k = %d: libdg packs 128-wide K blocks (gran_k 32 is SM100's MXFP8 format)" % int(gran_k))
-    if int(k_alignment) <= 0 or int(k_alignment) % 32 != 0:
-        raise InvalidArgument("k_alignment = %d (expected a positive multiple of 32)" % int(k_alignment))
+    gran_k, k_alignment = _int64(gran_k, "gran_k"), _int64(k_alignment, "k_alignment")
+    if gran_k != 128:
+        raise Unsupported("gran_k = %d: libdg packs 128-wide K blocks (gran_k 32 is SM100's MXFP8 format)" % gran_k)
+    if k_alignment <= 0 or k_alignment % 32 != 0:
+        raise InvalidArgument("k_alignment = %d (expected a positive multiple of 32)" % k_alignment)
     if use_psum_layout:
         raise Unsupported("use_psum_layout: libdg packs contiguous groups of the given ks only")
     ks_arr, groups = _ks_array(ks)
@@ -182,7 +196,7 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(
 
 
 def _gran(recipe: Sequence[int], is_sfa: bool) -> Tuple[int, int]:
-    r = tuple(int(x) for x in recipe)
+    r = _int64s(recipe, "recipe")
     if len(r) == 3:
         return (r[0] if is_sfa else r[1]), r[2]
     if len(r) == 2:
@@ -193,7 +207,7 @@ def _gran(recipe: Sequence[int], is_sfa: bool) -> Tuple[int, int]:
 def _num_groups(info: TensorInfo, num_groups: Optional[int]) -> int:
     if num_groups is None:
         return info.shape[0] if info.rank == 3 else 0
-    return int(num_groups)
+    return _int32(num_groups, "num_groups")
 
 
 def get_transform_sf_layout(

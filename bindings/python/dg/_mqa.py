@@ -17,7 +17,7 @@ from typing import Any, Optional, Tuple
 
 from . import _fast, _lib, _stream
 from ._tensor import BFLOAT16, FLOAT32, INT32, Descriptors, TensorInfo, TorchAllocation, describe
-from .api import StreamLike, Tensor, _dtype_arg, _int32, _pair, _prepare_call, _writable
+from ._arguments import StreamLike, Tensor, _dtype_arg, _int32, _int64, _pair, _prepare_call, _writable
 from .errors import InvalidArgument
 
 
@@ -48,7 +48,7 @@ def get_mqa_logits_layout(seq_len: int, seq_len_kv: int, logits_dtype: Any = Non
     max_seqlen_k]``; paged: ``[B * next_n, max_context_len]``): rows padded to 1024 bytes, the
     allocation's size in bytes."""
     sizes, strides, nbytes = (c_int64 * 2)(), (c_int64 * 2)(), c_size_t()
-    _lib.get().call("dg_get_mqa_logits_layout", int(seq_len), int(seq_len_kv), _logits_dtype(logits_dtype), sizes,
+    _lib.get().call("dg_get_mqa_logits_layout", _int64(seq_len, "seq_len"), _int64(seq_len_kv, "seq_len_kv"), _logits_dtype(logits_dtype), sizes,
                     strides, byref(nbytes))
     return (sizes[0], sizes[1]), (strides[0], strides[1]), nbytes.value
 
@@ -123,7 +123,7 @@ def fp8_mqa_logits(
             result = _fast.replay(key, out)
             if result is not None:
                 return result
-    max_seqlen_k = int(max_seqlen_k)
+    max_seqlen_k = _int64(max_seqlen_k, "max_seqlen_k")
     compressed = max_seqlen_k != 0
     name = _prefill_entry(max_seqlen_k)
     kv_fp8, kv_sf = _pair(kv, "kv")
@@ -243,7 +243,7 @@ def fp8_paged_mqa_logits(
             result = _fast.replay(key, out)
             if result is not None:
                 return result
-    max_context_len = int(max_context_len)
+    max_context_len = _int64(max_context_len, "max_context_len")
     dtype = _logits_dtype(logits_dtype)
     handle, dev, cu, (iq, ic, iw, ictx, ibt, ism) = _prepare_call(
         [(q, "q", None), (kv_cache, "kv_cache", None), (weights, "weights", None), (context_lens, "context_lens", None),

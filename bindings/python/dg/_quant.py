@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import _lib
 from ._layout import get_mn_major_tma_aligned_packed_ue8m0_tensor_layout, get_mn_major_tma_aligned_tensor_layout
 from ._tensor import FLOAT8_E4M3, FLOAT32, ROLE_SF, Descriptors, TensorInfo, allocate_torch, contiguous_strides, describe
-from .api import StreamLike, Tensor, _memo, _prepare_call, _writable
+from ._arguments import StreamLike, Tensor, _memo, _prepare_call, _writable
 from .errors import InvalidArgument
 
 GROUP = 128  # elements per scale along the quantized axis

@@ -7,7 +7,7 @@ import threading
 from ctypes import c_int32, c_void_p
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from . import _lib
+from . import _integers, _lib
 from ._tensor import TensorInfo, torch_module
 from .errors import InvalidArgument
 
@@ -36,7 +36,7 @@ class Stream:
         lib.call(
             "dg_stream_create",
             ctypes.byref(self._handle),
-            int(device),
+            _integers.int32(device, "device"),
             c_void_p(handle or None),
             STREAM_CREATE if create else STREAM_BORROW,
             cfg,
@@ -56,8 +56,9 @@ class Stream:
         self._handle = c_void_p()
         self._keep = None
         cfg = config._handle if config is not None else None
-        self._lib.call("dg_stream_create_offline", ctypes.byref(self._handle), int(arch[0]), int(arch[1]),
-                       int(num_sms), cfg)
+        self._lib.call("dg_stream_create_offline", ctypes.byref(self._handle),
+                       _integers.int32(arch[0], "arch[0]"), _integers.int32(arch[1], "arch[1]"),
+                       _integers.int32(num_sms, "num_sms"), cfg)
         return self
 
     @property
@@ -108,6 +109,13 @@ def cu_stream_handle(stream: Any) -> int:
     """The CUstream (int) of ``stream``: None/0 (legacy default), an int, a ctypes pointer, a
     ``torch.cuda.Stream`` (``.cuda_stream``), a CuPy stream (``.ptr``), or an object with
     ``__cuda_stream__`` (returns ``(version, handle)``)."""
+    handle = _stream_value(stream)
+    if type(handle) is int and 0 <= handle < 2**64:
+        return handle
+    return _integers.integer(handle, "stream", "pointer")
+
+
+def _stream_value(stream: Any) -> Any:
     if stream is None:
         return 0
     if isinstance(stream, bool):
@@ -120,15 +128,14 @@ def cu_stream_handle(stream: Any) -> int:
         return stream.value or 0
     if hasattr(stream, "__cuda_stream__"):
         proto = stream.__cuda_stream__()
-        return int(proto[1])
+        return proto[1]
     for attr in ("cuda_stream", "ptr", "handle"):
         v = getattr(stream, attr, None)
         if isinstance(v, int):
             return v
-    try:
-        return int(stream)
-    except (TypeError, ValueError):
-        raise InvalidArgument("stream: cannot read a CUstream from %s" % type(stream).__name__) from None
+    if not hasattr(stream, "__index__") and not hasattr(stream, "__int__"):
+        raise InvalidArgument("stream: cannot read a CUstream from %s" % type(stream).__name__)
+    return stream
 
 
 _cache_lock = threading.Lock()

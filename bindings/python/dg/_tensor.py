@@ -17,7 +17,7 @@ from collections import OrderedDict
 from ctypes import CFUNCTYPE, POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import _lib
+from . import _integers, _lib
 from .errors import InvalidArgument
 
 # dg.h dtypes
@@ -123,10 +123,15 @@ class TensorInfo:
         readonly: bool = False,
         is_torch: bool = False,
     ) -> None:
-        self.ptr = int(ptr)
+        if is_torch:  # torch's own sizes and strides: int64 already
+            self.ptr = int(ptr)
+            self.shape = tuple(map(int, shape))
+            self.strides = tuple(map(int, strides))
+        else:
+            self.ptr = _integers.integer(ptr, "TensorInfo: ptr", "pointer")
+            self.shape = _integers.int64s(shape, "TensorInfo: shape")
+            self.strides = _integers.int64s(strides, "TensorInfo: strides")
         self.dtype = dtype
-        self.shape = tuple(map(int, shape))
-        self.strides = tuple(map(int, strides))
         self.device = device
         self.source = source
         self.keepalive = keepalive
@@ -206,12 +211,14 @@ def _from_torch(t: Any, name: str, role: Optional[str]) -> TensorInfo:
 def _from_cai(obj: Any, name: str, role: Optional[str]) -> TensorInfo:
     cai = obj.__cuda_array_interface__
     try:
-        version = int(cai.get("version", 0))
+        version = _integers.int64(cai.get("version", 0), "%s: __cuda_array_interface__ version" % name)
         typestr = cai["typestr"]
-        shape = tuple(int(s) for s in cai["shape"])
+        raw_shape = cai["shape"]
         ptr, ro = cai["data"]
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidArgument("%s: malformed __cuda_array_interface__ (%s)" % (name, exc)) from None
+    shape = _integers.int64s(raw_shape, "%s: __cuda_array_interface__ shape" % name)
+    ptr = _integers.integer(ptr or 0, "%s: __cuda_array_interface__ data pointer" % name, "pointer")
     if version < 2:
         raise InvalidArgument("%s: __cuda_array_interface__ version %d; versions 2 and 3 are supported" % (name, version))
     if cai.get("mask") is not None:
@@ -232,7 +239,7 @@ def _from_cai(obj: Any, name: str, role: Optional[str]) -> TensorInfo:
     else:
         strides_list = []
         for i, bs in enumerate(byte_strides):
-            bs = int(bs)
+            bs = _integers.int64(bs, "%s: __cuda_array_interface__ strides[%d]" % (name, i))
             if bs % itemsize != 0:
                 raise InvalidArgument(
                     "%s: stride %d of dimension %d is %d bytes, not a multiple of the %d-byte element" % (name, bs, i, bs, itemsize)
@@ -241,7 +248,7 @@ def _from_cai(obj: Any, name: str, role: Optional[str]) -> TensorInfo:
         strides = tuple(strides_list)
         if len(strides) != len(shape):
             raise InvalidArgument("%s: %d strides for %d dimensions" % (name, len(strides), len(shape)))
-    return TensorInfo(int(ptr or 0), dtype, shape, strides, None, source=obj, readonly=bool(ro))
+    return TensorInfo(ptr, dtype, shape, strides, None, source=obj, readonly=bool(ro))
 
 
 # --- DLPack ----------------------------------------------------------------------------------

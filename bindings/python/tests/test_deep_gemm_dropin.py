@@ -201,10 +201,10 @@ def test_fp8_fp4_gemm_nt_reaches_libdg_fp8_gemm_with_the_merged_recipe(monkeypat
     lib = _lib.get()
     monkeypatch.setitem(lib.functions, "dg_fp8_gemm_nt", rec)
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
-    from dg import api
+    from dg import _arguments
 
-    orig = api._sf_recipe
-    monkeypatch.setattr(api, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
+    orig = _arguments._sf_recipe
+    monkeypatch.setattr(_arguments, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
     m, n, k = 256, 256, 512
     a = (FakeCAI((m, k), "|u1", ptr=0x1000), FakeCAI((m, k // 128), "<f4", strides=(1, m), ptr=0x2000))
     b = (FakeCAI((n, k), "|u1", ptr=0x3000), FakeCAI((n // 128, k // 128), "<f4", ptr=0x4000))

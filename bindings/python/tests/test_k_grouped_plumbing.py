@@ -4,7 +4,7 @@ replaced by a recorder that reads descriptors back through dg_tensor_get and cop
 import pytest
 
 import dg
-from dg import _lib, _tensor as T, api
+from dg import _lib, _tensor as T, _arguments
 from fakes import FakeCAI
 
 
@@ -33,7 +33,7 @@ def hooked(monkeypatch):
         recs[name] = Recorder("fp8" in name)
         monkeypatch.setitem(lib.functions, name, recs[name])
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
-    orig = api._sf_recipe
+    orig = _arguments._sf_recipe
     monkeypatch.setattr(dg._k_grouped, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
     return recs
 

@@ -58,8 +58,9 @@ def test_discovery_error_lists_every_path_tried(tmp_path):
     assert "DG_LIBRARY_PATH" in text
 
 
-def test_discovery_order_env_pkg_config_package(tmp_path, monkeypatch):
-    # DG_LIBRARY_PATH, then an installed libdg pkg-config knows, then the copy inside the package.
+def test_discovery_order_env_package_pkg_config(tmp_path, monkeypatch):
+    # DG_LIBRARY_PATH, then the copy inside the package (a wheel's own), then an installed libdg
+    # that pkg-config knows: a PKG_CONFIG_PATH naming another libdg does not replace the bundled one.
     real = dg.library_path()
     if not os.path.isfile(real):
         pytest.skip("libdg was loaded by soname, not from a file")
@@ -74,9 +75,9 @@ def test_discovery_order_env_pkg_config_package(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tools) + os.pathsep + os.environ.get("PATH", ""))
     load = lambda env: _lib.load_library(env_value=env, package_dir=str(pkg), repo_root=None, system=True)[1]
     assert load(str(pointed)) == str(pointed / "libdg.so")
-    assert load(None) == str(installed / "libdg.so")
-    pkg_config.write_text("#!/bin/sh\necho 'Package dg was not found' >&2\nexit 1\n")
     assert load(None) == str(pkg / "libdg.so")
+    os.remove(str(pkg / "libdg.so"))
+    assert load(None) == str(installed / "libdg.so")
 
 
 def test_discovery_reports_why_a_file_failed_to_load(tmp_path):
@@ -96,16 +97,70 @@ def test_a_library_that_is_not_libdg_is_refused():
     assert "not libdg" in why
 
 
+def _package_copy_without_library(tmp_path):
+    """The dg package copied alone (no libdg.so beside it, no source tree above it)."""
+    import shutil
+
+    package = os.path.dirname(os.path.abspath(dg.__file__))
+    shutil.copytree(package, str(tmp_path / "site" / "dg"), ignore=shutil.ignore_patterns("libdg.so*", "__pycache__"))
+    return str(tmp_path / "site")
+
+
 def test_discovery_system_loader_is_tried(tmp_path):
-    try:
-        _lib.load_library(env_value=None, package_dir=None, repo_root=None, system=True)
-    except dg.LibraryNotFoundError as err:
-        text = str(err)
-        assert "find_library('dg')" in text
-        assert "libdg.so.%d" % _lib.ABI_MAJOR in text
-        assert "pkg-config" in text
-    else:
-        pytest.skip("libdg is installed system-wide")
+    # In a fresh process (this one has libdg loaded, so its soname would resolve to that copy), with
+    # no DG_LIBRARY_PATH, no bundled library and a pkg-config that knows no dg: import fails and
+    # the error names the system loader's attempts.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "pkg-config").write_text("#!/bin/sh\necho 'Package dg was not found' >&2\nexit 1\n")
+    (tools / "pkg-config").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("DG_LIBRARY_PATH", "LD_LIBRARY_PATH", "LD_PRELOAD")}
+    env["PYTHONPATH"] = _package_copy_without_library(tmp_path)
+    env["PATH"] = str(tools) + os.pathsep + env.get("PATH", "")
+    code = (
+        "import ctypes.util, sys\n"
+        "if ctypes.util.find_library('dg'):\n"
+        "    print('installed'); sys.exit(0)\n"
+        "try:\n"
+        "    import dg\n"
+        "except ImportError as e:\n"
+        "    print(e); sys.exit(0)\n"
+        "print('loaded', dg.library_path()); sys.exit(1)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    if out.strip() == "installed":
+        pytest.skip("libdg is installed where the system loader finds it (ldconfig)")
+    assert "could not load libdg" in out
+    assert "find_library('dg')" in out
+    assert "libdg.so.%d" % _lib.ABI_MAJOR in out
+    assert "pkg-config" in out
+    assert "package folder: not present" in out
+
+
+def test_nvrtc_is_loaded_before_libdg():
+    # Whichever copy libdg uses is in this process; load_nvrtc reports where it came from.
+    origin = _lib.nvrtc_origin()
+    if origin is None:
+        pytest.skip("NVRTC was found by libdg's own dependency lookup")
+    kind, path = origin
+    assert kind in ("nvidia-cuda-nvrtc wheel", "system loader", "CUDA toolkit")
+    assert path.endswith(_lib.NVRTC_SONAME)
+    with open("/proc/self/maps") as maps:
+        assert _lib.NVRTC_SONAME in maps.read()
+
+
+def test_nvrtc_candidates_put_the_wheel_first(tmp_path, monkeypatch):
+    wheel_lib = tmp_path / "nvidia" / _lib.NVRTC_WHEEL_DIR
+    wheel_lib.mkdir(parents=True)
+    (wheel_lib / _lib.NVRTC_SONAME).write_bytes(b"")
+    monkeypatch.setattr(_lib, "_nvrtc_wheel_dirs", lambda: [str(wheel_lib)])
+    cands = _lib.nvrtc_candidates()
+    assert cands[0] == ("nvidia-cuda-nvrtc wheel", str(wheel_lib / _lib.NVRTC_SONAME))
+    assert cands[1] == ("system loader", _lib.NVRTC_SONAME)
+    assert all(kind == "CUDA toolkit" for kind, _ in cands[2:])
 
 
 def test_discovery_finds_the_library_in_a_directory_and_as_a_file():
@@ -214,3 +269,42 @@ def test_structs_match_dg_h(c_name, struct):
     body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
     fields = re.findall(r"(\w+)\s*;", body)
     assert fields == [f[0] for f in struct._fields_], c_name
+
+
+def test_info_report_names_everything_a_bug_report_needs(monkeypatch):
+    monkeypatch.setenv("DG_INFO_TEST_MARKER", "42")
+    text = dg.info()
+    keys = [line.split(":", 1)[0] for line in text.splitlines()]
+    for key in ("python package", "loaded libdg", "loaded nvrtc", "libdg", "build", "library", "nvrtc", "driver",
+                "devices", "jit cache", "jit compiler", "sm cap", "kernel configs", "env"):
+        assert key in keys, (key, text)
+    assert "libdg: %s\n" % dg.version() in text
+    assert "env: DG_INFO_TEST_MARKER=42" in text
+    nvrtc = next(line for line in text.splitlines() if line.startswith("nvrtc: "))
+    assert re.match(r"nvrtc: \d+\.\d+ from /", nvrtc), nvrtc
+
+
+def test_info_report_buffer_contract():
+    lib = _lib.get()
+    fn = lib.fn("dg_info_report")
+    import ctypes
+
+    size = ctypes.c_size_t()
+    assert fn(None, 0, ctypes.byref(size)) == 0 and size.value > 100
+    small = ctypes.create_string_buffer(b"\x07" * 16, 16)
+    need = ctypes.c_size_t(12345)
+    assert fn(small, 16, ctypes.byref(need)) == 1  # too small: INVALID_ARGUMENT, outputs untouched
+    assert small.raw == b"\x07" * 16 and need.value == 12345
+    assert "capacity" in lib.last_error()
+    assert fn(None, 8, None) == 1 and "buffer" in lib.last_error()
+
+
+def test_dg_info_command():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(dg.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, "-m", "dg._info"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "libdg: %s" % dg.version() in r.stdout.decode()
+    bad = subprocess.run([sys.executable, "-m", "dg._info", "--no-such-flag"], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert bad.returncode == 2 and "--no-such-flag" in bad.stderr.decode()

@@ -4,7 +4,7 @@ replaced by a recorder that reads the descriptors back through dg_tensor_get."""
 import pytest
 
 import dg
-from dg import _lib, _tensor as T, api
+from dg import _lib, _tensor as T, _arguments
 from fakes import FakeCAI
 
 
@@ -35,9 +35,9 @@ def hooked(monkeypatch):
         recs[name] = Recorder(n)
         monkeypatch.setitem(lib.functions, name, recs[name])
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
-    orig = api._sf_recipe
+    orig = _arguments._sf_recipe
     patched = lambda *a, **k: orig(*a, **dict(k, arch_major=9))  # noqa: E731
-    monkeypatch.setattr(api, "_sf_recipe", patched)
+    monkeypatch.setattr(_arguments, "_sf_recipe", patched)
     monkeypatch.setattr(dg._grouped, "_sf_recipe", patched)
     return recs
 

@@ -142,12 +142,12 @@ def test_recipe_shape_errors():
 
 def test_non_torch_input_needing_a_copy_asks_for_out(monkeypatch):
     # Without a device the stream cannot be created, so check the message path on the query.
-    from dg import api
+    from dg import _arguments
 
     info = dg.TensorInfo(0x1000, 1, (256, 4), (4, 1), None)
-    monkeypatch.setattr(api, "_query_sf", lambda *a, **k: dg.SfLayout(False, 1, (256, 4), (1, 256), 4096))
+    monkeypatch.setattr(_arguments, "_query_sf", lambda *a, **k: dg.SfLayout(False, 1, (256, 4), (1, 256), 4096))
     with pytest.raises(dg.InvalidArgument, match="pass out="):
-        api._transform_info(None, info, 256, 512, api._sf_recipe(1, 128, 0, False), None, "sfa")
+        _arguments._transform_info(None, info, 256, 512, _arguments._sf_recipe(1, 128, 0, False), None, "sfa")
 
 
 def test_pair_arguments_are_checked(monkeypatch):
@@ -157,3 +157,29 @@ def test_pair_arguments_are_checked(monkeypatch):
         monkeypatch.setitem(_lib.get().functions, "dg_fp8_gemm_nt", lambda *a: 0)
     with pytest.raises(dg.InvalidArgument, match="a: expected a \\(data, scaling_factors\\) pair"):
         dg.fp8_gemm_nt(FakeCAI((4, 4)), (FakeCAI((4, 4)), FakeCAI((1, 1))), FakeCAI((4, 4)))
+
+
+@no_device
+def test_get_num_sms_without_a_device_raises_no_device():
+    dg.set_num_sms(0)
+    with pytest.raises(dg.NoDevice) as info:
+        dg.get_num_sms()
+    assert info.value.status == 3
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: dg.bf16_gemm_nt(None, None, None), "a"),
+        (lambda: dg.bf16_gemm_nn(FakeCAI((128, 64), "<f2"), None, None), "b"),
+        (lambda: dg.cublaslt_gemm_nt(FakeCAI((128, 64), "<f2"), FakeCAI((128, 64), "<f2"), None), "d"),
+        (lambda: dg.fp8_gemm_nt((None, None), (None, None), None), "a"),
+        (lambda: dg.nvfp4_gemv(None, None, None, None, None), "a"),
+        (lambda: dg.nvfp4_gemv(*[FakeCAI((128, 64), "|u1")] * 4, None), "c"),
+        (lambda: dg.get_mn_major_tma_aligned_tensor(None), "sf"),
+    ],
+)
+def test_missing_tensors_are_invalid_arguments_before_any_device_is_needed(call, name):
+    # Checked before the stream is resolved: with or without a GPU, the first missing tensor is named.
+    with pytest.raises(dg.InvalidArgument, match=r"^%s: expected a tensor, got None" % name):
+        call()

@@ -7,7 +7,7 @@ import ctypes
 import pytest
 
 import dg
-from dg import _lib, _tensor as T, api
+from dg import _lib, _tensor as T, _arguments
 from fakes import FakeCAI
 
 
@@ -30,8 +30,8 @@ def hooked(monkeypatch):
         if name.startswith(("dg_fp8_gemm_", "dg_bf16_gemm_", "dg_nvfp4_gemv", "dg_cublaslt_gemm_")):
             monkeypatch.setitem(lib.functions, name, rec)
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
-    orig = api._sf_recipe
-    monkeypatch.setattr(api, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
+    orig = _arguments._sf_recipe
+    monkeypatch.setattr(_arguments, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
     return rec
 
 
@@ -92,14 +92,14 @@ def test_fp8_copies_are_predicted_as_libdg_decides():
     def view(shape, strides):
         return T.TensorInfo(0, T.FLOAT8_E4M3, shape, strides, None)
 
-    assert not api._copied_k_major(view((64, 128), (128, 1)))  # K-major
-    assert not api._copied_k_major(view((64, 128), (144, 1)))  # K-major, padded rows
-    assert api._copied_k_major(view((64, 128), (1, 64)))  # MN-major
-    assert api._copied_k_major(view((64, 128), (136, 1)))  # rows not 16-byte multiples apart (refused)
-    assert not api._copied_k_major(view((1, 128), (1, 1)))  # one contiguous row
-    assert api._copied_k_major(view((1, 128), (1, 16)))  # one row, not contiguous along K
-    assert api._copied_k_major(view((64, 1), (1, 64)))  # K = 1 from [1, M] storage: rows 1 byte apart
-    assert not api._copied_k_major(view((64, 1), (16, 1)))  # K = 1, rows 16 bytes apart
+    assert not _arguments._copied_k_major(view((64, 128), (128, 1)))  # K-major
+    assert not _arguments._copied_k_major(view((64, 128), (144, 1)))  # K-major, padded rows
+    assert _arguments._copied_k_major(view((64, 128), (1, 64)))  # MN-major
+    assert _arguments._copied_k_major(view((64, 128), (136, 1)))  # rows not 16-byte multiples apart (refused)
+    assert not _arguments._copied_k_major(view((1, 128), (1, 1)))  # one contiguous row
+    assert _arguments._copied_k_major(view((1, 128), (1, 16)))  # one row, not contiguous along K
+    assert _arguments._copied_k_major(view((64, 1), (1, 64)))  # K = 1 from [1, M] storage: rows 1 byte apart
+    assert not _arguments._copied_k_major(view((64, 1), (16, 1)))  # K = 1, rows 16 bytes apart
 
 
 def test_fp8_gemm_workspace_size_values_and_errors():
@@ -127,10 +127,10 @@ def test_fp8_default_recipe_is_read_from_sfb():
     per_block = T.TensorInfo(0, T.FLOAT32, (4, 8), (8, 1), None)
     per_token = T.TensorInfo(0, T.FLOAT32, (n, 8), (1, n), None)
     packed = T.TensorInfo(0, T.UE8M0X4, (n, 2), (1, n), None)
-    assert api._default_recipe(per_block, n, False) == (1, 128, 128)
-    assert api._default_recipe(per_token, n, False) == (1, 1, 128)
-    assert api._default_recipe(per_token.transposed(), n, True) == (1, 1, 128)
-    assert api._default_recipe(packed, n, False) == (1, 1, 128)
+    assert _arguments._default_recipe(per_block, n, False) == (1, 128, 128)
+    assert _arguments._default_recipe(per_token, n, False) == (1, 1, 128)
+    assert _arguments._default_recipe(per_token.transposed(), n, True) == (1, 1, 128)
+    assert _arguments._default_recipe(packed, n, False) == (1, 1, 128)
 
 
 @pytest.mark.parametrize("layout", ["nt", "nn", "tn", "tt"])
@@ -292,7 +292,7 @@ def test_scale_layout_queries_are_answered_once_per_key(hooked, monkeypatch):
     b = FakeCAI((n, k), "|u1", ptr=0x3000)
     sfa, sfb = sm90_sfa(m, k // 128, 0x2000), FakeCAI((n // 128, k // 128), "<f4", ptr=0x4000)
     d = FakeCAI((m, n), "<f2", ptr=0x5000)
-    api._SF_LAYOUTS.clear()
+    _arguments._SF_LAYOUTS.clear()
     lib = _lib.get()
     real = lib.functions["dg_transform_sf_layout"]
     queries = []

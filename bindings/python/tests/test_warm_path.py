@@ -13,7 +13,7 @@ import types
 import pytest
 
 import dg
-from dg import _fast, _lib, _stream, api
+from dg import _fast, _lib, _stream, _arguments
 from dg import _tensor as T
 
 
@@ -110,7 +110,7 @@ def env(monkeypatch):
     hook = _HOOK(record)
     _CUDA.fake_cuda_set_launch_hook(hook, None)
     full = [0]
-    real = api._prepare_call
+    real = _arguments._prepare_call
 
     def counting(*a, **k):
         full[0] += 1

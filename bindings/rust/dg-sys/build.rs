@@ -12,9 +12,13 @@ fn pkg_config_libdir() -> Result<String, String> {
         .output()
         .map_err(|e| format!("pkg-config could not be run: {}", e))?;
     if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let search = env::var("PKG_CONFIG_PATH").unwrap_or_else(|_| "(unset)".into());
         return Err(format!(
-            "`pkg-config --variable=libdir dg` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            "`pkg-config --variable=libdir dg` exited with {} ({}); PKG_CONFIG_PATH={}",
+            out.status,
+            if stderr.is_empty() { "no output: no dg.pc on its search path".to_string() } else { stderr },
+            search
         ));
     }
     let libdir = String::from_utf8_lossy(&out.stdout).trim().to_string();

@@ -60,7 +60,7 @@ import (
 	"time"
 	"unsafe"
 
-	"dg"
+	"libdg.dev/dg"
 )
 
 const m, n, k = 256, 1024, 768

@@ -72,6 +72,31 @@ pub fn version() -> &'static str {
     unsafe { error::static_str(sys::dg_version()) }
 }
 
+/// libdg's report on itself and this machine (`dg_info_report`, what the `dg-info` command prints):
+/// version and build, the NVRTC and CUDA driver in use and their files, each GPU and whether libdg
+/// runs on it, the JIT cache, and the `DG_*` variables set. One `key: value` line per item. Needs no
+/// GPU.
+pub fn info_report() -> Result<String> {
+    // The report can grow between the size query and the copy (a cache entry appears): retry.
+    const TRIES: usize = 3;
+    let mut last = Ok(());
+    for _ in 0..TRIES {
+        let mut size: usize = 0;
+        // SAFETY: NULL buffer with capacity 0 only writes the size.
+        error::check(unsafe { sys::dg_info_report(std::ptr::null_mut(), 0, &mut size) })?;
+        let mut buf = vec![0u8; size.max(1)];
+        // SAFETY: buf holds buf.len() writable bytes.
+        last = error::check(unsafe {
+            sys::dg_info_report(buf.as_mut_ptr() as *mut std::os::raw::c_char, buf.len(), std::ptr::null_mut())
+        });
+        if last.is_ok() {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            return Ok(String::from_utf8_lossy(&buf[..end]).into_owned());
+        }
+    }
+    last.map(|_| String::new())
+}
+
 /// The run-time version as `MAJOR * 10000 + MINOR * 100 + PATCH` (`dg_version_number`); its
 /// major part equals the `dg.h` this binding was generated from ([`sys::DG_VERSION_MAJOR`]).
 pub fn version_number() -> i32 {

@@ -35,6 +35,15 @@ fn version_matches_the_header() {
 }
 
 #[test]
+fn info_report_names_the_version_nvrtc_and_driver() {
+    let report = dg::info_report().unwrap();
+    assert!(report.starts_with(&format!("libdg: {}\n", dg::version())), "{}", report);
+    for key in ["\nnvrtc: ", "\ndriver: ", "\njit cache: ", "\nenv: "] {
+        assert!(report.contains(key), "{} missing from {}", key, report);
+    }
+}
+
+#[test]
 fn status_and_dtype_names() {
     assert_eq!(dg::status_string(sys::DG_SUCCESS), "DG_SUCCESS");
     assert_eq!(dg::status_string(sys::DG_ERROR_NO_DEVICE), "DG_ERROR_NO_DEVICE");

@@ -1,17 +1,23 @@
-"""Argument plumbing that every call family shares: describing tensors and resolving the stream
-of a call, int32 checks, memoised ctypes structures, scaling-factor recipes and layout queries,
-and the GEMMs' layout names, recipes and options.
+"""Argument handling that every call family shares (private: no public function lives here):
+describing tensors and resolving the stream of a call, integer checks, memoised ctypes
+structures, scaling-factor recipes and layout queries, and the GEMMs' layout names, recipes and
+options.
 
-The public functions live in one module per family (``_core``, ``_layout``, ``_gemm``,
-``_grouped``, ``_cublaslt``, ``_gemv``) and are exported by ``dg/__init__.py``; a new kernel family
-adds a module beside them that builds on these helpers."""
+The public functions live in one module per family and are exported by ``dg/__init__.py``:
+``_core`` (version, logging, config, devices), ``_layout`` (host utilities and scale layouts),
+``_gemm`` (dense GEMMs), ``_grouped`` (M-grouped), ``_k_grouped`` (K-grouped), ``_mqa`` (MQA
+logits), ``_gemv`` (NVFP4 GEMV), ``_cublaslt`` (the cuBLASLt baseline) and ``_stream``
+(``dg.Stream``). Beneath them: ``_tensor`` (tensor descriptors from torch, DLPack and the CUDA
+array interface), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
+libdg), ``_declarations`` (ctypes declarations generated from dg.h) and ``errors``. A new kernel
+family adds a module beside them that builds on these helpers."""
 
 from __future__ import annotations
 
 from ctypes import byref, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from . import _lib, _stream
+from . import _integers, _lib, _stream
 from . import _tensor as _tensor_mod
 from ._lib import GemmOptions, SfRecipe
 from ._tensor import (
@@ -35,16 +41,11 @@ StreamLike = Any  # None, int, ctypes.c_void_p, torch.cuda.Stream, dg.Stream, ..
 Recipe = Optional[Tuple[int, ...]]
 
 
-def _int32(v: Any, name: str) -> int:
-    try:
-        iv = int(v)
-    except (TypeError, ValueError):
-        raise InvalidArgument("%s: expected an int, got %r" % (name, v)) from None
-    if iv != v and not isinstance(v, bool):
-        raise InvalidArgument("%s: expected an int, got %r" % (name, v))
-    if not -(2**31) <= iv < 2**31:
-        raise InvalidArgument("%s = %d is outside the int32 range" % (name, iv))
-    return iv
+# Integer arguments: range-checked and integral (see _integers).
+_int32 = _integers.int32
+_int64 = _integers.int64
+_size = _integers.size
+_int64s = _integers.int64s
 
 
 # Structures that libdg only reads (const pointers) are built once per distinct value: building a
@@ -81,18 +82,25 @@ def _prepare(args: Sequence[Tuple[Any, str, Optional[str]]], stream: StreamLike)
     return handle, infos
 
 
+# Tensor arguments that may be None (every call names its optional tensors so).
+_OPTIONAL_TENSORS = frozenset({"c", "out", "ks_tensor"})
+
+
 def _prepare_call(
     args: Sequence[Tuple[Any, str, Optional[str]]], stream: StreamLike
 ) -> Tuple[c_void_p, int, int, List[Optional[TensorInfo]]]:
     """Describes the tensors of one call and resolves its stream.
 
-    ``args`` are ``(object, name, role)``; ``None`` objects stay ``None``. DLPack objects are
+    ``args`` are ``(object, name, role)``; ``None`` objects stay ``None`` where the name is one of
+    :data:`_OPTIONAL_TENSORS`, and are refused otherwise, before the stream is resolved. DLPack objects are
     read after the stream is known, so ``__dlpack__(stream=...)`` can order the producer's work
     before ours."""
     infos: List[Optional[TensorInfo]] = [None] * len(args)
     pending: List[int] = []
     for i, (obj, name, role) in enumerate(args):
         if obj is None:
+            if name not in _OPTIONAL_TENSORS:  # before the stream: a missing tensor is not NoDevice
+                raise InvalidArgument("%s: expected a tensor, got None" % name)
             continue
         if isinstance(obj, TensorInfo) or is_torch_tensor(obj) or not hasattr(obj, "__dlpack__"):
             infos[i] = describe(obj, name, role)
@@ -115,10 +123,7 @@ def _prepare_call(
 
 def _ks_array(ks: Sequence[int]) -> Tuple[Any, int]:
     """The K-grouped calls' host ``ks`` as an ``int64_t`` array and its length."""
-    try:
-        values = [int(x) for x in ks]
-    except TypeError:
-        raise InvalidArgument("ks: expected a sequence of ints (each group's K), got %s" % type(ks).__name__) from None
+    values = _int64s(ks, "ks")
     return (c_int64 * max(len(values), 1))(*values), len(values)
 
 
@@ -178,6 +183,7 @@ def _query_sf(
     handle: Optional[c_void_p], sf_info: TensorInfo, mn: int, k: int, recipe: SfRecipe, dev: Optional[int] = None
 ) -> SfLayout:
     lib = _lib.get()
+    mn, k = _int64(mn, "mn"), _int64(k, "k")
 
     def ask() -> SfLayout:
         is_input = c_int32()
@@ -187,7 +193,7 @@ def _query_sf(
         nbytes = c_size_t()
         with Descriptors() as ds:
             status = lib.fn("dg_transform_sf_layout")(
-                handle, ds.add(sf_info), int(mn), int(k), byref(recipe), byref(is_input), byref(dtype), sizes, strides, byref(nbytes)
+                handle, ds.add(sf_info), mn, k, byref(recipe), byref(is_input), byref(dtype), sizes, strides, byref(nbytes)
             )
             lib.check(status, "dg_transform_sf_layout")
         r = sf_info.rank
@@ -197,7 +203,7 @@ def _query_sf(
     if recipe.arch_major == 0 and (handle is None or dev is None):
         return ask()
     key = (
-        lib, dev if recipe.arch_major == 0 else None, sf_info.dtype, sf_info.shape, sf_info.strides, int(mn), int(k),
+        lib, dev if recipe.arch_major == 0 else None, sf_info.dtype, sf_info.shape, sf_info.strides, mn, k,
         recipe.gran_mn, recipe.gran_k, recipe.num_groups, recipe.arch_major, recipe.disable_ue8m0_cast,
     )
     return _memo(_SF_LAYOUTS, key, ask)
@@ -233,7 +239,7 @@ def _transform_info(
     lib = _lib.get()
     with Descriptors() as ds:
         status = lib.fn("dg_transform_sf_into_required_layout")(
-            handle, ds.add(sf_info), int(mn), int(k), byref(rec), None if layout.is_input else ds.add(out_info)
+            handle, ds.add(sf_info), _int64(mn, "mn"), _int64(k, "k"), byref(rec), None if layout.is_input else ds.add(out_info)
         )
         lib.check(status, "dg_transform_sf_into_required_layout")
     if layout.is_input:
@@ -291,7 +297,7 @@ def _gemm_options(
             recipe=int(recipe_code),
             disable_ue8m0_cast=1 if disable_ue8m0_cast else 0,
             workspace=workspace,
-            workspace_size=int(workspace_size),
+            workspace_size=_size(workspace_size, "workspace_size"),
             **fields,
         )
 
@@ -304,10 +310,7 @@ def _gemm_options(
 def _recipe_tuple(recipe: Recipe) -> Optional[Tuple[int, int, int]]:
     if recipe is None:
         return None
-    try:
-        r = tuple(int(x) for x in recipe)
-    except (TypeError, ValueError):
-        raise InvalidArgument("recipe: expected (gran_m, gran_n, gran_k), got %r" % (recipe,)) from None
+    r = _int64s(recipe, "recipe")
     if len(r) != 3:
         raise InvalidArgument("recipe: expected (gran_m, gran_n, gran_k), got %r" % (recipe,))
     return r  # type: ignore[return-value]
