@@ -6,6 +6,9 @@
  *   - Every fallible function returns a dg_status; DG_SUCCESS is 0. On failure, dg_last_error()
  *     gives this thread's message naming the argument, its value and what was expected.
  *   - Constructors return through an out-parameter; destructors accept NULL.
+ *   - On failure no out-parameter is written: handles, sizes and counts keep what the caller put
+ *     there. The one exception is dg_config_get_string's `*required`, set when `capacity` is too
+ *     small so that the caller can size its buffer.
  *   - Structs that cross the ABI start with `size_t struct_size`; initialise them with the
  *     matching *_INIT macro so that later versions can append fields.
  *   - Every entry point may be called from any thread. Handles may be shared between threads as

@@ -31,7 +31,6 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
                                   const dg_config* config) {
   DG_API_GUARD({
     if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
-    *stream = nullptr;
     if (flags != DG_STREAM_BORROW && flags != DG_STREAM_CREATE)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "flags: {} is not DG_STREAM_BORROW (0) or DG_STREAM_CREATE (1)", flags);
     if (flags == DG_STREAM_CREATE && cu_stream != nullptr)
@@ -57,7 +56,6 @@ DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major
                                           const dg_config* config) {
   DG_API_GUARD({
     if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
-    *stream = nullptr;
     dg::Device* d = nullptr;
     DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, &d));
     auto s = std::make_unique<dg_stream_s>();
