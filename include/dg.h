@@ -337,6 +337,11 @@ DG_API dg_status dg_transform_sf_into_required_layout(dg_stream* stream, const d
 
 /* ============================================================================================
  * Kernel preparation
+ *
+ * A kernel is compiled (or loaded from the disk cache) the first time a call needs it; threads
+ * asking for it meanwhile wait for that build and share its result. A failed build (compile
+ * error, missing compiler, full disk) gives every waiting thread its status and message and is
+ * not remembered: the next call that needs the kernel tries again.
  * ========================================================================================== */
 
 /* Number of kernels compiled or loaded by this process so far (memory-cache misses), for tests

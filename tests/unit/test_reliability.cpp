@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,18 +19,21 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dg.h"
+#include "in_child.h"
 #include "jit/compiler.h"
 #include "jit/disk_cache.h"
 #include "jit/source_bundle.h"
 #include "ops/gemm.h"
 #include "runtime/config.h"
 #include "runtime/env.h"
+#include "runtime/log.h"
 
 namespace fs = std::filesystem;
 
@@ -49,19 +53,7 @@ struct TempDir {
   }
 };
 
-// Runs `body` in a forked child that SIGALRM kills after `seconds`; returns its exit status, or
-// 128 + the signal that ended it (so a hang shows as 128 + SIGALRM).
-int in_child(const std::function<int()>& body, unsigned seconds = 20) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    alarm(seconds);
-    _exit(body());
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using dg::test::in_child;
 
 // Every message at or above `min_level` while alive.
 struct LogCapture {
