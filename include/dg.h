@@ -70,6 +70,15 @@ DG_API int32_t dg_version_number(void);
  * Logging. libdg prints nothing by itself except through this logger. Default: messages at or
  * above the level go to stderr prefixed "[libdg] ". The initial level comes from DG_LOG_LEVEL
  * (trace, debug, info, warn, error, off or 0..5, any case; default warn).
+ *
+ * Environment variables that hold numbers, switches or level names (DG_NUM_SMS, DG_TC_UTIL,
+ * DG_PDL, DG_JIT_USE_NVRTC, DG_JIT_DEBUG, DG_JIT_CPP_STANDARD, DG_LOG_LEVEL, DG_PRINT_CONFIGS,
+ * ...) all follow one rule: leading and trailing whitespace is ignored and an empty or
+ * whitespace-only value counts as unset; an integer is an optional '+' or '-' followed by decimal
+ * digits and nothing else (" 12", "+12" and "12 " are 12; "0x10", "1e3" and "12a" are refused);
+ * a switch is 1/0, true/false, on/off or yes/no in any case. A value that does not parse or is
+ * out of range is reported once at warn level, naming the variable, and the default is used.
+ * Paths (DG_JIT_CACHE_DIR, DG_JIT_NVCC_COMPILER, DG_TEMPLATE_DIR) are taken verbatim.
  * ========================================================================================== */
 
 #define DG_LOG_TRACE 0

@@ -134,19 +134,19 @@ struct State {
   State() {
     // Warnings about the variables go to `logger` directly: log::warn would re-enter state().
     // DG_JIT_DEBUG asks for the JIT's debug messages, unless DG_LOG_LEVEL says otherwise.
-    if (const char* jit_debug = env::get("DG_JIT_DEBUG")) {
-      if (const std::optional<bool> on = env::parse_bool(jit_debug)) {
+    if (const std::optional<std::string> jit_debug = env::get_trimmed("DG_JIT_DEBUG")) {
+      if (const std::optional<bool> on = env::parse_bool(jit_debug->c_str())) {
         if (*on) environment_level = DG_LOG_DEBUG;
       } else if (env::first_warning("DG_JIT_DEBUG")) {
-        logger.warn("ignoring DG_JIT_DEBUG={}: expected 1/0, true/false, on/off or yes/no; using 0", jit_debug);
+        logger.warn("ignoring DG_JIT_DEBUG={}: expected 1/0, true/false, on/off or yes/no; using 0", *jit_debug);
       }
     }
-    if (const char* text = env::get("DG_LOG_LEVEL")) {
-      const int parsed = parse_level(text);
+    if (const std::optional<std::string> text = env::get_trimmed("DG_LOG_LEVEL")) {
+      const int parsed = parse_level(text->c_str());
       if (parsed >= 0) {
         environment_level = parsed;
       } else if (env::first_warning("DG_LOG_LEVEL")) {
-        logger.warn("ignoring DG_LOG_LEVEL={}: expected trace, debug, info, warn, error, off or 0..5", text);
+        logger.warn("ignoring DG_LOG_LEVEL={}: expected trace, debug, info, warn, error, off or 0..5", *text);
       }
     }
     level = environment_level;
@@ -195,10 +195,12 @@ Deferred::~Deferred() {
 
 int parse_level(const char* text) {
   static const char* const names[] = {"trace", "debug", "info", "warn", "error", "off"};
+  const std::string name = env::trim(text);
   for (int i = 0; i <= DG_LOG_OFF; ++i)
-    if (strcasecmp(text, names[i]) == 0) return i;
-  if (strcasecmp(text, "warning") == 0) return DG_LOG_WARN;
-  if (text[0] >= '0' && text[0] <= '5' && text[1] == '\0') return text[0] - '0';
+    if (strcasecmp(name.c_str(), names[i]) == 0) return i;
+  if (strcasecmp(name.c_str(), "warning") == 0) return DG_LOG_WARN;
+  const std::optional<long long> number = env::parse_integer(name.c_str());
+  if (number && *number >= DG_LOG_TRACE && *number <= DG_LOG_OFF) return static_cast<int>(*number);
   return -1;
 }
 

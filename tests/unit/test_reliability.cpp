@@ -105,7 +105,7 @@ TEST_CASE("boolean variables take the usual spellings and warn once about anythi
   using dg::env::parse_bool;
   for (const char* yes : {"1", "true", "TRUE", "On", "yes", "YES"}) CHECK(parse_bool(yes) == std::optional<bool>(true));
   for (const char* no : {"0", "false", "False", "OFF", "no", "No"}) CHECK(parse_bool(no) == std::optional<bool>(false));
-  for (const char* bad : {"2", "y", "enable", " 1", "truee", "-1"}) CHECK_FALSE(parse_bool(bad).has_value());
+  for (const char* bad : {"2", "y", "enable", "1 1", "truee", "-1", "+1"}) CHECK_FALSE(parse_bool(bad).has_value());
 
   LogCapture log;
   {
@@ -154,6 +154,52 @@ TEST_CASE("DG_JIT_CPP_STANDARD and integer variables reject values they cannot h
     CHECK(dg::Config::from_environment().tc_util == 100);
     CHECK(log.count("DG_TC_UTIL=50%") == 1);
   }
+}
+
+TEST_CASE("numbers and switches in DG_* variables follow one rule: whitespace around ignored, optional sign, digits") {
+  using dg::env::parse_integer;
+  for (const char* twelve : {"12", " 12", "12 ", "\t12\n", "+12", " +12 ", "012"})
+    CHECK_MESSAGE(parse_integer(twelve) == std::optional<long long>(12), "'", twelve, "'");
+  CHECK(parse_integer("-7") == std::optional<long long>(-7));
+  CHECK(parse_integer("-9223372036854775808") == std::optional<long long>(INT64_MIN));
+  CHECK(parse_integer("9223372036854775807") == std::optional<long long>(INT64_MAX));
+  for (const char* bad : {"", " ", "+", "-", "1 2", "12a", "0x10", "1e3", "1.0", "1_000", "++1", "+-1",
+                          "9223372036854775808", "-9223372036854775809", "99999999999999999999"})
+    CHECK_MESSAGE(!parse_integer(bad).has_value(), "'", bad, "'");
+  for (const char* on : {" 1", "1 ", "\ttrue\n", " On "}) CHECK(dg::env::parse_bool(on) == std::optional<bool>(true));
+
+  // Through the variables: every integer and switch, and the level names, read the same way.
+  LogCapture log;
+  for (const char* sms : {" 12", "12 ", "+12", "\t12\n"}) {
+    ScopedEnv v("DG_NUM_SMS", sms);
+    CHECK_MESSAGE(dg::Config::from_environment().num_sms == 12, "DG_NUM_SMS='", sms, "'");
+  }
+  {
+    ScopedEnv v("DG_TC_UTIL", " 50 ");
+    CHECK(dg::Config::from_environment().tc_util == 50);
+  }
+  {
+    ScopedEnv v("DG_PDL", " 1");  // was refused
+    CHECK(dg::Config::from_environment().pdl);
+  }
+  {
+    ScopedEnv v("DG_JIT_CPP_STANDARD", " 20\n");
+    CHECK(dg::Config::from_environment().cpp_standard == 20);
+  }
+  {
+    ScopedEnv v("DG_NUM_SMS", "   ");  // only whitespace: as if unset, no warning
+    CHECK(dg::Config::from_environment().num_sms == 0);
+    CHECK(log.count("DG_NUM_SMS") == 0);
+  }
+  for (const char* bad : {"0x20", "1e2", "12a"}) {
+    ScopedEnv v("DG_NUM_SMS", bad);  // refused with a warning (once per variable and process): the default
+    CHECK_MESSAGE(dg::Config::from_environment().num_sms == 0, "DG_NUM_SMS='", bad, "'");
+  }
+  CHECK(dg::log::parse_level(" debug ") == DG_LOG_DEBUG);
+  CHECK(dg::log::parse_level("+2") == DG_LOG_INFO);
+  CHECK(dg::log::parse_level(" 4\n") == DG_LOG_ERROR);
+  CHECK(dg::log::parse_level("6") == -1);
+  CHECK(dg::log::parse_level("1.0") == -1);
 }
 
 // The logger reads DG_LOG_LEVEL once per process: a fresh process is needed to see its warning.
