@@ -186,9 +186,8 @@ dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Co
 
 dg_status render(const KernelSpec& spec, std::string* source) {
   DG_TRY(check_source_bundle());
-  const std::string* text = source_bundle().find_template(spec.template_name);
-  if (text == nullptr)
-    return fail(DG_ERROR_INTERNAL, "no template {} in the {} bundle", spec.template_name, source_bundle().origin);
+  const std::string* text = nullptr;
+  DG_TRY(source_bundle().get_template(spec.template_name, &text));
   try {
     *source = codegen::render(*text, spec.template_name, spec.context);
   } catch (const codegen::TemplateError& e) {

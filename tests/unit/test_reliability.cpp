@@ -314,9 +314,67 @@ TEST_CASE("cache entries that are not regular files are misses, never a hang, an
     const auto dir_key = dg::jit::digest("dir");
     if (mkdir(cache.path_for("gemm", dir_key).c_str(), 0755) != 0) return 8;
     if (cache.load("gemm", dir_key, &out)) return 9;
-    return 0;
+    return 0;  // a directory is replaced too: the case below
+
   });
   CHECK_MESSAGE(rc == 0, "child exit ", rc, rc == 128 + SIGALRM ? " (blocked: killed by the alarm)" : "");
+}
+
+TEST_CASE("a directory planted at an entry's path is moved aside once, keeping its files; the entry is then stored") {
+  TempDir tmp;
+  const auto key = dg::jit::digest("planted");
+  const std::vector<char> cubin = {'c', 'u', 'b'};
+  std::string path;
+  {
+    LogCapture log;
+    dg::jit::DiskCache cache(tmp.path.string());
+    path = cache.path_for("gemm", key);
+    REQUIRE(mkdir(path.c_str(), 0755) == 0);
+    write_file(fs::path(path) / "keep.txt", "user data");
+    std::vector<char> out;
+    CHECK_FALSE(cache.load("gemm", key, &out));  // a miss: "not a regular file", recompiled
+    cache.store("gemm", key, cubin);
+    CHECK(log.count("was a directory; moved it to") == 1);
+    CHECK(log.count("cannot write") == 0);
+    REQUIRE(cache.load("gemm", key, &out));
+    CHECK(out == cubin);
+  }
+  // The next process finds a valid entry: no warning, no recompile.
+  LogCapture log;
+  dg::jit::DiskCache next(tmp.path.string());
+  std::vector<char> out;
+  CHECK(next.load("gemm", key, &out));
+  CHECK(out == cubin);
+  CHECK(log.lines.empty());
+  // What the directory held is kept beside the entry.
+  int displaced = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) {
+    if (e.path().string().rfind(path + ".displaced.", 0) != 0) continue;
+    ++displaced;
+    CHECK(read_file(e.path() / "keep.txt") == "user data");
+  }
+  CHECK(displaced == 1);
+}
+
+TEST_CASE("a DG_TEMPLATE_DIR tree that lacks a template is a configuration error naming the file") {
+  TempDir tmp;
+  const fs::path tree = tmp.path / "tree";
+  fs::create_directories(tree / "kernels");
+  fs::create_directories(tree / "include" / "dg");
+  write_file(tree / "kernels" / "k.cu.j2", "{{ kernel_name }}");
+  write_file(tree / "include" / "dg" / "h.cuh", "#pragma once");
+  const dg::jit::SourceBundle b = dg::jit::load_source_bundle(tree.c_str());
+  REQUIRE(b.error.empty());
+  const std::string* text = nullptr;
+  CHECK(b.get_template("kernels/k.cu.j2", &text) == DG_SUCCESS);
+  REQUIRE(text != nullptr);
+  CHECK(*text == "{{ kernel_name }}");
+  CHECK(b.get_template("kernels/layout.cu.j2", &text) == DG_ERROR_INVALID_ARGUMENT);
+  const std::string msg = dg_last_error();
+  CHECK_MESSAGE(msg.find((tree / "kernels" / "layout.cu.j2").string()) != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("DG_TEMPLATE_DIR=") == 0, msg);
+  // The embedded bundle lacking one is libdg's own fault.
+  CHECK(dg::jit::load_source_bundle(nullptr).get_template("kernels/none.cu.j2", &text) == DG_ERROR_INTERNAL);
 }
 
 TEST_CASE("an entry whose header claims more bytes than the file holds is a miss") {
