@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <functional>
+#include <string>
 
 namespace dg::test {
 
@@ -25,6 +26,6 @@ inline int in_child(const std::function<int()>& body, unsigned seconds = 20) {
 }
 
 // "child exit 142 (hung: killed by the alarm)" for CHECK_MESSAGE.
-inline const char* hang_note(int rc) { return rc == 128 + SIGALRM ? " (hung: killed by the alarm)" : ""; }
+inline std::string hang_note(int rc) { return rc == 128 + SIGALRM ? " (hung: killed by the alarm)" : ""; }
 
 }  // namespace dg::test
