@@ -8,7 +8,9 @@
 //   fuzz_template fuzz-crash-fuzz_template.bin        (replays one input)
 //   nice -n 19 fuzz_tensor --cpu-seconds 600 ...       (stops after 10 minutes of this process's
 //                                                       CPU time, however long that takes)
+// SIGINT or SIGTERM ends a run early: the input in flight finishes and the summary is printed.
 #include <chrono>
+#include <csignal>
 #include <ctime>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +26,9 @@
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void request_stop(int) { g_stop = 1; }
 
 // Tokens that are worth splicing in whole (template syntax, JSON syntax, boundary numbers).
 const char* const kDictionary[] = {
@@ -128,7 +133,10 @@ int main(int argc, char** argv) {
   const size_t seeds = pool.size();
   auto cpu_used = [] { return double(std::clock()) / CLOCKS_PER_SEC; };
   const double cpu0 = cpu_used();
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
   auto time_left = [&] {
+    if (g_stop) return false;
     if (cpu_seconds > 0) return cpu_used() - cpu0 < cpu_seconds;
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
   };
@@ -141,6 +149,6 @@ int main(int argc, char** argv) {
   std::filesystem::remove(crash_path);
   std::cout << target << ": " << runs << " inputs (" << seeds << " seeds) in "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s ("
-            << cpu_used() - cpu0 << " s of CPU), no crash\n";
+            << cpu_used() - cpu0 << " s of CPU), no crash" << (g_stop ? " (stopped by a signal)" : "") << "\n";
   return 0;
 }
