@@ -126,10 +126,11 @@ class TemplateRoot {
 
  private:
   static std::string cannot_list(const fs::path& kernels, const std::error_code& ec) {
-    std::string why = !ec                                   ? "it is not a directory"
-                      : ec == std::errc::too_many_symbolic_link_levels ? "too many levels of symbolic links (a link loop?)"
-                      : ec == std::errc::no_such_file_or_directory     ? "it does not exist"
-                                                                        : ec.message();
+    const char* loop = "too many levels of symbolic links (a link loop?)";
+    const std::string why = !ec                                              ? "it is not a directory"
+                            : ec == std::errc::too_many_symbolic_link_levels ? loop
+                            : ec == std::errc::no_such_file_or_directory     ? "it does not exist"
+                                                                              : ec.message();
     return "cannot list " + kernels.string() + ": " + why +
            " (expected a template directory holding kernels/<family>.cu.j2)";
   }

@@ -103,7 +103,8 @@ void displace_directory(const std::string& path) {
   if (std::rename(path.c_str(), aside.c_str()) == 0)
     log::warn("JIT cache entry {} was a directory; moved it to {} to store the kernel there", path, aside);
   else if (errno != ENOENT)  // ENOENT: another process moved it first
-    log::warn("JIT cache entry {} is a directory and cannot be moved aside ({}); remove it", path, std::strerror(errno));
+    log::warn("JIT cache entry {} is a directory and cannot be moved aside ({}); remove it", path,
+              std::strerror(errno));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // dg_last_error() names the argument. Classes: NULL handles and out-pointers, NULL data pointers of
 // operands that are read or written, wrong dtypes, wrong ranks, sizes that disagree, misaligned
 // data, sizes whose arithmetic overflows int64, outputs whose elements overlap (strides that
-// alias), bad option structs and option values, and enum values out of range. A test also checks that dg.h declares no entry point the matrix lacks.
+// alias), bad option structs and option values, and enum values out of range. A test also checks
+// that dg.h declares no entry point the matrix lacks.
 //
 // Calls run on a stream whose config caps the SMs above the fake device's count: an argument set
 // that passes validation then stops at that check, before any kernel is compiled or launched, so a

@@ -52,7 +52,8 @@ TEST_CASE("dg_get_tma_aligned_size leaves its output untouched when the rounding
 TEST_CASE("layout and size queries write nothing when they fail") {
   const int64_t huge = INT64_MAX / 2;
   for (const bool packed : {false, true}) {
-    auto query = packed ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout : dg_get_mn_major_tma_aligned_tensor_layout;
+    auto query =
+        packed ? dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout : dg_get_mn_major_tma_aligned_tensor_layout;
     const int64_t refused[][3] = {{huge, huge, 4}, {3, huge, huge}, {INT64_MAX, 128, 0}, {-1, 8, 8}};
     for (const auto& sizes : refused) {
       Outs o;
@@ -84,9 +85,9 @@ TEST_CASE("layout and size queries write nothing when they fail") {
     expect_failure(dg_get_mqa_logits_layout(seq, kv, dtype, o.sizes, o.strides, &o.bytes), "mqa logits layout");
     CHECK(o.untouched());
   }
-  for (const auto& [layout, m, n, k] : {std::tuple<int32_t, int64_t, int64_t, int64_t>{DG_GEMM_LAYOUT_TT, huge, huge, huge},
-                                        std::tuple<int32_t, int64_t, int64_t, int64_t>{DG_GEMM_LAYOUT_TN, INT64_MAX, 128, 128},
-                                        std::tuple<int32_t, int64_t, int64_t, int64_t>{77, 128, 128, 128}}) {
+  using Problem = std::tuple<int32_t, int64_t, int64_t, int64_t>;
+  for (const auto& [layout, m, n, k] : {Problem{DG_GEMM_LAYOUT_TT, huge, huge, huge},
+                                        Problem{DG_GEMM_LAYOUT_TN, INT64_MAX, 128, 128}, Problem{77, 128, 128, 128}}) {
     size_t bytes = kPoisonSize;
     expect_failure(dg_fp8_gemm_workspace_size(layout, m, n, k, &bytes), "workspace size");
     CHECK(bytes == kPoisonSize);
@@ -104,8 +105,9 @@ TEST_CASE("dg_transform_sf_layout writes nothing when it fails") {
     Outs o;
     int32_t is_input = int32_t(kPoison);
     dg_dtype dtype = dg_dtype(kPoison);
-    expect_failure(dg_transform_sf_layout(nullptr, sf, mn, 256, &recipe, &is_input, &dtype, o.sizes, o.strides, &o.bytes),
-                   "transform_sf_layout");
+    expect_failure(
+        dg_transform_sf_layout(nullptr, sf, mn, 256, &recipe, &is_input, &dtype, o.sizes, o.strides, &o.bytes),
+        "transform_sf_layout");
     CHECK(o.untouched());
     CHECK(is_input == int32_t(kPoison));
     CHECK(dtype == dg_dtype(kPoison));
