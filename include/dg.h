@@ -94,10 +94,10 @@ DG_API int32_t dg_version_number(void);
  * receives: it runs on the thread that logged, but never while libdg holds a lock or is building
  * a kernel there. What a libdg call logs is held until that call has done its work (and every
  * kernel it built is published to other threads), then delivered in order just before it
- * returns; at most 256 messages per call, then one saying how many more were dropped. dg_last_error()
- * after the call is still that call's message, whatever the callback called. Messages libdg would
- * log on that thread while the callback runs are dropped rather than delivered to it recursively.
- * Without a callback, messages go to stderr at once. */
+ * returns; at most 256 messages per call, then one saying how many more were dropped.
+ * dg_last_error() after the call is still that call's message, whatever the callback called.
+ * Messages libdg would log on that thread while the callback runs are dropped rather than
+ * delivered to it recursively. Without a callback, messages go to stderr at once. */
 typedef void (*dg_log_callback)(int32_t level, const char* message, void* user_data);
 
 /* Installs `callback` (NULL restores the stderr default). Called from outside a callback, it
