@@ -969,12 +969,12 @@ struct Case {
 // One wrong dtype per tensor: the first of these that differs from the baseline's.
 dg_dtype other_dtype(dg_dtype d) { return d == DG_DTYPE_FLOAT16 ? DG_DTYPE_UINT8 : DG_DTYPE_FLOAT16; }
 
-// The tensors an entry point writes: NVFP4 GEMV's c, every other entry point's d, out, logits
-// and schedule_meta (c of a GEMM is read).
+// The tensors an entry point writes: NVFP4 GEMV's c, every other entry point's d, out, logits,
+// schedule_meta and sqr_sum (c of a GEMM is read).
 std::vector<std::string> written_tensors(const Entry& x) {
   std::vector<std::string> names;
   for (const auto& [name, spec] : x.baseline.tensors)
-    if (name == "d" || name == "out" || name == "logits" || name == "schedule_meta" ||
+    if (name == "d" || name == "out" || name == "logits" || name == "schedule_meta" || name == "sqr_sum" ||
         (name == "c" && x.name == "dg_nvfp4_gemv"))
       names.push_back(name);
   return names;
