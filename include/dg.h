@@ -6,6 +6,9 @@
  *   - Every fallible function returns a dg_status; DG_SUCCESS is 0. On failure, dg_last_error()
  *     gives this thread's message naming the argument, its value and what was expected.
  *   - Constructors return through an out-parameter; destructors accept NULL.
+ *   - On failure no out-parameter is written: handles, sizes and counts keep what the caller put
+ *     there. The one exception is dg_config_get_string's `*required`, set when `capacity` is too
+ *     small so that the caller can size its buffer.
  *   - Structs that cross the ABI start with `size_t struct_size`; initialise them with the
  *     matching *_INIT macro so that later versions can append fields.
  *   - Every entry point may be called from any thread. Handles may be shared between threads as
@@ -82,6 +85,15 @@ DG_API dg_status dg_info_report(char* buffer, size_t capacity, size_t* required)
  * Logging. libdg prints nothing by itself except through this logger. Default: messages at or
  * above the level go to stderr prefixed "[libdg] ". The initial level comes from DG_LOG_LEVEL
  * (trace, debug, info, warn, error, off or 0..5, any case; default warn).
+ *
+ * Environment variables that hold numbers, switches or level names (DG_NUM_SMS, DG_TC_UTIL,
+ * DG_PDL, DG_JIT_USE_NVRTC, DG_JIT_DEBUG, DG_JIT_CPP_STANDARD, DG_LOG_LEVEL, DG_PRINT_CONFIGS,
+ * ...) all follow one rule: leading and trailing whitespace is ignored and an empty or
+ * whitespace-only value counts as unset; an integer is an optional '+' or '-' followed by decimal
+ * digits and nothing else (" 12", "+12" and "12 " are 12; "0x10", "1e3" and "12a" are refused);
+ * a switch is 1/0, true/false, on/off or yes/no in any case. A value that does not parse or is
+ * out of range is reported once at warn level, naming the variable, and the default is used.
+ * Paths (DG_JIT_CACHE_DIR, DG_JIT_NVCC_COMPILER, DG_TEMPLATE_DIR) are taken verbatim.
  * ========================================================================================== */
 
 #define DG_LOG_TRACE 0
@@ -93,8 +105,14 @@ DG_API dg_status dg_info_report(char* buffer, size_t capacity, size_t* required)
 
 /* Receives each message at or above the level; `message` has no trailing newline and is valid
  * only during the call. May be called from any thread, concurrently. The callback may call libdg
- * functions (dg_set_log_callback and dg_set_log_level included); messages libdg would log on that
- * thread while the callback runs are dropped rather than delivered to it recursively. */
+ * functions (dg_set_log_callback and dg_set_log_level included), also the one whose message it
+ * receives: it runs on the thread that logged, but never while libdg holds a lock or is building
+ * a kernel there. What a libdg call logs is held until that call has done its work (and every
+ * kernel it built is published to other threads), then delivered in order just before it
+ * returns; at most 256 messages per call, then one saying how many more were dropped.
+ * dg_last_error() after the call is still that call's message, whatever the callback called.
+ * Messages libdg would log on that thread while the callback runs are dropped rather than
+ * delivered to it recursively. Without a callback, messages go to stderr at once. */
 typedef void (*dg_log_callback)(int32_t level, const char* message, void* user_data);
 
 /* Installs `callback` (NULL restores the stderr default). Called from outside a callback, it
@@ -343,6 +361,11 @@ DG_API dg_status dg_transform_sf_into_required_layout(dg_stream* stream, const d
 
 /* ============================================================================================
  * Kernel preparation
+ *
+ * A kernel is compiled (or loaded from the disk cache) the first time a call needs it; threads
+ * asking for it meanwhile wait for that build and share its result. A failed build (compile
+ * error, missing compiler, full disk) gives every waiting thread its status and message and is
+ * not remembered: the next call that needs the kernel tries again.
  * ========================================================================================== */
 
 /* Number of kernels compiled or loaded by this process so far (memory-cache misses), for tests

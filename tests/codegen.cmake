@@ -14,3 +14,8 @@ if(Python3_Interpreter_FOUND)
 else()
   message(STATUS "No Python 3 interpreter: the codegen_jinja2_diff test is not registered")
 endif()
+
+# The CLI on directories and files it cannot use (missing, FIFOs, link loops): messages, no hang.
+add_test(NAME codegen_cli COMMAND ${CMAKE_COMMAND} -DCODEGEN=$<TARGET_FILE:dg-codegen>
+                                  -DWORK=${CMAKE_CURRENT_BINARY_DIR}/codegen-cli -P ${CMAKE_CURRENT_LIST_DIR}/codegen_cli.cmake)
+set_tests_properties(codegen_cli PROPERTIES TIMEOUT 120)

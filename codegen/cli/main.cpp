@@ -1,4 +1,8 @@
 // dg-codegen: renders a kernel template to stdout, to read or diff what NVRTC will compile.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -38,7 +42,8 @@ constexpr const char* kUsage =
     "  --help               this text\n"
     "  --version            the libdg version this dg-codegen comes with\n"
     "\n"
-    "Exit status: 0 on success, 1 when rendering fails, 2 on a usage error.\n";
+    "Exit status: 0 on success, 1 when a file cannot be read or rendering fails (FIFOs and\n"
+    "other files that are not regular are refused), 2 on a usage error.\n";
 
 struct UsageError {
   std::string message;
@@ -46,6 +51,37 @@ struct UsageError {
 struct Failure {
   std::string message;
 };
+
+// The contents of the regular file at `path`; nullopt when nothing is there. Anything else there
+// (a FIFO, which would block the read, a device, a directory) or a path that cannot be opened (a
+// symlink loop, no permission) is a Failure naming `path` and the reason.
+std::optional<std::string> read_regular_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::nullopt;
+    throw Failure{"cannot open " + path + ": " + (errno == ELOOP ? "too many levels of symbolic links (a link loop?)"
+                                                                  : std::strerror(errno))};
+  }
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } close_fd{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) throw Failure{"cannot stat " + path + ": " + std::strerror(errno)};
+  if (!S_ISREG(st.st_mode))
+    throw Failure{path + " is not a regular file (" +
+                  (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket") + ")"};
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n > 0) out.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0) break;
+    else if (errno != EINTR) throw Failure{"cannot read " + path + ": " + std::strerror(errno)};
+  }
+  return out;
+}
 
 // Where templates come from: a directory on disk, or the files embedded in the library.
 class TemplateRoot {
@@ -58,21 +94,23 @@ class TemplateRoot {
       if (f == nullptr) return std::nullopt;
       return std::string(f->data);
     }
-    std::ifstream in(*dir_ / path, std::ios::binary);
-    if (!in || fs::is_directory(*dir_ / path)) return std::nullopt;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+    return read_regular_file((*dir_ / path).string());
   }
 
+  // The kernel families; a Failure when a template directory has no readable kernels/ directory.
   std::vector<std::string> families() const {
     constexpr std::string_view kPrefix = "kernels/", kSuffix = ".cu.j2";
     std::vector<std::string> paths;
     if (!dir_) {
       for (const dg::embedded::File& f : dg::embedded::files()) paths.emplace_back(f.path);
-    } else if (fs::is_directory(*dir_ / "kernels")) {
-      for (const auto& entry : fs::directory_iterator(*dir_ / "kernels"))
-        paths.push_back("kernels/" + entry.path().filename().string());
+    } else {
+      const fs::path kernels = *dir_ / "kernels";
+      std::error_code ec;
+      const bool is_dir = fs::is_directory(kernels, ec);
+      if (!is_dir) throw Failure{cannot_list(kernels, ec)};
+      for (fs::directory_iterator it(kernels, ec), end; !ec && it != end; it.increment(ec))
+        paths.push_back("kernels/" + it->path().filename().string());
+      if (ec) throw Failure{cannot_list(kernels, ec)};
     }
     std::vector<std::string> names;
     for (const std::string& p : paths) {
@@ -88,6 +126,16 @@ class TemplateRoot {
   std::string describe() const { return dir_ ? dir_->string() : "the embedded templates"; }
 
  private:
+  static std::string cannot_list(const fs::path& kernels, const std::error_code& ec) {
+    const char* loop = "too many levels of symbolic links (a link loop?)";
+    const std::string why = !ec                                              ? "it is not a directory"
+                            : ec == std::errc::too_many_symbolic_link_levels ? loop
+                            : ec == std::errc::no_such_file_or_directory     ? "it does not exist"
+                                                                              : ec.message();
+    return "cannot list " + kernels.string() + ": " + why +
+           " (expected a template directory holding kernels/<family>.cu.j2)";
+  }
+
   std::optional<fs::path> dir_;
 };
 
@@ -139,11 +187,9 @@ std::pair<std::string, std::string> split_assignment(const std::string& flag, co
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Failure{"cannot read " + path};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::optional<std::string> text = read_regular_file(path);
+  if (!text) throw Failure{"cannot read " + path + ": no such file"};
+  return std::move(*text);
 }
 
 int run(int argc, char** argv) {

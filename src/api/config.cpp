@@ -124,7 +124,10 @@ DG_API dg_status dg_config_get_string(const dg_config* config, dg_config_key key
   return DG_SUCCESS;
 }
 
+// The SM-count calls may initialise device 0 (once, logging at debug level): its messages wait for
+// the call's end (log::Deferred), so a callback that calls them again does not wait on itself.
 DG_API dg_status dg_set_num_sms(int32_t num_sms) {
+  const dg::log::Deferred deferred_log;
   if (num_sms < 0 || num_sms > 1024)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "num_sms: {} is out of range (expected 0..1024, 0 = all SMs)", num_sms);
   dg::Device* device = nullptr;
@@ -136,6 +139,7 @@ DG_API dg_status dg_set_num_sms(int32_t num_sms) {
 }
 
 DG_API int32_t dg_get_num_sms(void) {
+  const dg::log::Deferred deferred_log;
   const int set = dg::globals().num_sms;
   if (set > 0) return set;
   dg::Device* device = nullptr;

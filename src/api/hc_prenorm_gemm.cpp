@@ -87,6 +87,8 @@ dg_status hc_prenorm(dg_stream* stream, const dg_tensor* a, const dg_tensor* b, 
   DG_TRY(dg::check_alignment(*b, "b", 4));
   DG_TRY(dg::check_alignment(*d, "d", 4));
   DG_TRY(dg::check_alignment(*sqr_sum, "sqr_sum", 4));
+  DG_TRY(dg::check_no_overlap(*d, "d"));  // written by many threads: no two elements may share memory
+  DG_TRY(dg::check_no_overlap(*sqr_sum, "sqr_sum"));
   if (M == 0) return DG_SUCCESS;
   const struct {
     const dg_tensor_s* t;

@@ -103,6 +103,7 @@ dg_status nvfp4_gemv(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
   DG_TRY(check_k_contiguous(*b, "b"));
   DG_TRY(check_k_contiguous(*sfb, "sfb"));
   DG_TRY(dg::check_alignment(*c, "c", 2));
+  DG_TRY(dg::check_no_overlap(*c, "c"));  // rows and batches written in parallel: none may share an element
   if (M == 0 || L == 0) return DG_SUCCESS;
   // c is written for every (m, l); a, sfa and the vector are read only when K > 0.
   const struct {

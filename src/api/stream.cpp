@@ -7,9 +7,11 @@
 
 extern "C" {
 
+// Calls that load the driver or initialise a device (once, under a lock, logging at debug level)
+// hold their messages until they end (log::Deferred), as DG_API_GUARD does for the others.
 DG_API dg_status dg_device_count(int32_t* count) {
+  const dg::log::Deferred deferred_log;
   if (count == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "count: out-pointer is NULL");
-  *count = 0;
   DG_TRY(dg::driver::load(nullptr));
   int n = 0;
   DG_CU(cuDeviceGetCount(&n));
@@ -18,6 +20,7 @@ DG_API dg_status dg_device_count(int32_t* count) {
 }
 
 DG_API dg_status dg_device_get_capability(int32_t device, int32_t* major, int32_t* minor) {
+  const dg::log::Deferred deferred_log;
   if (major == nullptr || minor == nullptr)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "{}: out-pointer is NULL", major == nullptr ? "major" : "minor");
   dg::Device* d = nullptr;
@@ -31,7 +34,6 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
                                   const dg_config* config) {
   DG_API_GUARD({
     if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
-    *stream = nullptr;
     if (flags != DG_STREAM_BORROW && flags != DG_STREAM_CREATE)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "flags: {} is not DG_STREAM_BORROW (0) or DG_STREAM_CREATE (1)", flags);
     if (flags == DG_STREAM_CREATE && cu_stream != nullptr)
@@ -57,7 +59,6 @@ DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major
                                           const dg_config* config) {
   DG_API_GUARD({
     if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
-    *stream = nullptr;
     dg::Device* d = nullptr;
     DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, &d));
     auto s = std::make_unique<dg_stream_s>();

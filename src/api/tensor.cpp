@@ -10,7 +10,6 @@ DG_API dg_status dg_tensor_create(dg_tensor** tensor, void* data, dg_dtype dtype
                                   const int64_t* strides) {
   DG_API_GUARD({
     if (tensor == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "tensor: out-pointer is NULL");
-    *tensor = nullptr;
     if (dg::dtype_size(dtype) == 0)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "dtype: {} is not a DG_DTYPE_* value", dtype);
     if (rank < 1 || rank > DG_MAX_RANK)

@@ -156,12 +156,19 @@ dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Co
       fs::remove_all(d, ec);
     }
   } cleanup{dir};
-  for (const auto& [name, contents] : source_bundle().headers) {
-    fs::path p = dir / "include" / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << contents;
-  }
-  std::ofstream(dir / "kernel.cu", std::ios::binary) << out->source;
+  // A full or read-only /tmp is a compile failure with the reason, not an exception.
+  auto write = [](const fs::path& p, const std::string& contents) -> dg_status {
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    if (ec) return fail(DG_ERROR_COMPILE, "cannot create {} for nvcc: {}", p.parent_path().string(), ec.message());
+    std::ofstream f(p, std::ios::binary);
+    f << contents;
+    f.close();
+    if (!f) return fail(DG_ERROR_COMPILE, "cannot write {} for nvcc: {}", p.string(), std::strerror(errno));
+    return DG_SUCCESS;
+  };
+  for (const auto& [name, contents] : source_bundle().headers) DG_TRY(write(dir / "include" / name, contents));
+  DG_TRY(write(dir / "kernel.cu", out->source));
   std::vector<std::string> args = {config.nvcc_path,           "-cubin", "-o", (dir / "kernel.cubin").string(),
                                    (dir / "kernel.cu").string(), "-I" + (dir / "include").string()};
   for (const std::string& o : compiler_options(arch, config)) args.push_back(o);
@@ -179,9 +186,8 @@ dg_status compile_nvcc(const KernelSpec& spec, const std::string& arch, const Co
 
 dg_status render(const KernelSpec& spec, std::string* source) {
   DG_TRY(check_source_bundle());
-  const std::string* text = source_bundle().find_template(spec.template_name);
-  if (text == nullptr)
-    return fail(DG_ERROR_INTERNAL, "no template {} in the {} bundle", spec.template_name, source_bundle().origin);
+  const std::string* text = nullptr;
+  DG_TRY(source_bundle().get_template(spec.template_name, &text));
   try {
     *source = codegen::render(*text, spec.template_name, spec.context);
   } catch (const codegen::TemplateError& e) {

@@ -65,12 +65,17 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-// Writes `parts` to a unique temp file beside `path`, fsyncs it and renames it over `path`.
-bool atomic_write(const std::string& path, std::initializer_list<std::pair<const void*, size_t>> parts, std::string* why) {
+// A unique name beside `path` for something moved out of the way.
+std::string unique_sibling(const std::string& path, const char* what) {
   static std::atomic<uint64_t> counter{0};
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++) + "." +
-                          std::to_string(rng() & 0xffffff);
+  return path + "." + what + "." + std::to_string(getpid()) + "." + std::to_string(counter++) + "." +
+         std::to_string(rng() & 0xffffff);
+}
+
+// Writes `parts` to a unique temp file beside `path`, fsyncs it and renames it over `path`.
+bool atomic_write(const std::string& path, std::initializer_list<std::pair<const void*, size_t>> parts, std::string* why) {
+  const std::string tmp = unique_sibling(path, "tmp");
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     *why = std::strerror(errno);
@@ -87,6 +92,19 @@ bool atomic_write(const std::string& path, std::initializer_list<std::pair<const
   }
   if (!ok) ::unlink(tmp.c_str());
   return ok;
+}
+
+// rename() cannot put a file over a directory: one planted at an entry's path would make every
+// process recompile that kernel. Moving it aside keeps whatever it holds.
+void displace_directory(const std::string& path) {
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  const std::string aside = unique_sibling(path, "displaced");
+  if (std::rename(path.c_str(), aside.c_str()) == 0)
+    log::warn("JIT cache entry {} was a directory; moved it to {} to store the kernel there", path, aside);
+  else if (errno != ENOENT)  // ENOENT: another process moved it first
+    log::warn("JIT cache entry {} is a directory and cannot be moved aside ({}); remove it", path,
+              std::strerror(errno));
 }
 
 }  // namespace
@@ -212,6 +230,7 @@ void DiskCache::store(const std::string& family, const Digest& key, const std::v
   h.payload_checksum = fnv1a(cubin.data(), cubin.size(), 0xcbf29ce484222325ull);
   std::string why;
   const std::string path = path_for(family, key);
+  displace_directory(path);
   if (!atomic_write(path, {{&h, sizeof(h)}, {cubin.data(), cubin.size()}}, &why)) {
     // Once per directory: a full disk or a directory made read-only later fails every write.
     if (!warned_write_.exchange(true))

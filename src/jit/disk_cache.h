@@ -40,7 +40,10 @@ class DiskCache {
   bool read_only() const { return read_only_; }
 
   // Atomically writes the entry; the first failure is logged as a warning, later ones at debug
-  // level (the kernel still works).
+  // level (the kernel still works). A directory found at the entry's path (which a rename cannot
+  // replace) is moved aside to <entry>.displaced.<unique>, with a warning naming both paths, so
+  // that the entry is stored once instead of every process recompiling the kernel; its contents
+  // are kept.
   void store(const std::string& family, const Digest& key, const std::vector<char>& cubin) const;
 
   // Also keep a side file (source, PTX) next to the entry: <entry path minus .cubin>.<ext>.

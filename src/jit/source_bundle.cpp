@@ -14,6 +14,7 @@ namespace dg::jit {
 namespace {
 
 constexpr const char* kIncludePrefix = "include/";
+constexpr const char* kEmbedded = "embedded";
 
 void add(SourceBundle* b, const std::string& path, std::string contents) {
   if (path.rfind(kIncludePrefix, 0) == 0) {
@@ -80,7 +81,7 @@ SourceBundle load_source_bundle(const char* dir) {
   SourceBundle b;
   if (dir == nullptr || dir[0] == '\0') {
     for (const embedded::File& f : embedded::files()) add(&b, std::string(f.path), std::string(f.data));
-    b.origin = "embedded";
+    b.origin = kEmbedded;
     b.hash = hash_of(b);
     return b;
   }
@@ -122,6 +123,16 @@ const std::string* SourceBundle::find_template(const std::string& name) const {
   for (const auto& [p, c] : templates)
     if (p == name) return &c;
   return nullptr;
+}
+
+dg_status SourceBundle::get_template(const std::string& name, const std::string** text) const {
+  *text = find_template(name);
+  if (*text != nullptr) return DG_SUCCESS;
+  if (origin == kEmbedded) return fail(DG_ERROR_INTERNAL, "no template {} among the embedded templates", name);
+  return fail(DG_ERROR_INVALID_ARGUMENT,
+              "DG_TEMPLATE_DIR={}: {}/{} is missing or not a regular file (the tree lacks a template this libdg "
+              "needs; point DG_TEMPLATE_DIR at the templates/ directory of the same libdg version)",
+              origin, origin, name);
 }
 
 const SourceBundle& source_bundle() {

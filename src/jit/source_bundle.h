@@ -21,6 +21,10 @@ struct SourceBundle {
   std::string error;
 
   const std::string* find_template(const std::string& name) const;
+  // The template `name` in *text. Missing from a DG_TEMPLATE_DIR tree: DG_ERROR_INVALID_ARGUMENT
+  // naming the file (the tree is the user's configuration); missing from the embedded bundle:
+  // DG_ERROR_INTERNAL.
+  dg_status get_template(const std::string& name, const std::string** text) const;
 };
 
 // The process's bundle: $DG_TEMPLATE_DIR's, read once, or the embedded one.

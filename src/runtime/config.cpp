@@ -24,11 +24,12 @@ Config Config::from_environment() {
   c.ptxas_verbose = env::flag("DG_JIT_PTXAS_VERBOSE") || c.jit_debug;
   c.dump_source = env::flag("DG_JIT_DUMP_SOURCE");
   c.dump_ptx = env::flag("DG_JIT_DUMP_PTX");
-  if (const char* standard = env::get("DG_JIT_CPP_STANDARD")) {
-    if (std::strcmp(standard, "17") == 0 || std::strcmp(standard, "20") == 0) {
-      c.cpp_standard = std::atoi(standard);
+  if (const std::optional<std::string> standard = env::get_trimmed("DG_JIT_CPP_STANDARD")) {
+    const std::optional<long long> n = env::parse_integer(standard->c_str());
+    if (n && (*n == 17 || *n == 20)) {
+      c.cpp_standard = static_cast<int>(*n);
     } else if (env::first_warning("DG_JIT_CPP_STANDARD")) {
-      log::warn("ignoring DG_JIT_CPP_STANDARD={}: expected 17 or 20; using 17", standard);
+      log::warn("ignoring DG_JIT_CPP_STANDARD={}: expected 17 or 20; using 17", *standard);
     }
   }
   if (const char* nvcc = env::get("DG_JIT_NVCC_COMPILER")) {

@@ -2,10 +2,16 @@
 // spdlog or fmt at run time) whose sink is either stderr or the user's dg_log_callback. The
 // callback may call into libdg; what libdg logs on that thread meanwhile is dropped.
 //   dg::log::warn("cache dir {} is not writable: {}", dir, reason);
+//
+// The callback never runs while libdg holds a lock or a kernel's build slot on that thread: every
+// public call that may take one (DG_API_GUARD, the device queries) and every kernel build runs
+// inside a Deferred scope, and what is logged within one reaches the callback only when the
+// outermost scope on the thread ends.
 #pragma once
 #include <spdlog/spdlog.h>
 
 #include "dg.h"
+#include "runtime/log_deferred.h"
 
 namespace dg::log {
 

@@ -8,12 +8,30 @@
 #include <string>
 
 #include "dg.h"
+#include "runtime/log_deferred.h"
 
 namespace dg {
 
 // Stores `message` as this thread's dg_last_error() and logs it at debug level.
 void set_last_error(dg_status status, std::string message);
 const char* last_error();
+
+// Puts this thread's dg_last_error() back as it was when constructed: the user's log callback may
+// call libdg, and the call that logged must still report its own message.
+class LastErrorGuard {
+ public:
+  LastErrorGuard();
+  ~LastErrorGuard();
+  LastErrorGuard(const LastErrorGuard&) = delete;
+  LastErrorGuard& operator=(const LastErrorGuard&) = delete;
+
+ private:
+  std::string saved_;
+};
+
+// The status and message for the exception being handled (call only inside a catch block):
+// DG_ERROR_OUT_OF_MEMORY for std::bad_alloc, else DG_ERROR_INTERNAL; `where` says what was running.
+dg_status fail_current_exception(const char* where) noexcept;
 
 template <typename... Args>
 dg_status fail(dg_status status, fmt::format_string<Args...> format, Args&&... args) {
@@ -29,8 +47,10 @@ dg_status fail(dg_status status, fmt::format_string<Args...> format, Args&&... a
     if (dg_try_status_ != DG_SUCCESS) return dg_try_status_; \
   } while (0)
 
-// Wraps the body of an exported function: C++ exceptions never cross the ABI.
+// Wraps the body of an exported function: C++ exceptions never cross the ABI, and log messages
+// reach the user's callback only once the call has released its locks (log::Deferred).
 #define DG_API_GUARD(body)                                                                   \
+  const ::dg::log::Deferred dg_deferred_log_;                                                \
   try {                                                                                      \
     body                                                                                     \
   } catch (const std::bad_alloc&) {                                                          \

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/status.h"
@@ -86,6 +87,32 @@ dg_status check_size(const dg_tensor_s& t, const char* arg, int dim, int64_t exp
 dg_status check_alignment(const dg_tensor_s& t, const char* arg, size_t bytes) {
   if (reinterpret_cast<uintptr_t>(t.data) % bytes == 0) return DG_SUCCESS;
   return fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not {}-byte aligned", arg, t.data, bytes);
+}
+
+dg_status check_no_overlap(const dg_tensor_s& t, const char* arg) {
+  if (numel(t) <= 1) return DG_SUCCESS;
+  int dims[DG_MAX_RANK];
+  int n = 0;
+  for (int i = 0; i < t.rank; ++i)
+    if (t.sizes[i] > 1) dims[n++] = i;
+  std::sort(dims, dims + n, [&t](int x, int y) { return t.strides[x] < t.strides[y]; });
+  // dg_tensor_create checked that the sum of (size - 1) * stride over all dimensions fits in int64.
+  int64_t reach = 0;  // offset of the farthest element the dimensions so far address
+  for (int k = 0; k < n; ++k) {
+    const int d = dims[k];
+    if (t.strides[d] <= reach) {
+      if (k == 0)
+        return fail(DG_ERROR_INVALID_ARGUMENT,
+                    "{}: is written but its elements overlap: dimension {} has {} elements and stride 0; shape {}",
+                    arg, d, t.sizes[d], describe(t));
+      return fail(DG_ERROR_INVALID_ARGUMENT,
+                  "{}: is written but its elements overlap: stride {} of dimension {} (size {}) lands within the "
+                  "{} elements that the dimensions of smaller stride span (expected a stride above {}); shape {}",
+                  arg, t.strides[d], d, t.sizes[d], reach + 1, reach, describe(t));
+    }
+    reach += (t.sizes[d] - 1) * t.strides[d];
+  }
+  return DG_SUCCESS;
 }
 
 }  // namespace dg

@@ -36,5 +36,10 @@ dg_status check_rank(const dg_tensor_s& t, const char* arg, std::initializer_lis
 dg_status check_size(const dg_tensor_s& t, const char* arg, int dim, int64_t expected, const char* what);
 // Data pointer aligned to `bytes`.
 dg_status check_alignment(const dg_tensor_s& t, const char* arg, size_t bytes);
+// For outputs: no two elements share memory. Taking the dimensions of size > 1 by increasing
+// stride, each stride must exceed the offset of the last element the smaller ones reach (so a
+// stride of 0, or a batch stride inside a row's span, is refused). This also refuses the rare
+// interleaved layouts that do not overlap (sizes [3, 2] strides [2, 3]); no entry point needs one.
+dg_status check_no_overlap(const dg_tensor_s& t, const char* arg);
 
 }  // namespace dg

@@ -6,7 +6,12 @@
 //
 //   fuzz_template --seconds 10 --seed 1 templates/kernels tests/unit/codegen/cases
 //   fuzz_template fuzz-crash-fuzz_template.bin        (replays one input)
+//   nice -n 19 fuzz_tensor --cpu-seconds 600 ...       (stops after 10 minutes of this process's
+//                                                       CPU time, however long that takes)
+// SIGINT or SIGTERM ends a run early: the input in flight finishes and the summary is printed.
 #include <chrono>
+#include <csignal>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +26,9 @@
 namespace {
 
 using Bytes = std::vector<uint8_t>;
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void request_stop(int) { g_stop = 1; }
 
 // Tokens that are worth splicing in whole (template syntax, JSON syntax, boundary numbers).
 const char* const kDictionary[] = {
@@ -78,6 +86,7 @@ void mutate(Bytes& b, std::mt19937_64& rng, size_t max_len) {
 
 int main(int argc, char** argv) {
   double seconds = 10;
+  double cpu_seconds = 0;  // > 0: a budget of process CPU time instead of wall time
   uint64_t seed = 1;
   size_t max_len = 1 << 16;
   std::string crash_dir = ".";
@@ -86,6 +95,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
+    else if (a == "--cpu-seconds" && i + 1 < argc) cpu_seconds = std::stod(argv[++i]);
     else if (a == "--seed" && i + 1 < argc) seed = std::stoull(argv[++i]);
     else if (a == "--max-len" && i + 1 < argc) max_len = std::stoull(argv[++i]);
     else if (a == "--crash-dir" && i + 1 < argc) crash_dir = argv[++i];
@@ -95,7 +105,7 @@ int main(int argc, char** argv) {
     } else if (std::filesystem::is_regular_file(a)) {
       pool.push_back(read_file(a));
     } else {
-      std::cerr << "usage: " << target << " [--seconds S] [--seed N] [--max-len L] [--crash-dir D] [CORPUS...]\n";
+      std::cerr << "usage: " << target << " [--seconds S | --cpu-seconds S] [--seed N] [--max-len L] [--crash-dir D] [CORPUS...]\n";
       return 2;
     }
   }
@@ -121,7 +131,16 @@ int main(int argc, char** argv) {
     ++runs;
   }
   const size_t seeds = pool.size();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+  auto cpu_used = [] { return double(std::clock()) / CLOCKS_PER_SEC; };
+  const double cpu0 = cpu_used();
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  auto time_left = [&] {
+    if (g_stop) return false;
+    if (cpu_seconds > 0) return cpu_used() - cpu0 < cpu_seconds;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
+  };
+  while (time_left()) {
     Bytes b = pool[rng() % pool.size()];
     mutate(b, rng, max_len);
     run(b);
@@ -129,6 +148,7 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove(crash_path);
   std::cout << target << ": " << runs << " inputs (" << seeds << " seeds) in "
-            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s, no crash\n";
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s ("
+            << cpu_used() - cpu0 << " s of CPU), no crash" << (g_stop ? " (stopped by a signal)" : "") << "\n";
   return 0;
 }

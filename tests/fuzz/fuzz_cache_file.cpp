@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
   std::filesystem::remove_all(path + ".target", ec);
-  const int mode = size > 0 ? data[0] % kCacheModes : kCacheBytes;
+  const int mode = size > 0 ? (data[0] & ~kCacheReenter) % kCacheModes : kCacheBytes;
+  const bool reenter = size > 0 && (data[0] & kCacheReenter) != 0;
   const std::vector<char> bytes(reinterpret_cast<const char*>(data) + (size > 0), reinterpret_cast<const char*>(data) + size);
   switch (mode) {
     case kCacheBytes:
@@ -71,8 +72,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_ASSERT(mkdir(path.c_str(), 0755) == 0);
       break;
   }
+  // Re-entry: the warning's callback loads the same entry (its own warnings are dropped) and the
+  // outcome must be the outer load's.
+  static int nested = -1;
+  nested = -1;
+  if (reenter) {
+    dg_set_log_callback(
+        [](int32_t, const char*, void*) {
+          std::vector<char> again;
+          nested = cache.load(kCacheFamily, dg::jit::digest(kCacheKeyText), &again) ? 1 : 0;
+        },
+        nullptr);
+    dg_set_log_level(DG_LOG_WARN);
+  }
   std::vector<char> out;
-  if (cache.load(kCacheFamily, key, &out)) {
+  const bool loaded = cache.load(kCacheFamily, key, &out);
+  if (reenter) {
+    dg_set_log_level(DG_LOG_OFF);
+    dg_set_log_callback(nullptr, nullptr);
+    FUZZ_ASSERT(nested != 1);  // a warning means the entry is not served, also when read again
+    FUZZ_ASSERT(!loaded || nested == -1);  // a served entry warns about nothing
+  }
+  if (loaded) {
     // Served: a non-empty payload from a regular file whose header matches it.
     FUZZ_ASSERT(!out.empty());
     struct stat st{};

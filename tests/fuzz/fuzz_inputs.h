@@ -16,7 +16,9 @@ namespace dg::fuzz {
 // comment to the engine and renders to nothing.
 constexpr std::string_view kContextTag = "{#context ";
 
-// fuzz_cache_file: the first byte (modulo kCacheModes) says what is put under the entry's name.
+// fuzz_cache_file: the first byte's low 7 bits (modulo kCacheModes) say what is put under the
+// entry's name; its top bit (kCacheReenter) installs a log callback that loads the entry again
+// from inside each warning the load gives.
 enum CacheMode : uint8_t {
   kCacheBytes = 0,      // the rest of the input as the file
   kCacheBytesAgain = 1, // the same (raw files are the most varied case: twice the weight)
@@ -26,6 +28,7 @@ enum CacheMode : uint8_t {
   kCacheFifo = 4,
   kCacheDirectory = 5,
   kCacheModes = 6,
+  kCacheReenter = 0x80,
 };
 // The entry every input is stored under.
 constexpr const char* kCacheFamily = "gemm";

@@ -109,6 +109,17 @@ void cache_seeds(const fs::path& out) {
   write_seed(out / "cache_file", "overwrite-same", std::string(1, char(kCacheOverwrite)) + '\x10' + base[16]);
   write_seed(out / "cache_file", "fifo", std::string(1, char(kCacheFifo)));
   write_seed(out / "cache_file", "directory", std::string(1, char(kCacheDirectory)));
+  // Each again with the log callback that re-enters the load (the first byte's top bit).
+  std::vector<fs::path> plain;
+  for (const auto& e : fs::directory_iterator(out / "cache_file"))
+    if (e.path().filename().string().find("+reenter") == std::string::npos) plain.push_back(e.path());
+  for (const fs::path& p : plain) {
+    std::ifstream in(p, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty()) continue;
+    bytes[0] = char(static_cast<unsigned char>(bytes[0]) | dg::fuzz::kCacheReenter);
+    write_seed(out / "cache_file", p.filename().string() + "+reenter", bytes);
+  }
   fs::remove_all(scratch);
 }
 
@@ -299,6 +310,18 @@ void tensor_seeds(const fs::path& out) {
     const int64_t ks[2] = {K / G, K / G};
     require(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(M, ks, G, sizes, strides, &bytes));
     sf_seed("k-grouped-packed-sf", i32, sizes, strides, M, N, {K / 128, M});
+  }
+  // Each seed again in the target's three other modes (the top bits of the last byte): failing
+  // builds, callback re-entry, both. The byte added is read as trailing zeros were before.
+  std::vector<fs::path> plain;
+  for (const auto& e : fs::directory_iterator(out / "tensor"))
+    if (e.path().filename().string().find("+mode") == std::string::npos) plain.push_back(e.path());
+  for (const fs::path& p : plain) {
+    std::ifstream in(p, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const int mode : {1, 2, 3})
+      write_seed(out / "tensor", p.filename().string() + "+mode" + std::to_string(mode),
+                 bytes + char(mode << 6));
   }
 }
 

@@ -7,6 +7,14 @@
 // offline stream whose SM cap stops a valid call before compiling; those that check no SM count
 // (the layout kernels) stop at the compiler, an nvcc that does not exist. The input format is
 // dg::fuzz::Reader's (fuzz_inputs.h).
+//
+// The top two bits of the input's last byte add two modes. Failing builds: the calls run on an
+// offline stream without the SM cap, so every call that passes validation builds its kernels and
+// fails at the missing nvcc (failures are not cached: each call builds again). Callback
+// re-entry: a log callback at debug level repeats a kernel-preparing call and a scale-layout call
+// on the same stream from inside the callback, for every message the outer calls log; each must
+// return (no wait on its own build) with a status, and the outer call's dg_last_error() must
+// survive what the callback called.
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -43,30 +51,69 @@ dg_tensor* make(Reader& r) {
   return t;
 }
 
+constexpr int kModeReenter = 1, kModeFailingBuild = 2;
+
+// What the re-entering callback calls with, and how often it ran.
+struct Reentry {
+  dg_stream* stream = nullptr;
+  const dg_tensor* sf = nullptr;
+  const dg_tensor* out = nullptr;
+  int calls = 0;
+};
+thread_local Reentry* t_reentry = nullptr;
+
+void valid_status(dg_status s) { FUZZ_ASSERT(s >= DG_SUCCESS && s < DG_ERROR_INTERNAL); }
+
+void reenter(int32_t, const char*, void*) {
+  Reentry* r = t_reentry;
+  if (r == nullptr) return;
+  ++r->calls;
+  valid_status(dg_gemm_prepare(r->stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0, DG_DTYPE_BFLOAT16, 0,
+                               nullptr));
+  valid_status(dg_get_mn_major_tma_aligned_tensor(r->stream, r->sf, r->out));
+  dg_get_tma_aligned_size(-1, 1, nullptr);  // a failure of its own, not the outer call's message
+}
+
 void check(dg_status s) {
-  FUZZ_ASSERT(s >= DG_SUCCESS && s <= DG_ERROR_INTERNAL && s != DG_ERROR_INTERNAL);
-  if (s != DG_SUCCESS) FUZZ_ASSERT(dg_last_error()[0] != '\0');
+  valid_status(s);
+  if (s != DG_SUCCESS) {
+    FUZZ_ASSERT(dg_last_error()[0] != '\0');
+    FUZZ_ASSERT(std::strncmp(dg_last_error(), "aligned: out-pointer is NULL", 28) != 0);  // the callback's
+  }
+}
+
+dg_stream* offline_stream(bool capped) {
+  dg_config* cfg = nullptr;
+  dg_config_create(&cfg);
+  dg_config_set_int(cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC);
+  if (capped) dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024);  // above the device's 132: no compile
+  dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "");
+  dg_stream* s = nullptr;
+  FUZZ_ASSERT(dg_stream_create_offline(&s, 9, 0, 132, cfg) == DG_SUCCESS);
+  dg_config_destroy(cfg);
+  return s;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static dg_stream* stream = [] {
+  static dg_stream* capped = [] {
     dg_set_log_level(DG_LOG_OFF);
     setenv("DG_JIT_NVCC_COMPILER", "/nonexistent/libdg-fuzz/nvcc", 1);  // read by dg_config_create
-    dg_config* cfg = nullptr;
-    dg_config_create(&cfg);
-    dg_config_set_int(cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC);
-    dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, 1024);  // above the device's 132: no compile
-    dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "");
-    dg_stream* s = nullptr;
-    FUZZ_ASSERT(dg_stream_create_offline(&s, 9, 0, 132, cfg) == DG_SUCCESS);
-    dg_config_destroy(cfg);
-    return s;
+    return offline_stream(true);
   }();
+  static dg_stream* uncapped = offline_stream(false);
+  const int mode = size > 0 ? data[size - 1] >> 6 : 0;
+  dg_stream* stream = mode & kModeFailingBuild ? uncapped : capped;
   Reader r{data, size};
   dg_tensor* t[5] = {};
   for (auto& x : t) x = make(r);
+  Reentry reentry{stream, t[0], t[2], 0};
+  if (mode & kModeReenter) {
+    t_reentry = &reentry;
+    dg_set_log_callback(reenter, nullptr);
+    dg_set_log_level(DG_LOG_DEBUG);  // every failure is logged: the callback runs after most calls
+  }
   const int64_t a = r.dim(), b = r.dim(), c = r.dim();
   // Queries on raw sizes.
   int64_t sizes3[3] = {a, b, c}, out_sizes[3], out_strides[3];
@@ -133,6 +180,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor_layout(a, ks, groups, out_sizes, out_strides,
                                                                          &bytes));
   check(dg_get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(stream, t[0], ks, groups, ks_tensor, t[2]));
+  if (mode & kModeReenter) {
+    int64_t aligned_out = 0;
+    FUZZ_ASSERT(dg_get_tma_aligned_size(-1, 1, &aligned_out) == DG_ERROR_INVALID_ARGUMENT);  // logged
+    FUZZ_ASSERT(std::strncmp(dg_last_error(), "x: -1", 5) == 0);
+    dg_set_log_level(DG_LOG_OFF);
+    dg_set_log_callback(nullptr, nullptr);
+    t_reentry = nullptr;
+    FUZZ_ASSERT(reentry.calls > 0);
+  }
   for (auto& x : u) dg_tensor_destroy(x);
   for (auto& x : t) dg_tensor_destroy(x);
   return 0;

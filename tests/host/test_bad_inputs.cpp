@@ -2,8 +2,9 @@
 // generated from one valid baseline call per entry point. Each case asserts the status and that
 // dg_last_error() names the argument. Classes: NULL handles and out-pointers, NULL data pointers of
 // operands that are read or written, wrong dtypes, wrong ranks, sizes that disagree, misaligned
-// data, sizes whose arithmetic overflows int64, bad option structs and option values, and enum
-// values out of range. A test also checks that dg.h declares no entry point the matrix lacks.
+// data, sizes whose arithmetic overflows int64, outputs whose elements overlap (strides that
+// alias), bad option structs and option values, and enum values out of range. A test also checks
+// that dg.h declares no entry point the matrix lacks.
 //
 // Calls run on a stream whose config caps the SMs above the fake device's count: an argument set
 // that passes validation then stops at that check, before any kernel is compiled or launched, so a
@@ -1013,6 +1014,71 @@ struct Case {
 // One wrong dtype per tensor: the first of these that differs from the baseline's.
 dg_dtype other_dtype(dg_dtype d) { return d == DG_DTYPE_FLOAT16 ? DG_DTYPE_UINT8 : DG_DTYPE_FLOAT16; }
 
+// The tensors an entry point writes: NVFP4 GEMV's c, every other entry point's d, out, logits,
+// schedule_meta and sqr_sum (c of a GEMM is read).
+std::vector<std::string> written_tensors(const Entry& x) {
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : x.baseline.tensors)
+    if (name == "d" || name == "out" || name == "logits" || name == "schedule_meta" || name == "sqr_sum" ||
+        (name == "c" && x.name == "dg_nvfp4_gemv"))
+      names.push_back(name);
+  return names;
+}
+
+// Whether two elements of the descriptor share an offset (exhaustive: baselines are small).
+bool overlaps(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  if (n <= 1) return false;
+  REQUIRE(n <= (int64_t(1) << 22));
+  std::vector<int64_t> offsets;
+  offsets.reserve(size_t(n));
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t off = 0;
+    for (size_t d = 0; d < sizes.size(); ++d) off += idx[d] * strides[d];
+    offsets.push_back(off);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return std::adjacent_find(offsets.begin(), offsets.end()) != offsets.end();
+}
+
+// Stride sets that make `spec`'s elements overlap: all zero, the outermost dimension of size > 1
+// at stride 0, and the largest stride brought down onto the smallest.
+std::vector<std::vector<int64_t>> aliasing_strides(const Spec& spec) {
+  std::vector<int64_t> base = spec.strides;
+  if (base.empty()) {
+    base.assign(spec.sizes.size(), 1);
+    for (size_t i = spec.sizes.size() - 1; i-- > 0;) base[i] = base[i + 1] * std::max<int64_t>(spec.sizes[i + 1], 1);
+  }
+  std::vector<std::vector<int64_t>> out;
+  auto keep = [&](std::vector<int64_t> st) {
+    if (overlaps(spec.sizes, st) && std::find(out.begin(), out.end(), st) == out.end()) out.push_back(std::move(st));
+  };
+  keep(std::vector<int64_t>(base.size(), 0));
+  for (size_t d = 0; d < base.size(); ++d)
+    if (spec.sizes[d] > 1) {
+      std::vector<int64_t> st = base;
+      st[d] = 0;
+      keep(st);
+      break;
+    }
+  std::vector<int64_t> st = base;
+  size_t hi = 0, lo = 0;
+  for (size_t d = 0; d < st.size(); ++d) {
+    if (spec.sizes[d] <= 1) continue;
+    if (st[d] > st[hi] || spec.sizes[hi] <= 1) hi = d;
+    if (st[d] < st[lo] || spec.sizes[lo] <= 1) lo = d;
+  }
+  st[hi] = std::max<int64_t>(st[lo], 1);
+  keep(st);
+  return out;
+}
+
 std::vector<Case> generate(const Entry& x) {
   std::vector<Case> cases;
   const Args& base = x.baseline;
@@ -1099,6 +1165,14 @@ std::vector<Case> generate(const Entry& x) {
     Args a = base;
     a.null_out.insert(name);
     add("null_handle", name, a, invalid, {name});
+  }
+  for (const std::string& name : written_tensors(x)) {
+    // Outputs whose elements share memory: threads writing them in parallel would race.
+    for (const std::vector<int64_t>& strides : aliasing_strides(base.tensors.at(name))) {
+      Args a = base;
+      a.tensors[name].strides = strides;
+      add("overlap", name, a, refused, {name});
+    }
   }
   for (const std::string& name : x.enums) {
     for (const int64_t v : {int64_t(77), int64_t(-5)}) {

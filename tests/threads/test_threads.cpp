@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -242,4 +244,71 @@ TEST_CASE("streams churn and kernels compile, load and launch concurrently on th
     }
   });
   CHECK_MESSAGE(jc.failures.load() == 0, jc.first_error);
+}
+
+namespace {
+
+// Every nvcc build in this process fails at once ("nvcc not found"): set before any config reads
+// the environment (the first dg_config_create, after static initialisation).
+const bool kNvccMissing = setenv("DG_JIT_NVCC_COMPILER", "/nonexistent/libdg-threads/nvcc", 1) == 0;
+
+std::atomic<int> g_reentered{0};
+std::atomic<int> g_reentry_failed{0};
+thread_local dg_stream* t_stream = nullptr;
+
+// Repeats, from inside the callback, the call whose build logged (once per message: what it logs
+// meanwhile is dropped, so it does not recurse).
+void reenter(int32_t, const char*, void*) {
+  if (t_stream == nullptr) return;
+  ++g_reentered;
+  const dg_status s = dg_gemm_prepare(t_stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0, DG_DTYPE_BFLOAT16,
+                                      0, nullptr);
+  if (s != DG_ERROR_UNSUPPORTED) ++g_reentry_failed;
+}
+
+}  // namespace
+
+TEST_CASE("failing builds under contention, with a callback that re-enters them, all end with the failure") {
+  REQUIRE(kNvccMissing);
+  JitCase jc;
+  REQUIRE(dg_config_set_int(jc.cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC) == DG_SUCCESS);
+  const int32_t level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_DEBUG);  // every failure is logged, during and after the builds
+  REQUIRE(dg_set_log_callback(reenter, nullptr) == DG_SUCCESS);
+  std::atomic<int> unexpected{0}, done{0};
+  std::string first_unexpected;
+  std::atomic<bool> recorded{false};
+  // A watchdog: a hang fails the test case with a message rather than stopping the suite.
+  std::thread work([&] {
+    run_threads(kThreads, [&](int t) {
+      dg_stream* s = nullptr;
+      jc.check(dg_stream_create_offline(&s, 9, 0, 132, jc.cfg));
+      if (s == nullptr) return;
+      for (int i = 0; i < 25; ++i) {
+        t_stream = t % 2 ? s : nullptr;  // half the threads re-enter from their callback
+        const dg_status st = dg_gemm_prepare(s, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 128, 128, 0, DG_DTYPE_BFLOAT16,
+                                             0, nullptr);
+        t_stream = nullptr;
+        if (st != DG_ERROR_UNSUPPORTED || std::strstr(dg_last_error(), "nvcc not found") == nullptr) {
+          ++unexpected;
+          if (!recorded.exchange(true)) first_unexpected = std::string(dg_status_string(st)) + ": " + dg_last_error();
+        }
+      }
+      dg_stream_destroy(s);
+    });
+    done = 1;
+  });
+  for (int waited = 0; waited < 600 && !done; ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!done) {
+    FAIL_CHECK("failing builds did not end within 120 s: a waiter hangs");
+    std::fflush(nullptr);
+    std::_Exit(1);  // the hung threads cannot be joined
+  }
+  work.join();
+  dg_set_log_callback(nullptr, nullptr);
+  dg_set_log_level(level);
+  CHECK_MESSAGE(jc.failures.load() == 0, jc.first_error);
+  CHECK_MESSAGE(unexpected.load() == 0, first_unexpected);
+  CHECK(g_reentered.load() > 0);
+  CHECK(g_reentry_failed.load() == 0);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,18 +19,21 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dg.h"
+#include "in_child.h"
 #include "jit/compiler.h"
 #include "jit/disk_cache.h"
 #include "jit/source_bundle.h"
 #include "ops/gemm.h"
 #include "runtime/config.h"
 #include "runtime/env.h"
+#include "runtime/log.h"
 
 namespace fs = std::filesystem;
 
@@ -49,19 +53,7 @@ struct TempDir {
   }
 };
 
-// Runs `body` in a forked child that SIGALRM kills after `seconds`; returns its exit status, or
-// 128 + the signal that ended it (so a hang shows as 128 + SIGALRM).
-int in_child(const std::function<int()>& body, unsigned seconds = 20) {
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    alarm(seconds);
-    _exit(body());
-  }
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using dg::test::in_child;
 
 // Every message at or above `min_level` while alive.
 struct LogCapture {
@@ -113,7 +105,7 @@ TEST_CASE("boolean variables take the usual spellings and warn once about anythi
   using dg::env::parse_bool;
   for (const char* yes : {"1", "true", "TRUE", "On", "yes", "YES"}) CHECK(parse_bool(yes) == std::optional<bool>(true));
   for (const char* no : {"0", "false", "False", "OFF", "no", "No"}) CHECK(parse_bool(no) == std::optional<bool>(false));
-  for (const char* bad : {"2", "y", "enable", " 1", "truee", "-1"}) CHECK_FALSE(parse_bool(bad).has_value());
+  for (const char* bad : {"2", "y", "enable", "1 1", "truee", "-1", "+1"}) CHECK_FALSE(parse_bool(bad).has_value());
 
   LogCapture log;
   {
@@ -162,6 +154,52 @@ TEST_CASE("DG_JIT_CPP_STANDARD and integer variables reject values they cannot h
     CHECK(dg::Config::from_environment().tc_util == 100);
     CHECK(log.count("DG_TC_UTIL=50%") == 1);
   }
+}
+
+TEST_CASE("numbers and switches in DG_* variables follow one rule: whitespace around ignored, optional sign, digits") {
+  using dg::env::parse_integer;
+  for (const char* twelve : {"12", " 12", "12 ", "\t12\n", "+12", " +12 ", "012"})
+    CHECK_MESSAGE(parse_integer(twelve) == std::optional<long long>(12), "'", twelve, "'");
+  CHECK(parse_integer("-7") == std::optional<long long>(-7));
+  CHECK(parse_integer("-9223372036854775808") == std::optional<long long>(INT64_MIN));
+  CHECK(parse_integer("9223372036854775807") == std::optional<long long>(INT64_MAX));
+  for (const char* bad : {"", " ", "+", "-", "1 2", "12a", "0x10", "1e3", "1.0", "1_000", "++1", "+-1",
+                          "9223372036854775808", "-9223372036854775809", "99999999999999999999"})
+    CHECK_MESSAGE(!parse_integer(bad).has_value(), "'", bad, "'");
+  for (const char* on : {" 1", "1 ", "\ttrue\n", " On "}) CHECK(dg::env::parse_bool(on) == std::optional<bool>(true));
+
+  // Through the variables: every integer and switch, and the level names, read the same way.
+  LogCapture log;
+  for (const char* sms : {" 12", "12 ", "+12", "\t12\n"}) {
+    ScopedEnv v("DG_NUM_SMS", sms);
+    CHECK_MESSAGE(dg::Config::from_environment().num_sms == 12, "DG_NUM_SMS='", sms, "'");
+  }
+  {
+    ScopedEnv v("DG_TC_UTIL", " 50 ");
+    CHECK(dg::Config::from_environment().tc_util == 50);
+  }
+  {
+    ScopedEnv v("DG_PDL", " 1");  // was refused
+    CHECK(dg::Config::from_environment().pdl);
+  }
+  {
+    ScopedEnv v("DG_JIT_CPP_STANDARD", " 20\n");
+    CHECK(dg::Config::from_environment().cpp_standard == 20);
+  }
+  {
+    ScopedEnv v("DG_NUM_SMS", "   ");  // only whitespace: as if unset, no warning
+    CHECK(dg::Config::from_environment().num_sms == 0);
+    CHECK(log.count("DG_NUM_SMS") == 0);
+  }
+  for (const char* bad : {"0x20", "1e2", "12a"}) {
+    ScopedEnv v("DG_NUM_SMS", bad);  // refused with a warning (once per variable and process): the default
+    CHECK_MESSAGE(dg::Config::from_environment().num_sms == 0, "DG_NUM_SMS='", bad, "'");
+  }
+  CHECK(dg::log::parse_level(" debug ") == DG_LOG_DEBUG);
+  CHECK(dg::log::parse_level("+2") == DG_LOG_INFO);
+  CHECK(dg::log::parse_level(" 4\n") == DG_LOG_ERROR);
+  CHECK(dg::log::parse_level("6") == -1);
+  CHECK(dg::log::parse_level("1.0") == -1);
 }
 
 // The logger reads DG_LOG_LEVEL once per process: a fresh process is needed to see its warning.
@@ -276,9 +314,67 @@ TEST_CASE("cache entries that are not regular files are misses, never a hang, an
     const auto dir_key = dg::jit::digest("dir");
     if (mkdir(cache.path_for("gemm", dir_key).c_str(), 0755) != 0) return 8;
     if (cache.load("gemm", dir_key, &out)) return 9;
-    return 0;
+    return 0;  // a directory is replaced too: the case below
+
   });
   CHECK_MESSAGE(rc == 0, "child exit ", rc, rc == 128 + SIGALRM ? " (blocked: killed by the alarm)" : "");
+}
+
+TEST_CASE("a directory planted at an entry's path is moved aside once, keeping its files; the entry is then stored") {
+  TempDir tmp;
+  const auto key = dg::jit::digest("planted");
+  const std::vector<char> cubin = {'c', 'u', 'b'};
+  std::string path;
+  {
+    LogCapture log;
+    dg::jit::DiskCache cache(tmp.path.string());
+    path = cache.path_for("gemm", key);
+    REQUIRE(mkdir(path.c_str(), 0755) == 0);
+    write_file(fs::path(path) / "keep.txt", "user data");
+    std::vector<char> out;
+    CHECK_FALSE(cache.load("gemm", key, &out));  // a miss: "not a regular file", recompiled
+    cache.store("gemm", key, cubin);
+    CHECK(log.count("was a directory; moved it to") == 1);
+    CHECK(log.count("cannot write") == 0);
+    REQUIRE(cache.load("gemm", key, &out));
+    CHECK(out == cubin);
+  }
+  // The next process finds a valid entry: no warning, no recompile.
+  LogCapture log;
+  dg::jit::DiskCache next(tmp.path.string());
+  std::vector<char> out;
+  CHECK(next.load("gemm", key, &out));
+  CHECK(out == cubin);
+  CHECK(log.lines.empty());
+  // What the directory held is kept beside the entry.
+  int displaced = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path())) {
+    if (e.path().string().rfind(path + ".displaced.", 0) != 0) continue;
+    ++displaced;
+    CHECK(read_file(e.path() / "keep.txt") == "user data");
+  }
+  CHECK(displaced == 1);
+}
+
+TEST_CASE("a DG_TEMPLATE_DIR tree that lacks a template is a configuration error naming the file") {
+  TempDir tmp;
+  const fs::path tree = tmp.path / "tree";
+  fs::create_directories(tree / "kernels");
+  fs::create_directories(tree / "include" / "dg");
+  write_file(tree / "kernels" / "k.cu.j2", "{{ kernel_name }}");
+  write_file(tree / "include" / "dg" / "h.cuh", "#pragma once");
+  const dg::jit::SourceBundle b = dg::jit::load_source_bundle(tree.c_str());
+  REQUIRE(b.error.empty());
+  const std::string* text = nullptr;
+  CHECK(b.get_template("kernels/k.cu.j2", &text) == DG_SUCCESS);
+  REQUIRE(text != nullptr);
+  CHECK(*text == "{{ kernel_name }}");
+  CHECK(b.get_template("kernels/layout.cu.j2", &text) == DG_ERROR_INVALID_ARGUMENT);
+  const std::string msg = dg_last_error();
+  CHECK_MESSAGE(msg.find((tree / "kernels" / "layout.cu.j2").string()) != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("DG_TEMPLATE_DIR=") == 0, msg);
+  // The embedded bundle lacking one is libdg's own fault.
+  CHECK(dg::jit::load_source_bundle(nullptr).get_template("kernels/none.cu.j2", &text) == DG_ERROR_INTERNAL);
 }
 
 TEST_CASE("an entry whose header claims more bytes than the file holds is a miss") {

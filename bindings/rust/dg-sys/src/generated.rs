@@ -133,8 +133,14 @@ pub struct dg_tensor {
 /// ```text
 /// Receives each message at or above the level; `message` has no trailing newline and is valid
 /// only during the call. May be called from any thread, concurrently. The callback may call libdg
-/// functions (dg_set_log_callback and dg_set_log_level included); messages libdg would log on that
-/// thread while the callback runs are dropped rather than delivered to it recursively.
+/// functions (dg_set_log_callback and dg_set_log_level included), also the one whose message it
+/// receives: it runs on the thread that logged, but never while libdg holds a lock or is building
+/// a kernel there. What a libdg call logs is held until that call has done its work (and every
+/// kernel it built is published to other threads), then delivered in order just before it
+/// returns; at most 256 messages per call, then one saying how many more were dropped.
+/// dg_last_error() after the call is still that call's message, whatever the callback called.
+/// Messages libdg would log on that thread while the callback runs are dropped rather than
+/// delivered to it recursively. Without a callback, messages go to stderr at once.
 /// ```
 pub type dg_log_callback = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user_data: *mut c_void)>;
 
