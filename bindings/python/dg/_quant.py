@@ -41,9 +41,13 @@ def _run(fn_name: str, x: Tensor, out: Optional[Tensor], sf: Optional[Tensor], e
          ) -> Tuple[Tensor, Tensor]:
     """Describes the tensors, allocates missing outputs (torch), and calls ``fn_name``.
     ``sf_shape(x_info)`` gives (dtype, sizes, strides) of the scales to allocate."""
-    tensors = [(x, "x", None), (out, "out", None), (sf, "sf", ROLE_SF)] + [(t, n, None) for t, n in extra]
+    # Outputs left None are allocated below: only the given ones are described with the inputs.
+    outputs = [(out, "out", None), (sf, "sf", ROLE_SF)]
+    tensors = [(x, "x", None)] + [(t, n, None) for t, n in extra] + [o for o in outputs if o[0] is not None]
     handle, _dev, cu, infos = _prepare_call(tensors, stream)
-    x_info, out_info, sf_info = infos[0], infos[1], infos[2]
+    x_info, extra_infos, given = infos[0], infos[1:1 + len(extra)], iter(infos[1 + len(extra):])
+    out_info = next(given) if out is not None else None
+    sf_info = next(given) if sf is not None else None
     assert x_info is not None
     if out_info is None:
         if not x_info.is_torch:
@@ -60,7 +64,7 @@ def _run(fn_name: str, x: Tensor, out: Optional[Tensor], sf: Optional[Tensor], e
     _writable(sf_info, "sf")
     lib = _lib.get()
     with Descriptors() as ds:
-        handles = [ds.add(x_info), ds.add(out_info), ds.add(sf_info)] + [ds.add(i) for i in infos[3:]]
+        handles = [ds.add(x_info), ds.add(out_info), ds.add(sf_info)] + [ds.add(i) for i in extra_infos]
         call_args = [handle] + handles + list(args_after) + [ctypes.byref(_options(pow2_scales, amax_floor))]
         lib.check(lib.fn(fn_name)(*call_args), fn_name)
     return out, sf
