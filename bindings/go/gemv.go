@@ -44,3 +44,18 @@ func (s *Stream) NVFP4Gemv(a, sfa, b, sfb, c *Tensor, opts *Nvfp4GemvOptions) er
 	keep(s, a, sfa, b, sfb, c)
 	return err
 }
+
+// TF32HCPrenormGemm is DeepGEMM's tf32_hc_prenorm_gemm (dg_tf32_hc_prenorm_gemm): d = a @ bᵀ
+// (a [M, K] BFloat16, b [N, K] Float32 with N <= 32, TF32 tensor cores) and each row's sum of
+// squares of a into sqrSum [M], in one pass over a. numSplits 0: full sums; 1..65535: d
+// [numSplits, M, N] and sqrSum [numSplits, M] hold partial sums over K that the caller adds up.
+func (s *Stream) TF32HCPrenormGemm(a, b, d, sqrSum *Tensor, numSplits int) error {
+	var c cArgs
+	splits := c.int32("num_splits", numSplits)
+	if c.err != nil {
+		return c.err
+	}
+	err := check(C.dgw_tf32_hc_prenorm_gemm(s.ptr, a.raw(), b.raw(), d.raw(), sqrSum.raw(), splits))
+	keep(s, a, b, d, sqrSum)
+	return err
+}
