@@ -788,11 +788,14 @@ def test_fp8_paged_mqa_logits(next_n, two_d):
 
 
 def _ref_quant(x, groups_along_last=True):
-    """docs/quantization.md in torch: amax per 128 along the last dim, floor 1e-4, x * (1 / scale)."""
+    """docs/quantization.md in torch: amax per 128 along the last dim, floor 1e-4, x * (1 / scale).
+    The scale is amax / 448 correctly rounded: torch's CUDA division by a Python scalar multiplies by
+    the scalar's reciprocal (1 ulp off at times), so the quotient is taken in float64 and rounded once
+    to float32 (exact for a quotient of two floats)."""
     m, k = x.shape
     pad = (-k) % 128
     xf = torch.nn.functional.pad(x.float(), (0, pad)).view(m, -1, 128)
-    scale = xf.abs().amax(dim=2).clamp(min=1e-4) / 448.0
+    scale = (xf.abs().amax(dim=2).clamp(min=1e-4).double() / 448.0).float()
     q = (xf * (1.0 / scale).unsqueeze(2)).clamp(-448, 448).to(torch.float8_e4m3fn).view(m, -1)[:, :k]
     return q, scale
 
