@@ -37,6 +37,7 @@ mod error;
 mod gemm;
 mod gemv;
 mod grouped;
+mod hc_prenorm;
 mod k_grouped;
 mod layout;
 mod log;
