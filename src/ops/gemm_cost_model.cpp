@@ -62,6 +62,9 @@ const Sm90CostModel kHopper = {
         /*pair_factor=*/1.01,
         // The masked split tail at equal tiles and no split ran 3.7% slower (FP8 128x160, two rounds).
         /*masked_tail_factor=*/1.04,
+        // The fill of the last round is known only on the device; with counts spread around the
+        // expected_m hint it is at most half full about half of the time.
+        /*masked_tail_split_share=*/0.5,
         // Against 128x128 overlapped (bench/models/h100/promotion-*): without overlap one warp-group's
         // promotion stalls its WGMMAs unless column slices let the two groups interleave; overlap
         // with slices re-reads A from shared memory.

@@ -46,6 +46,7 @@ struct LargeMCost {
   double launch_s;                  // per call
   double pair_factor;               // 2-CTA clusters against the same tiles unpaired
   double masked_tail_factor;        // a masked call's split last round against single CTAs
+  double masked_tail_split_share;   // how often the last round is at most half full (and splits)
   PromotionCost promotion;
   double promotion_192_two_slices;  // 1D2D overlapped 192-wide tiles in two 96-column slices
   double promotion_row_units;       // 256-row tiles promoted in 128-row units

@@ -29,6 +29,8 @@ constexpr int kMaxStagesSmallM = 32, kMaxStagesLargeM = 12;
 // A candidate must beat the best so far by this factor to replace it: near-ties keep the earlier,
 // simpler config (single CTAs, whole-tile promotion first).
 constexpr double kTieMargin = 0.995;
+constexpr double kFlopsPerMac = 2.0;
+constexpr double kMicrosecondsPerSecond = 1e6;
 
 // One point of the search: the tile, its warp-groups, the cluster, the FP8 promotion and split-K.
 struct Candidate {
@@ -170,14 +172,14 @@ double estimate_small_m_us(const Sm90CostModel& model, const GemmShape& s, const
   const double promo = is_fp8(s.kind) ? promotion_cost(m.promotion, c.overlap, c.split) : 1.0;
   const double fill = double(c.bm + c.bn) * bk * eb;
   const double t_kb = std::max({m.min_k_block_s, fill / m.smem_fill_bytes_per_s,
-                                2.0 * c.bm * c.bn * bk / peak * promo * m.tensor_time_factor,
+                                kFlopsPerMac * c.bm * c.bn * bk / peak * promo * m.tensor_time_factor,
                                 m.load_latency_s / stages});
   double t_epi = m.epilogue_s + (s.accumulate ? double(c.bm) * c.bn * out_bytes(s) / m.reduce_add_bytes_per_s : 0.0);
   if (c.split_k > 1)
     t_epi += model.split_k_reduce_s + double(std::min<int64_t>(c.bm, s.m)) * c.bn * 4 / m.split_k_bytes_per_s;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi);
   if (c.cluster == 2) t *= m.pair_factor;
-  return (t + m.launch_s) * 1e6;
+  return (t + m.launch_s) * kMicrosecondsPerSecond;
 }
 
 // The FP8 promotion factor of a large-M tile: the schedule's table entry, then the shapes whose own
@@ -206,7 +208,7 @@ double large_m_k_block_s(const Sm90CostModel& model, const GemmShape& s, const C
   const LargeMCost& m = model.large_m;
   const bool fp8 = is_fp8(s.kind);
   const int eb = elem_bytes(s.kind), bk = kBlockKBytes / eb;
-  const double flops = 2.0 * c.bm * c.bn * bk;
+  const double flops = kFlopsPerMac * c.bm * c.bn * bk;
   const double peak = fp8 ? model.fp8_flops_per_sm : model.bf16_flops_per_sm;
   // A multicast half still lands in both CTAs' shared memory.
   const double sm_bytes = double(c.bm + c.bn) * bk * eb;
@@ -270,9 +272,10 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   // Split tail: a last round at most half full runs half of the K blocks per CTA, then a reduction.
   // The fill of the last round is known only on the device; with counts spread around the hint it is
   // at most half full about half of the time.
-  if (tail) t = t * m.masked_tail_factor - 0.5 * (double(kbs - cdiv(kbs, 2)) * t_kb - t_reduce);
+  if (tail)
+    t = t * m.masked_tail_factor - m.masked_tail_split_share * (double(kbs - cdiv(kbs, 2)) * t_kb - t_reduce);
   if (c.cluster == 2) t *= m.pair_factor;
-  return std::max(t, dram_floor_s(model, s)) * 1e6;
+  return std::max(t, dram_floor_s(model, s)) * kMicrosecondsPerSecond;
 }
 
 }  // namespace
