@@ -1,5 +1,8 @@
 #include "ops/gemm_launch.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "jit/concurrent.h"
