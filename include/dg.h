@@ -393,6 +393,34 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
 #define DG_FP8_RECIPE_1D2D 0 /* sfa per token x 128 K, sfb per 128 x 128 block (default) */
 #define DG_FP8_RECIPE_1D1D 1 /* sfa and sfb per token x 128 K (weight gradient); d FLOAT32 */
 
+/* Fused epilogues of the SM90 GEMMs (docs/gemm_epilogues.md): dense dg_bf16_gemm_* / dg_fp8_gemm_*
+ * (1D2D recipe) and the M-grouped contiguous and masked calls, through options.epilogue. In order:
+ *   v = alpha * (A.B^T)[row, col] + bias[col]     bias: dense calls only, BFLOAT16 or FLOAT32 [N]
+ *   SwiGLU: d[row, j] = silu(v[gate j]) * v[up j], silu(x) = x / (1 + exp(-x)); D has N / 2 columns.
+ *           B's rows alternate blocks of 128 gate rows and the 128 matching up rows (N % 256 == 0;
+ *           dg_swiglu_interleave reorders [gate; up] weights and their 128 x 128 block scales).
+ *   d FLOAT8_E4M3: per row and 128 columns of D, the scale and E4M3 codes of the quantization calls
+ *           below (dg_quantize_fp8_per_token's numerics and d_scales layouts), computed from v
+ *           rounded to BF16: codes and scales equal quantizing the same call's BF16 D bit for bit.
+ *           Rows of D that are no group's (contiguous padding, masked rows past masked_m) and the
+ *           layout's padding rows get codes 0 and scales 0.
+ * Not with c (a C term), the 1D1D recipe, split_k > 1, K == 0 or DG_GEMM_KERNEL_SKINNY:
+ * DG_ERROR_UNSUPPORTED naming the reason. Initialise with DG_GEMM_EPILOGUE_INIT. */
+#define DG_ACTIVATION_NONE 0
+#define DG_ACTIVATION_SWIGLU 1
+typedef struct dg_gemm_epilogue {
+  size_t struct_size;
+  int32_t activation;        /* DG_ACTIVATION_NONE or DG_ACTIVATION_SWIGLU */
+  const dg_tensor* bias;     /* NULL, or [N] (the GEMM's columns, before SwiGLU), stride 1, 8-byte aligned */
+  const dg_tensor* d_scales; /* d FLOAT8_E4M3 only: FLOAT32 [(G,) M, ceil(N_d / 128)] in the layout
+                                dg_get_mn_major_tma_aligned_tensor_layout gives (the sfa the FP8 GEMMs
+                                read), or INT32 / UE8M0X4 packed as dg_quantize_fp8_per_token takes them;
+                                G and M as d's (masked: [G, max_m, ...]) */
+  int32_t pow2_scales;       /* FP32 scales rounded up to powers of two (packed scales always are) */
+  float amax_floor;          /* 0 = 1e-4, else 1e-30 .. 1e30 (as dg_quant_options) */
+} dg_gemm_epilogue;
+#define DG_GEMM_EPILOGUE_INIT {sizeof(dg_gemm_epilogue), DG_ACTIVATION_NONE, NULL, NULL, 0, 0.0f}
+
 /* Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
  * The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
  * that cannot run the problem is DG_ERROR_INVALID_ARGUMENT naming the option. Fields are only
@@ -428,9 +456,10 @@ typedef struct dg_gemm_options {
                                  whose operands are K-major. */
   size_t workspace_size;      /* bytes of workspace */
   int32_t kernel;             /* DG_GEMM_KERNEL_*: which kernel family runs the call; 0 = heuristic */
+  const dg_gemm_epilogue* epilogue; /* NULL, or the fused epilogue (dense and M-grouped calls; see above) */
 } dg_gemm_options;
 #define DG_GEMM_OPTIONS_INIT \
-  {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0, 0}
+  {sizeof(dg_gemm_options), DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0, 0, NULL}
 
 /* Kernel families of the dense GEMMs (dg_gemm_options.kernel).
  * TILED: the persistent WGMMA kernel (block_m/n, stages, cluster, promotion and split_k options).
@@ -739,6 +768,16 @@ DG_API dg_status dg_quantize_fp8_per_block(dg_stream* stream, const dg_tensor* x
  * those of the concatenated K: quantize the whole [sum(ks), MN] in one call. */
 DG_API dg_status dg_quantize_fp8_mn_major(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
                                           const dg_tensor* sf, const dg_quant_options* options);
+
+/* Reorders SwiGLU weights for the fused SwiGLU epilogue: src [(G,) 2I, C] holds the gate rows
+ * [0, I) then the up rows [I, 2I) (w1 and w3 concatenated, as checkpoints store them); dst, of the
+ * same shape and dtype, gets blocks of `block` rows alternating: gate block j at rows
+ * [2 j block, 2 j block + block), up block j right after. block = 128 for the weights ([G, 2I, K],
+ * I % 128 == 0) and 1 for their 1D2D scales ([G, 2I / 128, ceil(K / 128)]): the 128 x 128 block
+ * scales carry over unchanged. Rows of src and dst are packed (stride along rows = C, stride 1
+ * along C); groups any stride; src and dst must not overlap. Any dtype. Device (or mapped) memory:
+ * copies on the stream, no kernel. G, I or C = 0: nothing runs. */
+DG_API dg_status dg_swiglu_interleave(dg_stream* stream, const dg_tensor* src, const dg_tensor* dst, int64_t block);
 
 /* ============================================================================================
  * MQA logits of the DeepSeek-V3.2 indexer (SM90; docs/mqa_logits.md)

@@ -205,6 +205,9 @@ static inline dgw_result dgw_quantize_fp8_per_block(dg_stream* stream, const dg_
 static inline dgw_result dgw_quantize_fp8_mn_major(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
   return dgw_result_of(dg_quantize_fp8_mn_major(stream, x, out, sf, options));
 }
+static inline dgw_result dgw_swiglu_interleave(dg_stream* stream, const dg_tensor* src, const dg_tensor* dst, int64_t block) {
+  return dgw_result_of(dg_swiglu_interleave(stream, src, dst, block));
+}
 static inline dgw_result dgw_get_mqa_logits_layout(int64_t seq_len, int64_t seq_len_kv, dg_dtype logits_dtype, int64_t* out_sizes, int64_t* out_strides, size_t* out_bytes) {
   return dgw_result_of(dg_get_mqa_logits_layout(seq_len, seq_len_kv, logits_dtype, out_sizes, out_strides, out_bytes));
 }
@@ -247,6 +250,10 @@ static inline dgw_result dgw_cublaslt_gemm_tt(dg_stream* stream, const dg_tensor
 
 static inline dg_sf_recipe dgw_sf_recipe_init(void) {
   dg_sf_recipe v = DG_SF_RECIPE_INIT;
+  return v;
+}
+static inline dg_gemm_epilogue dgw_gemm_epilogue_init(void) {
+  dg_gemm_epilogue v = DG_GEMM_EPILOGUE_INIT;
   return v;
 }
 static inline dg_gemm_options dgw_gemm_options_init(void) {

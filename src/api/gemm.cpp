@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/gemm_common.h"
+#include "api/gemm_epilogue.h"
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
@@ -52,6 +53,8 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   }
   dg_gemm_options opts;
   DG_TRY(read_options(options, &opts));
+  dg::api::Epilogue epilogue;
+  DG_TRY(dg::api::read_epilogue(opts, &epilogue));
   if (stream->device->cc_major != 9)
     return dg::fail(DG_ERROR_UNSUPPORTED, "stream: device {} is sm_{}{}; the dense GEMMs run on SM90 (sm_90a) only",
                     stream->device->name, stream->device->cc_major, stream->device->cc_minor);
@@ -59,7 +62,7 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   DG_TRY(dg::check_rank(*b, "b", {2}));
   DG_TRY(dg::check_dtype(*a, "a", {ab_dtype}));
   DG_TRY(dg::check_dtype(*b, "b", {ab_dtype}));
-  DG_TRY(dg::check_dtype(*d, "d", {DG_DTYPE_BFLOAT16, DG_DTYPE_FLOAT32}));
+  DG_TRY(dg::api::check_d_dtype(epilogue, *d, true));
 
   const View va = view_of(*a, a_t), vb = view_of(*b, b_t);
   const char* a_name = a_t ? "aᵀ (a is [K, M])" : "a ([M, K])";
@@ -74,7 +77,9 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
                     dg::describe(*a));
   if (n > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "b: N = {} must be below 2^31; shape {}", n, dg::describe(*b));
-  DG_TRY(check_row_major_output(*d, "d", m, n, true));
+  int64_t d_cols = n;
+  DG_TRY(dg::api::epilogue_out_cols(epilogue, n, &d_cols));
+  DG_TRY(check_row_major_output(*d, "d", m, d_cols, true));
   if (c != nullptr) {
     if (c->dtype != d->dtype)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: dtype is {} but d is {} (expected the same dtype)",
@@ -94,11 +99,12 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   if (s.kind == GemmKind::kFp8_1D1D && d->dtype != DG_DTYPE_FLOAT32)
     return dg::fail(DG_ERROR_UNSUPPORTED, "d: dtype is {}; the 1D1D recipe writes FLOAT32 on SM90",
                     dg::dtype_name(d->dtype));
+  DG_TRY(dg::api::apply_epilogue(epilogue, opts, *d, c != nullptr, &args));
   if (m == 0 || n == 0) return DG_SUCCESS;
   if (d->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: data is NULL");
   if (c != nullptr && c->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: data is NULL");
   args.d = d->data;
-  args.ldd = m > 1 ? d->strides[0] : n;
+  args.ldd = m > 1 ? d->strides[0] : d_cols;
   if (c != nullptr) {
     args.c = c->data;
     args.ldc = m > 1 ? c->strides[0] : n;
@@ -145,6 +151,9 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   DG_TRY(dg::check_stream(stream, "stream"));
   dg_gemm_options opts;
   DG_TRY(read_options(options, &opts));
+  if (opts.epilogue != nullptr)
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "options.epilogue: dg_gemm_prepare does not take fused epilogues; one call loads the kernel");
   if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
                     dg::dtype_name(ab_dtype));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/gemm_common.h"
+#include "api/gemm_epilogue.h"
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
@@ -152,7 +153,7 @@ dg_status check_grouped_a(const dg_tensor_s& a, const View& v, const char* view_
 
 dg_status begin(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
                 const dg_tensor* d, const dg_tensor* groups, bool masked, const dg_gemm_options* options,
-                bool fp8, dg_gemm_options* opts) {
+                bool fp8, dg_gemm_options* opts, dg::api::Epilogue* epilogue) {
   DG_TRY(dg::check_stream(stream, "stream"));
   DG_TRY(dg::check_tensor(a, "a"));
   if (fp8) DG_TRY(dg::check_tensor(sfa, "sfa"));
@@ -162,18 +163,19 @@ dg_status begin(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, con
   DG_TRY(dg::check_tensor(groups, masked ? "masked_m" : "grouped_layout"));
   DG_TRY(dg::api::read_options(options, opts));
   DG_TRY(check_grouped_options(*opts, masked));
+  DG_TRY(dg::api::read_epilogue(*opts, epilogue));
   if (stream->device->cc_major != 9)
     return dg::fail(DG_ERROR_UNSUPPORTED, "stream: device {} is sm_{}{}; the M-grouped GEMMs run on SM90 (sm_90a) only",
                     stream->device->name, stream->device->cc_major, stream->device->cc_minor);
   DG_TRY(dg::check_dtype(*a, "a", {fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16}));
-  DG_TRY(dg::check_dtype(*d, "d", {DG_DTYPE_BFLOAT16}));
+  DG_TRY(dg::api::check_d_dtype(*epilogue, *d, false));
   return DG_SUCCESS;
 }
 
 void init_args(dg::ops::GemmArgs* args, const dg_gemm_options& opts, bool fp8, const dg_tensor_s& d) {
   dg::ops::GemmShape& s = args->shape;
   s.kind = fp8 ? GemmKind::kFp8_1D2D : GemmKind::kBf16;
-  s.d_dtype = DG_DTYPE_BFLOAT16;
+  s.d_dtype = d.dtype;
   args->alpha = opts.alpha;
   args->beta = 0.0f;
   args->d = d.data;
@@ -183,7 +185,8 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
                      const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* grouped_layout, int32_t layout,
                      int64_t expected_m, const dg_gemm_options* options, bool nn, bool fp8) {
   dg_gemm_options opts;
-  DG_TRY(begin(stream, a, sfa, b, sfb, d, grouped_layout, false, options, fp8, &opts));
+  dg::api::Epilogue epilogue;
+  DG_TRY(begin(stream, a, sfa, b, sfb, d, grouped_layout, false, options, fp8, &opts, &epilogue));
   if (layout != DG_M_GROUPED_LAYOUT_INDICES && layout != DG_M_GROUPED_LAYOUT_PSUM)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "layout: {} (expected DG_M_GROUPED_LAYOUT_INDICES (0) or DG_M_GROUPED_LAYOUT_PSUM (1))", layout);
@@ -216,12 +219,15 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
   if (expected_m < 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "expected_m: {} (expected >= 0; 0 = M / G)", expected_m);
   s.expected_m = expected_m > 0 ? expected_m : std::max<int64_t>(1, s.m / s.num_groups);
-  DG_TRY(dg::api::check_row_major_output(*d, "d", s.m, s.n, true));
+  int64_t d_cols = s.n;
+  DG_TRY(dg::api::epilogue_out_cols(epilogue, s.n, &d_cols));
+  DG_TRY(dg::api::check_row_major_output(*d, "d", s.m, d_cols, true));
+  DG_TRY(dg::api::apply_epilogue(epilogue, opts, *d, false, &args));
   if (s.m == 0) return DG_SUCCESS;
   if (a->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: data is NULL");
   if (d->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: data is NULL");
   DG_TRY(check_grouped_a(*a, va, "a ([M, K])", fp8, &args));
-  args.ldd = s.m > 1 ? d->strides[0] : s.n;
+  args.ldd = s.m > 1 ? d->strides[0] : d_cols;
   args.grouped_layout = static_cast<const int32_t*>(grouped_layout->data);
   if (fp8) {
     DG_TRY(dg::api::check_token_scales(*sfa, false, "sfa", s.m, (s.k + 127) / 128, &args.ld_sfa));
@@ -254,7 +260,8 @@ dg_status masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, co
                  const dg_tensor* d, const dg_tensor* masked_m, int64_t expected_m, const dg_gemm_options* options,
                  bool fp8) {
   dg_gemm_options opts;
-  DG_TRY(begin(stream, a, sfa, b, sfb, d, masked_m, true, options, fp8, &opts));
+  dg::api::Epilogue epilogue;
+  DG_TRY(begin(stream, a, sfa, b, sfb, d, masked_m, true, options, fp8, &opts, &epilogue));
   DG_TRY(dg::check_rank(*a, "a", {3}));
   DG_TRY(dg::check_rank(*d, "d", {3}));
   dg::ops::GemmArgs args;
@@ -281,14 +288,17 @@ dg_status masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, co
   if (g * s.m > INT32_MAX || s.n > INT32_MAX || s.k > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "a, b: G x max_m = {}, N = {}, K = {}: each must be below 2^31", g * s.m, s.n,
                     s.k);
-  if (d->sizes[1] != s.m || d->sizes[2] != s.n)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: shape {} (expected [G = {}, max_m = {}, N = {}])", dg::describe(*d), g,
-                    s.m, s.n);
+  int64_t d_cols = s.n;
+  DG_TRY(dg::api::epilogue_out_cols(epilogue, s.n, &d_cols));
+  if (d->sizes[1] != s.m || d->sizes[2] != d_cols)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: shape {} (expected [G = {}, max_m = {}, {} = {}])", dg::describe(*d),
+                    g, s.m, epilogue.given && epilogue.e.activation == DG_ACTIVATION_SWIGLU ? "N / 2" : "N", d_cols);
   DG_TRY(check_int_vector(*masked_m, "masked_m", g, "G, one row count per group"));
   if (expected_m <= 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "expected_m: {} (expected > 0: the rows per group to plan for)",
                     expected_m);
   s.expected_m = std::min(expected_m, s.m);
+  DG_TRY(dg::api::apply_epilogue(epilogue, opts, *d, false, &args));
   if (s.m == 0) return DG_SUCCESS;
   if (a->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: data is NULL");
   if (d->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: data is NULL");
@@ -297,10 +307,10 @@ dg_status masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, co
   // D: each group [max_m, N] row-major, groups packed.
   dg_tensor_s d2 = *d;
   d2.rank = 2;
-  d2.sizes[0] = s.m, d2.sizes[1] = s.n;
+  d2.sizes[0] = s.m, d2.sizes[1] = d_cols;
   d2.strides[0] = d->strides[1], d2.strides[1] = d->strides[2];
-  DG_TRY(dg::api::check_row_major_output(d2, "d", s.m, s.n, true));
-  args.ldd = s.m > 1 ? d->strides[1] : s.n;
+  DG_TRY(dg::api::check_row_major_output(d2, "d", s.m, d_cols, true));
+  args.ldd = s.m > 1 ? d->strides[1] : d_cols;
   DG_TRY(check_packed_groups(*d, "d", s.m, args.ldd));
   args.grouped_layout = static_cast<const int32_t*>(masked_m->data);
   if (fp8) {
@@ -317,6 +327,9 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   dg_gemm_options opts;
   DG_TRY(dg::api::read_options(options, &opts));
   DG_TRY(check_grouped_options(opts, grouping == DG_M_GROUPED_LAYOUT_MASKED));
+  if (opts.epilogue != nullptr)
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "options.epilogue: dg_m_grouped_gemm_prepare does not take fused epilogues; one call loads the kernel");
   if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
                     dg::dtype_name(ab_dtype));

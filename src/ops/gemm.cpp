@@ -43,8 +43,11 @@ dg_status encode_d_strips(const GemmShape& s, const GemmConfig& c, void* d, int6
   const int ob = out_bytes(s);
   // Strips narrower than the 32-byte swizzle are stored unswizzled.
   const uint32_t strip_bytes = static_cast<uint32_t>(c.d_strip * ob);
-  return tma::encode_2d(out, d, ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, ob, s.n,
-                        rows, ldd, c.d_strip, c.block_m / c.math_wg, strip_bytes >= 32 ? strip_bytes : 0, "d");
+  const CUtensorMapDataType type = ob == 4   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                   : ob == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                             : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  return tma::encode_2d(out, d, type, ob, out_n(s), rows, ldd, c.d_strip, c.block_m / c.math_wg,
+                        strip_bytes >= 32 ? strip_bytes : 0, "d");
 }
 
 // Grouped operands are one 2-D map over every group: A and D over the G x max_m rows of masked
@@ -79,6 +82,21 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
   return DG_SUCCESS;
 }
 
+// The fused epilogue's bias and FP8 D scales. The scale layout has align(rows, 4) rows per 128-column
+// group: A's rows, or a masked group's max_m.
+void fill_fused(const GemmArgs& args, Sm90GemmParams* p) {
+  const GemmShape& s = args.shape;
+  FusedParams& f = p->fused;
+  f.bias = args.bias;
+  f.sf = args.d_sf;
+  f.sf_ld = args.d_sf_ld;
+  f.sf_batch = args.d_sf_batch;
+  f.sf_rows = static_cast<uint32_t>(align_up(s.m, kScaleRowAlign));
+  f.sf_groups = static_cast<uint32_t>(cdiv(out_n(s), kScaleBlock));
+  f.amax_floor = args.amax_floor;
+  f.pow2 = args.pow2_scales ? 1u : 0u;
+}
+
 dg_status launch_tiled(const GemmArgs& args, const GemmConfig& c, const Kernel& kernel, Sm90GemmParams* p,
                        const LaunchConfig& lc, const dg_stream_s& stream) {
   const GemmShape& s = args.shape;
@@ -94,6 +112,7 @@ dg_status launch_tiled(const GemmArgs& args, const GemmConfig& c, const Kernel& 
   p->num_groups = static_cast<uint32_t>(s.num_groups);
   p->sfb_stride_g = args.sfb_stride_g;
   p->group_rows = static_cast<uint32_t>(s.m);
+  fill_fused(args, p);
   void* kargs[] = {p};
   return launch(stream, kernel, lc, kargs);
 }

@@ -47,6 +47,21 @@ constexpr int64_t kMaxTableGroups = 1024;
 const char* kind_enumerator(GemmKind k);
 const char* kind_short_name(GemmKind k);
 
+// A fused epilogue (docs/gemm_epilogues.md; mirrors dg::epilogue in
+// templates/include/dg/epilogue/sm90_fused.cuh): a per-column bias, SwiGLU over interleaved gate /
+// up columns (D has n / 2 columns), and an FP8 D with its per-(row, 128 columns) scales.
+enum class Activation : int { kNone = 0, kSwiGlu = 1 };
+enum class BiasType : int { kNone = 0, kBf16 = 1, kFp32 = 2 };
+enum class DScales : int { kNone = 0, kFp32 = 1, kPackedUe8m0 = 2 };
+struct GemmEpilogue {
+  Activation act = Activation::kNone;
+  BiasType bias = BiasType::kNone;
+  DScales scales = DScales::kNone;  // set exactly when D is FLOAT8_E4M3
+  bool active() const { return act != Activation::kNone || bias != BiasType::kNone || scales != DScales::kNone; }
+};
+// Rows of B that SwiGLU interleaves: blocks of 128 gate rows, then the matching 128 up rows.
+constexpr int64_t kSwiGluBlock = 128;
+
 // Everything the kernel choice depends on (no pointers).
 struct GemmShape {
   GemmKind kind = GemmKind::kBf16;
@@ -60,6 +75,7 @@ struct GemmShape {
   GemmType type = GemmType::kNormal;
   int64_t num_groups = 1;
   int64_t expected_m = 0;
+  GemmEpilogue epilogue;  // n counts the GEMM's columns (SwiGLU: gate and up)
 };
 
 // A kernel configuration: the template parameters plus launch geometry.
@@ -140,6 +156,13 @@ struct GemmArgs {
   void* workspace = nullptr;  // FP8 with an MN-major operand: room for its K-major copy (fp8_gemm_workspace)
   const int32_t* grouped_layout = nullptr;  // M-grouped: row groups, group ends or masked rows (device)
   int64_t sfb_stride_g = 0;                 // M-grouped 1D2D: elements between groups' SFB blocks
+  // Fused epilogue (shape.epilogue): the bias [n], and an FP8 D's scales
+  // d_sf[group * d_sf_batch + column_group * d_sf_ld + row] (packed: words of four column groups).
+  const void* bias = nullptr;
+  void* d_sf = nullptr;
+  int64_t d_sf_ld = 0, d_sf_batch = 0;
+  float amax_floor = 0.0f;
+  bool pow2_scales = false;
 };
 
 // Host mirrors of dg::sched::FastDiv and WalkDivisors (templates/include/dg/sched/sm90_scheduler.cuh):
@@ -158,6 +181,19 @@ FastDiv fast_div(uint32_t d);
 // The divisors of the persistent walk over a units_m x units_n grid in bands of `band` unit-rows
 // (unit-columns with along_n); per_slot (K-grouped) is the grid's units.
 WalkDivisors walk_divisors(int64_t units_m, int64_t units_n, int band, bool along_n);
+
+// Host mirror of dg::epilogue::FusedParams (templates/include/dg/epilogue/sm90_fused.cuh).
+struct FusedParams {
+  const void* bias;
+  void* sf;
+  int64_t sf_ld;
+  int64_t sf_batch;
+  uint32_t sf_rows;
+  uint32_t sf_groups;
+  float amax_floor;
+  uint32_t pow2;
+};
+static_assert(sizeof(FusedParams) == 48, "must match the device struct");
 
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
 struct alignas(64) Sm90GemmParams {
@@ -180,12 +216,14 @@ struct alignas(64) Sm90GemmParams {
   uint32_t group_rows;
   uint32_t reserved2;
   WalkDivisors walk;
+  FusedParams fused;
 };
-static_assert(sizeof(Sm90GemmParams) == 832, "must match the device struct");
+static_assert(sizeof(Sm90GemmParams) == 896, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
                   offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
                   offsetof(Sm90GemmParams, ldd) == 720 && offsetof(Sm90GemmParams, sfb_stride_g) == 728 &&
-                  offsetof(Sm90GemmParams, group_rows) == 736 && offsetof(Sm90GemmParams, walk) == 744,
+                  offsetof(Sm90GemmParams, group_rows) == 736 && offsetof(Sm90GemmParams, walk) == 744 &&
+                  offsetof(Sm90GemmParams, fused) == 800,
               "must match the device struct");
 
 // A dense or M-grouped GEMM (docs/gemm.md#the-c-term-and-early-exits): with K = 0 only D := beta * C;

@@ -69,6 +69,17 @@ int64_t resident_clusters(int num_sms, int split_k) {
   return int64_t(num_sms / 16) * (16 / split_k);
 }
 
+// Why a fused epilogue cannot run on candidate `c`; nullptr when it can (or there is none).
+const char* illegal_epilogue(const GemmShape& s, const Candidate& c) {
+  if (!s.epilogue.active()) return nullptr;
+  if (c.split_k != 1) return "fused epilogues do not split K (split_k 1)";
+  if (s.epilogue.act == Activation::kSwiGlu && c.bn != 2 * kSwiGluBlock)
+    return "SwiGLU needs block_n 256 (one block of 128 gate and 128 up columns per tile)";
+  if (s.epilogue.scales != DScales::kNone && out_cols(s, c.bn) % kScaleBlock != 0)
+    return "an FP8 D needs whole 128-column scale groups per tile (block_n 128 or 256; 256 with SwiGLU)";
+  return nullptr;
+}
+
 // Why candidate `c` cannot run `s`; nullptr when it can.
 const char* illegal(const GemmShape& s, const Candidate& c) {
   const int bm = c.bm, bn = c.bn, math_wg = c.math_wg, cluster = c.cluster, split = c.split, split_k = c.split_k;
@@ -110,6 +121,7 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
       return "contiguous M-grouped GEMMs use block_m 128 (the groups' row alignment)";
     if (s.type == GemmType::kMGroupedMasked && s.m % bm != 0) return "block_m must divide max_m (masked)";
   }
+  if (const char* why = illegal_epilogue(s, c)) return why;
   if (cluster == 2) {
     if (mc_a && (bm / 2) % (s.major_a == Major::kMN ? 64 : 8) != 0) return "block_m / 2 cannot be multicast";
     if (!mc_a && (bn / 2) % (s.major_b == Major::kMN ? 64 : 8) != 0) return "block_n / 2 cannot be multicast";
@@ -227,15 +239,15 @@ double large_m_k_block_s(const Sm90CostModel& model, const GemmShape& s, const C
 
 // Seconds of one tile's epilogue: TMA stores (or reduce-adds) of D in strips.
 double large_m_epilogue_s(const LargeMCost& m, const GemmShape& s, const Candidate& c, int d_bufs) {
-  const int ob = out_bytes(s);
-  const int strip_bytes = strip_elems(ob, c.bn) * ob;
+  const int ob = out_bytes(s), cols = out_cols(s, c.bn);
+  const int strip_bytes = strip_elems(ob, cols) * ob;
   const bool fp32_reduce = s.accumulate && s.d_dtype == DG_DTYPE_FLOAT32;
   const double strip_cost = strip_bytes < 64                       ? m.narrow_strip_cost
                             : fp32_reduce && strip_bytes < 128 ? m.fp32_reduce_strip_cost
                                                                : 1.0;
   const double staging_cost = fp32_reduce && d_bufs > 0 ? m.fp32_reduce_rotating_cost : 1.0;
   return m.epilogue_s +
-         double(c.bm) * c.bn * ob * (s.accumulate ? 2 : 1) / m.store_bytes_per_s * strip_cost * staging_cost;
+         double(c.bm) * cols * ob * (s.accumulate ? 2 : 1) / m.store_bytes_per_s * strip_cost * staging_cost;
 }
 
 // Rows the problem computes and B matrices it reads, for the DRAM floor.
@@ -245,7 +257,7 @@ double dram_floor_s(const Sm90CostModel& model, const GemmShape& s) {
                       : s.type == GemmType::kKGrouped ? double(s.num_groups) * s.m
                                                       : double(s.num_groups) * std::max<int64_t>(s.expected_m, 1);
   const double b_mats = s.type == GemmType::kNormal ? 1.0 : double(s.num_groups);
-  return (rows * s.k * eb + b_mats * s.n * s.k * eb + rows * s.n * out_bytes(s) * (s.accumulate ? 2 : 1)) /
+  return (rows * s.k * eb + b_mats * s.n * s.k * eb + rows * out_n(s) * out_bytes(s) * (s.accumulate ? 2 : 1)) /
          model.dram_bytes_per_s;
 }
 
@@ -306,8 +318,8 @@ uint32_t sfb_boundaries(int64_t n, int block_n) {
 
 unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_bufs, int split_k) {
   const int eb = elem_bytes(s.kind), bk = kBlockKBytes / eb;
-  const int strip = strip_elems(out_bytes(s), bn);
-  const int strips = d_bufs > 0 && d_bufs < bn / strip ? d_bufs : bn / strip;
+  const int cols = out_cols(s, bn), strip = strip_elems(out_bytes(s), cols);
+  const int strips = d_bufs > 0 && d_bufs < cols / strip ? d_bufs : cols / strip;
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
   // 1D1D: per-column scales; 1D2D: the tile's two SFB scalars (mirrors Sm90GemmTraits::kSmemSfb).
@@ -376,7 +388,7 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
 // N = 576, where splitting won. Returns the split-K override, or o itself when the rule does not split.
 GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
   constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896;
-  if (has_override(o) || s.m > 128 || s.type != GemmType::kNormal) return o;
+  if (has_override(o) || s.m > 128 || s.type != GemmType::kNormal || s.epilogue.active()) return o;
   const int bn = s.m <= 64 ? 128 : 64;
   const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
   int sk = 1;
@@ -404,10 +416,14 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   // FP8 grouped calls whose tile count is a hint (psum, masked, K-grouped) cap tiles at 192 columns:
   // with few rows per group the tile count, not the per-tile rate, sets the time (128x256 ran masked
   // G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's 128x192).
-  const int bn_max = fp8_grouped_cap(s) ? 192 : 256;
+  // Fused SwiGLU and FP8 D tiles hold whole gate / up blocks and 128-column scale groups.
+  const bool whole_groups = s.epilogue.act == Activation::kSwiGlu || s.epilogue.scales != DScales::kNone;
+  const int bn_min = s.epilogue.act == Activation::kSwiGlu ? 256 : whole_groups ? 128 : 16;
+  const int bn_step = whole_groups ? 128 : 16;
+  const int bn_max = fp8_grouped_cap(s) && !whole_groups ? 192 : 256;
   std::vector<Tile> out;
   for (int bm : bms)
-    for (int bn = o.block_n ? o.block_n : 16; bn <= (o.block_n ? o.block_n : bn_max); bn += 16)
+    for (int bn = o.block_n ? o.block_n : bn_min; bn <= (o.block_n ? o.block_n : bn_max); bn += bn_step)
       for (int wg : {1, 2})
         if (o.math_wg ? wg == o.math_wg : wg == (bm == 64 ? 1 : 2)) out.push_back({bm, bn, wg});
   return out;
@@ -452,7 +468,7 @@ std::vector<std::pair<bool, int>> promotions(const GemmShape& s, const GemmOverr
 std::vector<int> split_ks(const GemmShape& s, const GemmOverride& o, int num_sms, const char** last_reason) {
   const bool masked = s.type == GemmType::kMGroupedMasked;
   std::vector<int> out = {o.split_k ? o.split_k : 1};
-  if (!o.split_k && masked && num_sms >= 2) out.push_back(2);
+  if (!o.split_k && masked && num_sms >= 2 && !s.epilogue.active()) out.push_back(2);
   if (masked && num_sms < 2 && out[0] == 2) {
     *last_reason = "the masked split tail runs CTA pairs: it needs options.num_sms >= 2";
     out.clear();
@@ -551,7 +567,7 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
   choose_raster(s, trim ? clusters : slots, units_m, units_n, pm, pn, c);
   c->smem_bytes = gemm_smem_bytes(s, c->block_m, c->block_n, c->stages, c->d_bufs, c->split_k);
   c->threads = 128u * (c->math_wg + 1);
-  c->d_strip = strip_elems(out_bytes(s), c->block_n);
+  c->d_strip = strip_elems(out_bytes(s), out_cols(s, c->block_n));
   if (s.kind == GemmKind::kFp8_1D2D) c->sfb_boundaries = sfb_boundaries(s.n, c->block_n);
   c->stage_aligned = stage_aligned(s, *c);
 }

@@ -23,6 +23,9 @@ constexpr const char* kTypeTags[] = {"", "_mgc", "_mgm", "_kg", "_mgp"};
 constexpr const char* kTypeLogNames[] = {"", " m-grouped contiguous", " m-grouped masked", " k-grouped",
                                          " m-grouped psum"};
 constexpr const char* kMajorEnumerators[] = {"kK", "kMN"};
+constexpr const char* kActivationEnumerators[] = {"kNone", "kSwiGlu"};
+constexpr const char* kBiasEnumerators[] = {"kNone", "kBf16", "kFp32"};
+constexpr const char* kScalesEnumerators[] = {"kNone", "kFp32", "kPackedUe8m0"};
 static_assert(std::size(kKindEnumerators) == kNumGemmKinds && std::size(kKindShortNames) == kNumGemmKinds &&
                   std::size(kKindLogNames) == kNumGemmKinds,
               "one name per GemmKind");
@@ -30,6 +33,9 @@ static_assert(std::size(kTypeEnumerators) == kNumGemmTypes && std::size(kTypeTag
                   std::size(kTypeLogNames) == kNumGemmTypes,
               "one name per GemmType");
 static_assert(std::size(kMajorEnumerators) == 2, "one name per Major");
+static_assert(std::size(kActivationEnumerators) == 2 && std::size(kBiasEnumerators) == 3 &&
+                  std::size(kScalesEnumerators) == 3,
+              "one name per epilogue enumerator");
 
 // How a field's integer appears in the template context.
 using Render = codegen::Value (*)(int64_t);
@@ -38,7 +44,12 @@ codegen::Value as_bool(int64_t v) { return codegen::Value(v ? "true" : "false");
 codegen::Value as_kind(int64_t v) { return codegen::Value(kKindEnumerators[v]); }
 codegen::Value as_major(int64_t v) { return codegen::Value(kMajorEnumerators[v]); }
 codegen::Value as_type(int64_t v) { return codegen::Value(kTypeEnumerators[v]); }
-codegen::Value as_out_type(int64_t v) { return codegen::Value(v == DG_DTYPE_FLOAT32 ? "float" : "dg::bf16"); }
+codegen::Value as_out_type(int64_t v) {
+  return codegen::Value(v == DG_DTYPE_FLOAT32 ? "float" : v == DG_DTYPE_FLOAT8_E4M3 ? "dg::fp8_e4m3" : "dg::bf16");
+}
+codegen::Value as_activation(int64_t v) { return codegen::Value(kActivationEnumerators[v]); }
+codegen::Value as_bias(int64_t v) { return codegen::Value(kBiasEnumerators[v]); }
+codegen::Value as_scales(int64_t v) { return codegen::Value(kScalesEnumerators[v]); }
 
 struct Field {
   const char* name;  // the template's variable
@@ -48,7 +59,7 @@ struct Field {
 
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
 // variable too (the kernel asserts its layout against it).
-std::array<Field, 19> template_fields(const GemmShape& s, const GemmConfig& c) {
+std::array<Field, 22> template_fields(const GemmShape& s, const GemmConfig& c) {
   return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
            {"major_a", static_cast<int64_t>(s.major_a), as_major},
            {"major_b", static_cast<int64_t>(s.major_b), as_major},
@@ -67,13 +78,28 @@ std::array<Field, 19> template_fields(const GemmShape& s, const GemmConfig& c) {
            {"split_k", c.split_k, as_int},
            {"sfb_boundaries", c.sfb_boundaries, as_int},
            {"stage_aligned", c.stage_aligned, as_bool},
+           {"activation", static_cast<int64_t>(s.epilogue.act), as_activation},
+           {"bias", static_cast<int64_t>(s.epilogue.bias), as_bias},
+           {"scales", static_cast<int64_t>(s.epilogue.scales), as_scales},
            {"smem_bytes", c.smem_bytes, as_int}}};
 }
 
+const char* out_name(dg_dtype d) {
+  return d == DG_DTYPE_FLOAT32 ? "f32" : d == DG_DTYPE_FLOAT8_E4M3 ? "e4m3" : "bf16";
+}
+
+// The fused epilogue's tag in kernel names ("" without one).
+std::string epilogue_tag(const GemmEpilogue& e) {
+  constexpr const char* kBiasTags[] = {"", "_biasbf16", "_biasf32"};
+  constexpr const char* kScalesTags[] = {"", "", "_ue8m0"};
+  return fmt::format("{}{}{}", e.act == Activation::kSwiGlu ? "_swiglu" : "", kBiasTags[static_cast<int>(e.bias)],
+                     kScalesTags[static_cast<int>(e.scales)]);
+}
+
 std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
-  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
                      kTypeTags[static_cast<int>(s.type)], s.major_a == Major::kK ? "k" : "m",
-                     s.major_b == Major::kK ? "k" : "m", s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16",
+                     s.major_b == Major::kK ? "k" : "m", out_name(s.d_dtype), epilogue_tag(s.epilogue),
                      s.accumulate ? "_acc" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
                      c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
                      c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
@@ -116,7 +142,8 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
       "raster bands of {} along {}, smem {} B{}{}, est {:.1f} us",
       kKindLogNames[static_cast<int>(s.kind)], kTypeLogNames[static_cast<int>(s.type)], groups, s.m, s.n, s.k,
       s.major_a == Major::kK ? "K-major" : "M-major", s.major_b == Major::kK ? "K-major" : "N-major",
-      s.d_dtype == DG_DTYPE_FLOAT32 ? "fp32" : "bf16", s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k,
+      std::string(out_name(s.d_dtype)) + (s.epilogue.active() ? " epilogue" + epilogue_tag(s.epilogue) : std::string()),
+      s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k,
       c.stages, c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
       std::string(c.overlap ? ", overlapped promotion" : "") +
           (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),

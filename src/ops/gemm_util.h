@@ -18,7 +18,15 @@ constexpr int kMnMajorBox = 64;
 
 inline bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
 inline int elem_bytes(GemmKind k) { return is_fp8(k) ? 1 : 2; }
-inline int out_bytes(const GemmShape& s) { return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2; }
+inline int out_bytes(const GemmShape& s) {
+  return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : s.d_dtype == DG_DTYPE_FLOAT8_E4M3 ? 1 : 2;
+}
+// Columns of D a block_n-wide tile writes (SwiGLU: half, one output per gate / up pair).
+inline int out_cols(const GemmShape& s, int block_n) {
+  return s.epilogue.act == Activation::kSwiGlu ? block_n / 2 : block_n;
+}
+// Columns of D.
+inline int64_t out_n(const GemmShape& s) { return s.epilogue.act == Activation::kSwiGlu ? s.n / 2 : s.n; }
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
 

@@ -4,6 +4,8 @@
 
 #include "jit/kernel_cache.h"
 #include "runtime/checked.h"
+#include "runtime/device.h"
+#include "runtime/driver.h"
 #include "runtime/launch.h"
 #include "runtime/status.h"
 
@@ -277,6 +279,24 @@ dg_status run_k_grouped_pack(const dg_stream_s& stream, const dg_tensor_s& sf, c
         lc.grid[1] = l.grid[1];
         return launch(stream, *kernel, lc, args);
       });
+}
+
+dg_status run_row_block_interleave(const dg_stream_s& stream, const RowBlockInterleave& r) {
+  ContextScope scope;
+  DG_TRY(scope.enter(*stream.device));
+  const int64_t block_bytes = r.block * r.row_bytes, blocks = r.half / r.block;
+  const auto* src = static_cast<const char*>(r.src);
+  auto* dst = static_cast<char*>(r.dst);
+  for (int64_t g = 0; g < r.groups; ++g)
+    for (int64_t j = 0; j < 2 * blocks; ++j) {
+      // dst block j: src block j / 2 of the first half (even j) or of the second (odd j).
+      const int64_t from = (j % 2) * blocks + j / 2;
+      const char* s = src + g * r.src_group_stride + from * block_bytes;
+      char* d = dst + g * r.dst_group_stride + j * block_bytes;
+      DG_CU(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(d), reinterpret_cast<CUdeviceptr>(s),
+                          static_cast<size_t>(block_bytes), stream.handle));
+    }
+  return DG_SUCCESS;
 }
 
 }  // namespace dg::ops

@@ -99,4 +99,16 @@ dg_status for_each_k_grouped_pack_launch(const float* sf, int64_t sf_ld, int64_t
 dg_status run_k_grouped_pack(const dg_stream_s& stream, const dg_tensor_s& sf, const int64_t* ks, int64_t num_groups,
                              const dg_tensor_s& out);
 
+// Reorders `groups` matrices of 2 * half rows (row_bytes each, rows packed; matrices group_stride
+// bytes apart in src and dst alike) so that blocks of `block` rows alternate between the first half
+// and the second: dst block 2j is src block j, dst block 2j + 1 is src block j + half / block
+// (the SwiGLU epilogue's gate / up interleaving). half % block == 0. Copies on the stream.
+struct RowBlockInterleave {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  int64_t groups = 0, half = 0, block = 0, row_bytes = 0;
+  int64_t src_group_stride = 0, dst_group_stride = 0;  // bytes
+};
+dg_status run_row_block_interleave(const dg_stream_s& stream, const RowBlockInterleave& r);
+
 }  // namespace dg::ops

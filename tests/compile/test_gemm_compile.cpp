@@ -658,6 +658,44 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
         CHECK(c.grid == 8);
         compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
       }
+  // tests/gpu/test_gemm_epilogue.cpp: bias on dense calls; SwiGLU with BF16 and FP8 D (FP32 and
+  // packed scales) on dense, contiguous and masked FP8 calls.
+  using dg::ops::Activation;
+  using dg::ops::BiasType;
+  using dg::ops::DScales;
+  struct Fused {
+    GemmKind kind;
+    GemmType type;
+    int64_t m, n, k;
+    Activation act;
+    BiasType bias;
+    DScales scales;
+  };
+  const Fused fused[] = {
+      {GemmKind::kBf16, GemmType::kNormal, 200, 384, 640, Activation::kNone, BiasType::kBf16, DScales::kNone},
+      {GemmKind::kFp8_1D2D, GemmType::kNormal, 200, 384, 640, Activation::kNone, BiasType::kFp32, DScales::kNone},
+      {GemmKind::kFp8_1D2D, GemmType::kNormal, 203, 768, 896, Activation::kSwiGlu, BiasType::kNone, DScales::kNone},
+      {GemmKind::kFp8_1D2D, GemmType::kNormal, 203, 768, 896, Activation::kSwiGlu, BiasType::kNone, DScales::kFp32},
+      {GemmKind::kFp8_1D2D, GemmType::kNormal, 203, 768, 896, Activation::kSwiGlu, BiasType::kNone, DScales::kPackedUe8m0},
+      {GemmKind::kFp8_1D2D, GemmType::kMGroupedMasked, 128, 512, 512, Activation::kSwiGlu, BiasType::kNone, DScales::kNone},
+      {GemmKind::kFp8_1D2D, GemmType::kMGroupedMasked, 128, 512, 512, Activation::kSwiGlu, BiasType::kNone, DScales::kFp32},
+      {GemmKind::kFp8_1D2D, GemmType::kMGroupedContiguous, 512, 512, 512, Activation::kSwiGlu, BiasType::kNone, DScales::kNone},
+      {GemmKind::kFp8_1D2D, GemmType::kMGroupedContiguous, 512, 512, 512, Activation::kSwiGlu, BiasType::kNone,
+       DScales::kPackedUe8m0},
+  };
+  for (const Fused& f : fused) {
+    GemmShape s;
+    s.kind = f.kind, s.type = f.type, s.m = f.m, s.n = f.n, s.k = f.k;
+    s.num_groups = f.type == GemmType::kNormal ? 1 : 3;
+    s.expected_m = f.type == GemmType::kNormal ? 0 : 64;
+    s.d_dtype = f.scales == DScales::kNone ? DG_DTYPE_BFLOAT16 : DG_DTYPE_FLOAT8_E4M3;
+    s.epilogue.act = f.act, s.epilogue.bias = f.bias, s.epilogue.scales = f.scales;
+    dg::ops::GemmConfig c;
+    REQUIRE_MESSAGE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS, dg_last_error());
+    CHECK(c.split_k == 1);
+    if (f.act == Activation::kSwiGlu) CHECK(c.block_n == 256);
+    compile_clean(dg::ops::gemm_kernel_spec(s, c), config);
+  }
   dg_set_log_level(log_level);
 }
 

@@ -828,6 +828,23 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // SwiGLU weight interleaving: [G 2, 2I 512, K 256] FP8, blocks of 128 rows.
+  {
+    Entry x;
+    x.name = "dg_swiglu_interleave";
+    Args& a = x.baseline;
+    a.tensors["src"] = fp8(1, {2, 512, 256});
+    a.tensors["dst"] = fp8(2, {2, 512, 256});
+    a.ints = {{"block", 128}};
+    x.operands = {"src", "dst"};
+    x.sizes = {"block"};
+    x.stops_at_sm_cap = false;
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_swiglu_interleave(as_mut_stream(c, a), h["src"], h["dst"], a.ints.at("block"));
+    };
+    e.push_back(std::move(x));
+  }
   // FP8 quantization: x [256, 256] BF16 (G 2 for the batched forms), scales in the GEMMs' layouts.
   for (const char* form : {"per_token", "per_token_contiguous", "per_token_masked", "per_block", "mn_major"}) {
     Entry x;

@@ -66,6 +66,8 @@ DG_STREAM_CREATE = 1  # create and own a non-blocking stream; `cu_stream` must b
 DG_MAX_RANK = 4
 DG_FP8_RECIPE_1D2D = 0  # sfa per token x 128 K, sfb per 128 x 128 block (default)
 DG_FP8_RECIPE_1D1D = 1  # sfa and sfb per token x 128 K (weight gradient); d FLOAT32
+DG_ACTIVATION_NONE = 0
+DG_ACTIVATION_SWIGLU = 1
 DG_GEMM_KERNEL_AUTO = 0
 DG_GEMM_KERNEL_TILED = 1
 DG_GEMM_KERNEL_SKINNY = 2
@@ -112,6 +114,20 @@ class dg_sf_recipe(_Struct):
     INIT = {"gran_mn": 1, "gran_k": 128}
 
 
+class dg_gemm_epilogue(_Struct):
+    """``dg_gemm_epilogue``"""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("activation", c_int32),
+        ("bias", c_void_p),
+        ("d_scales", c_void_p),
+        ("pow2_scales", c_int32),
+        ("amax_floor", c_float),
+    ]
+    INIT = {"activation": DG_ACTIVATION_NONE, "bias": None, "d_scales": None, "amax_floor": 0.0}
+
+
 class dg_gemm_options(_Struct):
     """``dg_gemm_options``: Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
     The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
@@ -138,8 +154,9 @@ class dg_gemm_options(_Struct):
         ("workspace", c_void_p),
         ("workspace_size", c_size_t),
         ("kernel", c_int32),
+        ("epilogue", POINTER(dg_gemm_epilogue)),
     ]
-    INIT = {"recipe": DG_FP8_RECIPE_1D2D, "alpha": 1.0, "beta": 1.0, "multicast_a": -1, "workspace": None}
+    INIT = {"recipe": DG_FP8_RECIPE_1D2D, "alpha": 1.0, "beta": 1.0, "multicast_a": -1, "workspace": None, "epilogue": None}
 
 
 class dg_quant_options(_Struct):
@@ -324,6 +341,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_quantize_fp8_per_block": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
     # stream, x, out, sf, options
     "dg_quantize_fp8_mn_major": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
+    # stream, src, dst, block
+    "dg_swiglu_interleave": (dg_status, [c_void_p, c_void_p, c_void_p, c_int64]),
     # seq_len, seq_len_kv, logits_dtype, out_sizes, out_strides, out_bytes
     "dg_get_mqa_logits_layout": (dg_status, [c_int64, c_int64, dg_dtype, POINTER(c_int64), POINTER(c_int64), POINTER(c_size_t)]),
     # stream, q, kv, kv_sf, weights, cu_seq_len_k_start, cu_seq_len_k_end, logits, clean_logits

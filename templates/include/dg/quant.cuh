@@ -82,6 +82,13 @@ DG_DEVICE uint32_t e4m3x4(float a, float b, float c, float d, float ia, float ib
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(hi) : "f"(__fmul_rn(d, id)), "f"(__fmul_rn(c, ic)));
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
+// E4M3 codes of two values already multiplied by their inverse scale, lo's code in the low byte
+// (e4m3x4 is this conversion after the products).
+DG_DEVICE uint16_t e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 DG_DEVICE uint32_t e4m3x4(float a, float b, float c, float d, float inv) { return e4m3x4(a, b, c, d, inv, inv, inv, inv); }
 
 // Maximum over the kLanesPerGroup lanes of a group (aligned runs of lanes in the warp).

@@ -83,6 +83,23 @@ pub const DG_FP8_RECIPE_1D2D: i32 = 0;
 /// sfa and sfb per token x 128 K (weight gradient); d FLOAT32
 pub const DG_FP8_RECIPE_1D1D: i32 = 1;
 /// ```text
+/// Fused epilogues of the SM90 GEMMs (docs/gemm_epilogues.md): dense dg_bf16_gemm_* / dg_fp8_gemm_*
+/// (1D2D recipe) and the M-grouped contiguous and masked calls, through options.epilogue. In order:
+///   v = alpha * (A.B^T)[row, col] + bias[col]     bias: dense calls only, BFLOAT16 or FLOAT32 [N]
+///   SwiGLU: d[row, j] = silu(v[gate j]) * v[up j], silu(x) = x / (1 + exp(-x)); D has N / 2 columns.
+///           B's rows alternate blocks of 128 gate rows and the 128 matching up rows (N % 256 == 0;
+///           dg_swiglu_interleave reorders [gate; up] weights and their 128 x 128 block scales).
+///   d FLOAT8_E4M3: per row and 128 columns of D, the scale and E4M3 codes of the quantization calls
+///           below (dg_quantize_fp8_per_token's numerics and d_scales layouts), computed from v
+///           rounded to BF16: codes and scales equal quantizing the same call's BF16 D bit for bit.
+///           Rows of D that are no group's (contiguous padding, masked rows past masked_m) and the
+///           layout's padding rows get codes 0 and scales 0.
+/// Not with c (a C term), the 1D1D recipe, split_k > 1, K == 0 or DG_GEMM_KERNEL_SKINNY:
+/// DG_ERROR_UNSUPPORTED naming the reason. Initialise with DG_GEMM_EPILOGUE_INIT.
+/// ```
+pub const DG_ACTIVATION_NONE: i32 = 0;
+pub const DG_ACTIVATION_SWIGLU: i32 = 1;
+/// ```text
 /// Kernel families of the dense GEMMs (dg_gemm_options.kernel).
 /// TILED: the persistent WGMMA kernel (block_m/n, stages, cluster, promotion and split_k options).
 /// SKINNY: few tokens (M <= 32) streaming B once through warp-level MMAs; needs K-major A and B in
@@ -161,6 +178,27 @@ pub struct dg_sf_recipe {
     pub disable_ue8m0_cast: i32,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct dg_gemm_epilogue {
+    pub struct_size: usize,
+    /// DG_ACTIVATION_NONE or DG_ACTIVATION_SWIGLU
+    pub activation: i32,
+    /// NULL, or [N] (the GEMM's columns, before SwiGLU), stride 1, 8-byte aligned
+    pub bias: *const dg_tensor,
+    /// ```text
+    /// d FLOAT8_E4M3 only: FLOAT32 [(G,) M, ceil(N_d / 128)] in the layout
+    /// dg_get_mn_major_tma_aligned_tensor_layout gives (the sfa the FP8 GEMMs
+    /// read), or INT32 / UE8M0X4 packed as dg_quantize_fp8_per_token takes them;
+    /// G and M as d's (masked: [G, max_m, ...])
+    /// ```
+    pub d_scales: *const dg_tensor,
+    /// FP32 scales rounded up to powers of two (packed scales always are)
+    pub pow2_scales: i32,
+    /// 0 = 1e-4, else 1e-30 .. 1e30 (as dg_quant_options)
+    pub amax_floor: f32,
+}
+
 /// ```text
 /// Options of the GEMMs; initialise with DG_GEMM_OPTIONS_INIT. NULL options mean the defaults.
 /// The kernel-config fields override the heuristic field by field (0 = heuristic); a combination
@@ -222,6 +260,8 @@ pub struct dg_gemm_options {
     pub workspace_size: usize,
     /// DG_GEMM_KERNEL_*: which kernel family runs the call; 0 = heuristic
     pub kernel: i32,
+    /// NULL, or the fused epilogue (dense and M-grouped calls; see above)
+    pub epilogue: *const dg_gemm_epilogue,
 }
 
 /// ```text
@@ -311,6 +351,22 @@ impl Default for dg_sf_recipe {
     }
 }
 
+/// `DG_GEMM_EPILOGUE_INIT`: the value the C macro gives, the only correct start for a `dg_gemm_epilogue`.
+pub const DG_GEMM_EPILOGUE_INIT: dg_gemm_epilogue = dg_gemm_epilogue {
+    struct_size: core::mem::size_of::<dg_gemm_epilogue>(),
+    activation: DG_ACTIVATION_NONE,
+    bias: core::ptr::null_mut(),
+    d_scales: core::ptr::null_mut(),
+    pow2_scales: 0,
+    amax_floor: 0.0,
+};
+
+impl Default for dg_gemm_epilogue {
+    fn default() -> Self {
+        DG_GEMM_EPILOGUE_INIT
+    }
+}
+
 /// `DG_GEMM_OPTIONS_INIT`: the value the C macro gives, the only correct start for a `dg_gemm_options`.
 pub const DG_GEMM_OPTIONS_INIT: dg_gemm_options = dg_gemm_options {
     struct_size: core::mem::size_of::<dg_gemm_options>(),
@@ -331,6 +387,7 @@ pub const DG_GEMM_OPTIONS_INIT: dg_gemm_options = dg_gemm_options {
     workspace: core::ptr::null_mut(),
     workspace_size: 0,
     kernel: 0,
+    epilogue: core::ptr::null_mut(),
 };
 
 impl Default for dg_gemm_options {
@@ -788,6 +845,18 @@ extern "C" {
     /// those of the concatenated K: quantize the whole [sum(ks), MN] in one call.
     /// ```
     pub fn dg_quantize_fp8_mn_major(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// Reorders SwiGLU weights for the fused SwiGLU epilogue: src [(G,) 2I, C] holds the gate rows
+    /// [0, I) then the up rows [I, 2I) (w1 and w3 concatenated, as checkpoints store them); dst, of the
+    /// same shape and dtype, gets blocks of `block` rows alternating: gate block j at rows
+    /// [2 j block, 2 j block + block), up block j right after. block = 128 for the weights ([G, 2I, K],
+    /// I % 128 == 0) and 1 for their 1D2D scales ([G, 2I / 128, ceil(K / 128)]): the 128 x 128 block
+    /// scales carry over unchanged. Rows of src and dst are packed (stride along rows = C, stride 1
+    /// along C); groups any stride; src and dst must not overlap. Any dtype. Device (or mapped) memory:
+    /// copies on the stream, no kernel. G, I or C = 0: nothing runs.
+    /// ```
+    pub fn dg_swiglu_interleave(stream: *mut dg_stream, src: *const dg_tensor, dst: *const dg_tensor, block: i64) -> dg_status;
 
     /// ```text
     /// Layout of the logits of dg_fp8_mqa_logits: sizes [seq_len, seq_len_kv], strides (row stride, 1)

@@ -1,5 +1,6 @@
 // SM90 GEMM epilogue: one consumer warp-group writes its WG_M x BLOCK_N accumulator block (WGMMA
-// fragment layout) into swizzled shared memory (stmatrix for BF16, 8-byte stores for FP32) and sends
+// fragment layout) into swizzled shared memory (stmatrix for BF16, 8-byte stores for FP32, 2-byte
+// stores of E4M3 pairs for an FP8 D, whose values sm90_fused.cuh has already scaled) and sends
 // it to global memory with TMA, as plain stores or as reduce-add (accumulation into D). The block is
 // cut into column strips of kStrip elements, one TMA box each; the strip width in bytes is the swizzle
 // width (128/64/32 B) or 16 B without swizzle.
@@ -12,6 +13,7 @@
 #include <dg/ptx/common.cuh>
 #include <dg/ptx/stmatrix.cuh>
 #include <dg/ptx/tma.cuh>
+#include <dg/quant.cuh>
 
 namespace dg::epilogue {
 
@@ -23,6 +25,7 @@ template <uint32_t kSwizzleBytes> DG_DEVICE constexpr uint32_t swizzle(uint32_t 
 template <typename OutT> struct OutTraits;
 template <> struct OutTraits<bf16> { static constexpr uint32_t kBytes = 2; };
 template <> struct OutTraits<float> { static constexpr uint32_t kBytes = 4; };
+template <> struct OutTraits<fp8_e4m3> { static constexpr uint32_t kBytes = 1; };
 
 // Largest strip width (elements) with strip bytes in {128, 64, 32, 16} dividing block_n.
 template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t block_n) {
@@ -64,6 +67,16 @@ struct WarpgroupStore {
                            float2_to_bf16x2(a[2] * alpha, a[3] * alpha).bits,
                            float2_to_bf16x2(a[4] * alpha, a[5] * alpha).bits,
                            float2_to_bf16x2(a[6] * alpha, a[7] * alpha).bits);
+        }
+      } else if constexpr (kBytes == 1) {
+        // FP8: acc holds the values times their inverse scales (alpha is already applied).
+        const uint32_t row = i * 64 + warp * 16 + lane / 4;
+#pragma unroll
+        for (uint32_t g = s * kStrip / 8; g < (s + 1) * kStrip / 8; ++g) {
+          const uint32_t off = row * kStripBytes + g * 8 + (lane % 4) * 2 - s * kStrip;
+          ptx::st_shared_u16(buf + swizzle<kSwizzle>(off), quant::e4m3x2(acc[i][g * 4 + 0], acc[i][g * 4 + 1]));
+          ptx::st_shared_u16(buf + swizzle<kSwizzle>(off + 8 * kStripBytes),
+                             quant::e4m3x2(acc[i][g * 4 + 2], acc[i][g * 4 + 3]));
         }
       } else {
         const uint32_t row = i * 64 + warp * 16 + lane / 4;

@@ -41,6 +41,7 @@
 #include <dg/ptx/wgmma.cuh>
 #include <dg/gemm/kind.cuh>
 #include <dg/sched/sm90_scheduler.cuh>
+#include <dg/epilogue/sm90_fused.cuh>
 #include <dg/epilogue/sm90_store.cuh>
 
 namespace dg::gemm {
@@ -75,15 +76,17 @@ struct alignas(64) Sm90GemmParams {
   uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked)
   uint32_t reserved2;
   sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
+  epilogue::FusedParams fused;  // bias and FP8 D's scales (fused epilogues)
 };
 
-static_assert(sizeof(Sm90GemmParams) == 832, "the host mirrors this layout (src/ops/gemm.h)");
+static_assert(sizeof(Sm90GemmParams) == 896, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
           uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
-          bool kStageAligned_ = false>
+          bool kStageAligned_ = false, epilogue::Activation kAct_ = epilogue::Activation::kNone,
+          epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -138,8 +141,11 @@ struct Sm90GemmTraits {
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
   static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
   static constexpr bool kMGrouped = kType != sched::GemmType::kNormal && !kKGrouped;
+  // Fused epilogue (bias, SwiGLU, FP8 D): D's tile has Fused::kOutN columns.
+  using Fused = epilogue::Fused<kAct_, kBias_, kScales_, kMIters, kBlockN>;
+  static constexpr uint32_t kOutN = Fused::kOutN;
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kBlockN, kReduceAdd, kDBufs_, kKGrouped>;
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, kKGrouped>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
@@ -182,6 +188,9 @@ struct Sm90GemmTraits {
   static_assert(!kMGrouped || (kKind != Kind::kFp8_1D1D && !kReduceAdd), "M-grouped GEMMs: BF16 or FP8 1D2D, D written");
   static_assert(!kKGrouped || (kKind != Kind::kFp8_1D2D && sizeof(OutT) == 4 && kCluster == 1 && kSplitK == 1),
                 "K-grouped GEMMs: BF16 or FP8 1D1D into FP32 D, no CTA pairs or split-K");
+  static_assert(!Fused::kActive || (kSplitK == 1 && !kKGrouped && !kReduceAdd),
+                "fused epilogues: dense or M-grouped, D written (no C), no split-K");
+  static_assert((kScales_ != epilogue::Scales::kNone) == (sizeof(OutT) == 1), "an FP8 D comes with its scales");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
@@ -250,8 +259,14 @@ DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* red,
   }
 }
 
-// M-grouped GEMMs: zeroes this thread's accumulator rows that do not belong to the tile's group
-// (rows past a masked group's count or a psum group's end; contiguous rows whose entry differs).
+// M-grouped GEMMs: whether row r of tile t belongs to the tile's group (not past a masked group's
+// count or a psum group's end; a contiguous row whose entry is the group).
+DG_DEVICE bool row_in_group(const sched::Tile& t, const int32_t* layout, uint32_t m_total, uint32_t r) {
+  if (t.per_row) return t.m0 + r < m_total && layout[t.m0 + r] == static_cast<int32_t>(t.group);
+  return r < t.rows;
+}
+
+// M-grouped GEMMs: zeroes this thread's accumulator rows that do not belong to the tile's group.
 template <class T, class Acc>
 DG_DEVICE void zero_foreign_rows(Acc& acc, const sched::Tile& t, const int32_t* layout, uint32_t m_total,
                                  uint32_t row0) {
@@ -261,14 +276,28 @@ DG_DEVICE void zero_foreign_rows(Acc& acc, const sched::Tile& t, const int32_t* 
 #pragma unroll
     for (uint32_t h = 0; h < 2; ++h) {
       const uint32_t r = row0 + i * 64 + h * 8;  // this thread's row in the tile
-      bool keep;
-      if (t.per_row) keep = t.m0 + r < m_total && layout[t.m0 + r] == static_cast<int32_t>(t.group);
-      else keep = r < t.rows;
-      if (!keep) {
+      if (!row_in_group(t, layout, m_total, r)) {
 #pragma unroll
         for (uint32_t c = 0; c < kAcc; c += 4) acc[i][c + 2 * h] = acc[i][c + 2 * h + 1] = 0.f;
       }
     }
+}
+
+// The fused epilogue of this thread's rows (row0: its first row in the tile). Rows that are not
+// the output's (past M, or outside the tile's group) get FP8 scales of 0; the scale layout's rows
+// are the masked group's own (m_local0), else A's.
+template <class T, class Acc>
+DG_DEVICE void fused_epilogue(Acc& acc, const Sm90GemmParams& p, const sched::Tile& t, uint32_t n0, uint32_t row0) {
+  bool valid[T::kMIters][2];
+#pragma unroll
+  for (uint32_t i = 0; i < T::kMIters; ++i)
+#pragma unroll
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t r = row0 + i * 64 + h * 8;
+      if constexpr (T::kMGrouped) valid[i][h] = row_in_group(t, p.grouped_layout, p.group_rows, r);
+      else valid[i][h] = t.m0 + r < p.m;
+    }
+  T::Fused::run(acc, p.alpha, p.fused, n0, p.n, valid, t.m_local0 + row0, t.group);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -780,8 +809,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           if (t.per_row || t.rows < kBlockM)
             zero_foreign_rows<T>(acc, t, p.grouped_layout, p.group_rows, wg_row0 + warp_in_wg * 16 + lane / 4);
         }
+        float alpha = p.alpha;
+        if constexpr (T::Fused::kActive) {
+          fused_epilogue<T>(acc, p, t, n0, wg_row0 + warp_in_wg * 16 + lane / 4);
+          alpha = 1.0f;
+        }
         const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : 0;
-        T::Store::run(acc, p.alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(n0),
+        T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(t.n_block * T::kOutN),
                       static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
