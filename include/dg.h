@@ -402,8 +402,9 @@ DG_API dg_status dg_jit_get_stats(int64_t* compiled, int64_t* loaded_from_disk, 
  *   d FLOAT8_E4M3: per row and 128 columns of D, the scale and E4M3 codes of the quantization calls
  *           below (dg_quantize_fp8_per_token's numerics and d_scales layouts), computed from v
  *           rounded to BF16: codes and scales equal quantizing the same call's BF16 D bit for bit.
- *           Rows of D that are no group's (contiguous padding, masked rows past masked_m) and the
- *           layout's padding rows get codes 0 and scales 0.
+ *           The scale layout's padding rows (M .. align(M, 4) - 1) get 0. Rows of D that are no
+ *           group's (contiguous padding, masked rows past masked_m) get codes 0 and scales 0 where
+ *           a computed tile covers them and are not written where none does (as a BF16 D's rows).
  * Not with c (a C term), the 1D1D recipe, split_k > 1, K == 0 or DG_GEMM_KERNEL_SKINNY:
  * DG_ERROR_UNSUPPORTED naming the reason. Initialise with DG_GEMM_EPILOGUE_INIT. */
 #define DG_ACTIVATION_NONE 0
