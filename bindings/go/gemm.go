@@ -71,6 +71,9 @@ type GemmOptions struct {
 	// operand and nothing else may use it until the call's work has completed on its stream.
 	Workspace     uintptr
 	WorkspaceSize int
+	// Epilogue is nil or a fused epilogue (bias, SwiGLU, FP8 d) for the dense and M-grouped calls;
+	// the other calls and the prepare functions refuse one.
+	Epilogue *GemmEpilogue
 }
 
 // DefaultGemmOptions returns the options of DG_GEMM_OPTIONS_INIT.
@@ -123,6 +126,9 @@ func cGemmOptions(o *GemmOptions, dst *C.dg_gemm_options) (*C.dg_gemm_options, e
 
 // gemmCall makes call with opts converted, or returns the conversion's error without calling it.
 func gemmCall(opts *GemmOptions, call func(*C.dg_gemm_options) C.dgw_result) error {
+	if opts != nil && opts.Epilogue != nil {
+		return epilogueCall(opts, call)
+	}
 	var o C.dg_gemm_options
 	p, err := cGemmOptions(opts, &o)
 	if err != nil {

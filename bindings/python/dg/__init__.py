@@ -11,7 +11,7 @@ then the system loader.
 
 Modules (all private; everything public is exported here): one per call family, ``_core``
 (version, logging, config, devices), ``_layout`` (host utilities, scale layouts), ``_gemm``,
-``_grouped`` (M-grouped), ``_k_grouped``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
+``_grouped`` (M-grouped), ``_epilogue`` (fused GEMM epilogues), ``_k_grouped``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
 (``dg.Stream``); beneath them ``_arguments`` (argument handling the families share), ``_tensor``
 (tensor descriptors), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
 libdg and NVRTC), ``_integers`` (integer arguments), ``_declarations`` (ctypes declarations
@@ -110,6 +110,7 @@ from ._cublaslt import (  # noqa: E402
     cublaslt_gemm_tn,
     cublaslt_gemm_tt,
 )
+from ._epilogue import GemmEpilogue, fp8_scales_like, swiglu_interleave  # noqa: E402
 from ._gemv import nvfp4_gemv  # noqa: E402
 from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
 from ._quant import (  # noqa: E402
@@ -199,6 +200,10 @@ __all__ = [
     "quantize_fp8_per_token_contiguous",
     "quantize_fp8_per_token_masked",
     "gemm_prepare",
+    # fused GEMM epilogues
+    "GemmEpilogue",
+    "swiglu_interleave",
+    "fp8_scales_like",
     # MQA logits (DeepSeek-V3.2 indexer)
     "fp8_mqa_logits",
     "fp8_paged_mqa_logits",

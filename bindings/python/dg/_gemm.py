@@ -5,9 +5,10 @@ from __future__ import annotations
 from ctypes import byref, c_size_t
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from . import _fast, _lib, _stream
+from . import _epilogue, _fast, _lib, _stream
 from ._tensor import ROLE_SF, UINT8, Descriptors, TensorInfo, allocate_torch, describe
 from .errors import InvalidArgument
+from ._epilogue import GemmEpilogue
 from ._arguments import (
     Recipe,
     StreamLike,
@@ -40,6 +41,11 @@ _OPTIONS_DOC = (
     "       ``num_stages``, ``cluster``, ``multicast_a``, ``num_math_warpgroups``, ``num_sms``);\n"
     "       unset fields are chosen by libdg's heuristic.\n"
 )
+_EPILOGUE_DOC = (
+    "    epilogue: a :class:`dg.GemmEpilogue` fused into the store: a per-column bias ``[N]``, SwiGLU\n"
+    "       (``d`` then ``[M, N / 2]``) and a ``float8_e4m3fn`` ``d`` with per-(row, 128 columns) scales\n"
+    "       (``epilogue.d_scales``); not with ``c``. Such calls take the full Python path.\n"
+)
 
 
 _BF16_NAMES = {layout: "dg_bf16_gemm_%s" % layout for layout in _lib.GEMM_LAYOUTS}
@@ -49,11 +55,12 @@ _SCALARS = (float, int)
 
 
 def _bf16_gemm(
-    layout: str, a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor], alpha: float, beta: float, stream: StreamLike, options: Optional[Dict[str, int]]
+    layout: str, a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor], alpha: float, beta: float, stream: StreamLike,
+    options: Optional[Dict[str, int]], epilogue: Optional[GemmEpilogue] = None
 ) -> None:
     name = _BF16_NAMES[layout]
     key = None
-    if stream is None and options is None and type(alpha) in _SCALARS and type(beta) in _SCALARS:
+    if stream is None and options is None and epilogue is None and type(alpha) in _SCALARS and type(beta) in _SCALARS:
         types = _fast._types or _fast.tensor_types()
         if types is not None and type(a) in types and type(b) in types and type(d) in types and (c is None or type(c) in types):
             key = (name, alpha, beta, a.data_ptr(), a.shape, a.stride(), a.dtype, b.data_ptr(), b.shape, b.stride(), b.dtype,
@@ -62,10 +69,12 @@ def _bf16_gemm(
                 return
     lib = _lib.get()
     fn = lib.fn(name)  # dg.Unsupported when this build lacks it
-    handle, dev, _cu, (ia, ib, idd, ic) = _prepare_call([(a, "a", None), (b, "b", None), (d, "d", None), (c, "c", None)], stream)
+    extra = _epilogue.tensors(epilogue)
+    handle, dev, _cu, infos = _prepare_call([(a, "a", None), (b, "b", None), (d, "d", None), (c, "c", None)] + extra, stream)
+    ia, ib, idd, ic = infos[:4]
     _writable(idd, "d")
-    opts = byref(_gemm_options(alpha, beta, options=options))
     with Descriptors() as ds:
+        opts = byref(_epilogue.with_epilogue(_gemm_options(alpha, beta, options=options), epilogue, infos[4:], ds))
         status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ic), opts)
         lib.check(status, name)
     if key is not None:
@@ -82,8 +91,9 @@ def _make_bf16(layout: str) -> Callable[..., None]:
         beta: float = 1.0,
         stream: StreamLike = None,
         options: Optional[Dict[str, int]] = None,
+        epilogue: Optional[GemmEpilogue] = None,
     ) -> None:
-        _bf16_gemm(layout, a, b, d, c, alpha, beta, stream, options)
+        _bf16_gemm(layout, a, b, d, c, alpha, beta, stream, options, epilogue)
 
     sa, sb, op = _SHAPES[layout]
     gemm.__name__ = gemm.__qualname__ = "bf16_gemm_%s" % layout
@@ -92,7 +102,7 @@ def _make_bf16(layout: str) -> Callable[..., None]:
         "Args:\n"
         "    a: ``%s`` bfloat16 (major-ness is read from the strides, so views work).\n"
         "    b: ``%s`` bfloat16.\n" % (op, sa, sb)
-    ) + _GEMM_ARGS_DOC + _OPTIONS_DOC + "Raises:\n    dg.InvalidArgument, dg.Unsupported, dg.NoDevice, dg.CompileError, dg.CudaError.\n"
+    ) + _GEMM_ARGS_DOC + _OPTIONS_DOC + _EPILOGUE_DOC + "Raises:\n    dg.InvalidArgument, dg.Unsupported, dg.NoDevice, dg.CompileError, dg.CudaError.\n"
     return gemm
 
 
@@ -149,10 +159,12 @@ def _fp8_gemm(
     stream: StreamLike,
     options: Optional[Dict[str, int]] = None,
     workspace: Any = None,
+    epilogue: Optional[GemmEpilogue] = None,
 ) -> None:
     name = _FP8_NAMES[layout]
     key = None
-    if (stream is None and options is None and workspace is None and type(alpha) in _SCALARS and type(beta) in _SCALARS
+    if (stream is None and options is None and workspace is None and epilogue is None
+            and type(alpha) in _SCALARS and type(beta) in _SCALARS
             and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
             and (recipe is None or type(recipe) is tuple)):
         types = _fast._types or _fast.tensor_types()
@@ -172,10 +184,12 @@ def _fp8_gemm(
     fn = lib.fn(name)
     a_data, a_sf = _pair(a, "a")
     b_data, b_sf = _pair(b, "b")
-    handle, dev, cu, (ia, isfa, ib, isfb, idd, ic) = _prepare_call(
-        [(a_data, "a", None), (a_sf, "sfa", ROLE_SF), (b_data, "b", None), (b_sf, "sfb", ROLE_SF), (d, "d", None), (c, "c", None)],
+    handle, dev, cu, infos = _prepare_call(
+        [(a_data, "a", None), (a_sf, "sfa", ROLE_SF), (b_data, "b", None), (b_sf, "sfb", ROLE_SF), (d, "d", None), (c, "c", None)]
+        + _epilogue.tensors(epilogue),
         stream,
     )
+    ia, isfa, ib, isfb, idd, ic = infos[:6]
     assert ia is not None and ib is not None and isfa is not None and isfb is not None
     _writable(idd, "d")
     m, n, k, ta, tb = _nt_dims(ia, ib, layout)
@@ -187,8 +201,9 @@ def _fp8_gemm(
     a_nt, b_nt = (ia.transposed() if ta else ia), (ib.transposed() if tb else ib)
     ws_ptr, ws_size, ws = _fp8_workspace(workspace, a_nt, b_nt, m, n, k, cu)
     keep.append(ws)
-    opts = byref(_gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size))
+    opts0 = _gemm_options(alpha, beta, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size)
     with Descriptors() as ds:
+        opts = byref(_epilogue.with_epilogue(opts0, epilogue, infos[6:], ds))
         status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), ds.add(ic), opts)
         lib.check(status, name)
     # Warm path only where the call made nothing of its own (no scale copies, no workspace).
@@ -221,7 +236,7 @@ def _fp8_doc(layout: str) -> str:
         "       gives the bytes). Default: for torch operands that need copies, a buffer from torch's\n"
         "       caching allocator on the call's stream; ``False`` for none (such operands then raise\n"
         "       dg.Unsupported). Unused when both operands are K-major.\n"
-    )
+    ) + _EPILOGUE_DOC
 
 
 def _make_fp8(layout: str) -> Callable[..., None]:
@@ -237,8 +252,9 @@ def _make_fp8(layout: str) -> Callable[..., None]:
         stream: StreamLike = None,
         options: Optional[Dict[str, int]] = None,
         workspace: Any = None,
+        epilogue: Optional[GemmEpilogue] = None,
     ) -> None:
-        _fp8_gemm(layout, a, b, d, c, alpha, beta, disable_ue8m0_cast, recipe, stream, options, workspace)
+        _fp8_gemm(layout, a, b, d, c, alpha, beta, disable_ue8m0_cast, recipe, stream, options, workspace, epilogue)
 
     gemm.__name__ = gemm.__qualname__ = "fp8_gemm_%s" % layout
     gemm.__doc__ = _fp8_doc(layout)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ctypes import byref
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from . import _lib, _stream
+from . import _epilogue, _lib, _stream
+from ._epilogue import GemmEpilogue
 from ._tensor import ROLE_SF, Descriptors, TensorInfo
 from ._arguments import (
     StreamLike,
@@ -64,7 +65,7 @@ def _fp8_scales(
 def _contiguous(
     kind: str, layout: str, a: Any, b: Any, d: Tensor, groups: Any, use_psum_layout: bool,
     expected_m: Optional[int], alpha: float, disable_ue8m0_cast: bool, stream: StreamLike,
-    options: Optional[Dict[str, int]]
+    options: Optional[Dict[str, int]], epilogue: Optional[GemmEpilogue]
 ) -> None:
     lib = _lib.get()
     name = "dg_m_grouped_%s_gemm_%s_contiguous" % (kind, layout)
@@ -74,50 +75,57 @@ def _contiguous(
     code = _lib.M_GROUPED_LAYOUT_PSUM if use_psum_layout else _lib.M_GROUPED_LAYOUT_INDICES
     exp = _int64(expected_m or 0, "expected_m")
     opts = _gemm_options(alpha, 1.0, options=options)
+    extra = _epilogue.tensors(epilogue)
     if fp8:
         a_data, a_sf = _pair(a, "a")
         b_data, b_sf = _pair(b, "b")
-        handle, dev, cu, (ia, isfa, ib, isfb, idd, ig) = _prepare_call(
+        handle, dev, cu, infos = _prepare_call(
             [(a_data, "a", None), (a_sf, "sfa", ROLE_SF), (b_data, "b", None), (b_sf, "sfb", ROLE_SF), (d, "d", None),
-             (groups, "grouped_layout", None)],
+             (groups, "grouped_layout", None)] + extra,
             stream,
         )
+        ia, isfa, ib, isfb, idd, ig = infos[:6]
         assert ia is not None and isfa is not None and ib is not None and isfb is not None
         _writable(idd, "d")
         sfa2, sfb2, keep = _fp8_scales(handle, isfa, isfb, ib, layout == "nn", ia.shape[0], ia.shape[-1], 0,
                                        disable_ue8m0_cast, dev, cu)
         with Descriptors() as ds:
+            o = _epilogue.with_epilogue(opts, epilogue, infos[6:], ds)
             status = fn(handle, ds.add(ia), ds.add(sfa2), ds.add(ib), ds.add(sfb2), ds.add(idd), ds.add(ig), code, exp,
-                        byref(opts))
+                        byref(o))
             lib.check(status, name)
     else:
-        handle, _dev, _cu, (ia, ib, idd, ig) = _prepare_call(
-            [(a, "a", None), (b, "b", None), (d, "d", None), (groups, "grouped_layout", None)], stream
+        handle, _dev, _cu, infos = _prepare_call(
+            [(a, "a", None), (b, "b", None), (d, "d", None), (groups, "grouped_layout", None)] + extra, stream
         )
+        ia, ib, idd, ig = infos[:4]
         _writable(idd, "d")
         with Descriptors() as ds:
-            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ig), code, exp, byref(opts))
+            o = _epilogue.with_epilogue(opts, epilogue, infos[4:], ds)
+            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(ig), code, exp, byref(o))
             lib.check(status, name)
     del keep
 
 
 def _masked(
     kind: str, a: Any, b: Any, d: Tensor, masked_m: Tensor, expected_m: int, alpha: float, disable_ue8m0_cast: bool,
-    stream: StreamLike, options: Optional[Dict[str, int]]
+    stream: StreamLike, options: Optional[Dict[str, int]], epilogue: Optional[GemmEpilogue]
 ) -> None:
     lib = _lib.get()
     name = "dg_m_grouped_%s_gemm_nt_masked" % kind
     fn = lib.fn(name)
     opts = _gemm_options(alpha, 1.0, options=options)
     keep: list = []
+    extra = _epilogue.tensors(epilogue)
     if kind == "fp8":
         a_data, a_sf = _pair(a, "a")
         b_data, b_sf = _pair(b, "b")
-        handle, dev, cu, (ia, isfa, ib, isfb, idd, im) = _prepare_call(
+        handle, dev, cu, infos = _prepare_call(
             [(a_data, "a", None), (a_sf, "sfa", ROLE_SF), (b_data, "b", None), (b_sf, "sfb", ROLE_SF), (d, "d", None),
-             (masked_m, "masked_m", None)],
+             (masked_m, "masked_m", None)] + extra,
             stream,
         )
+        ia, isfa, ib, isfb, idd, im = infos[:6]
         assert ia is not None and isfa is not None and ib is not None and isfb is not None
         if ia.rank != 3:
             raise InvalidArgument("a: expected [G, max_m, K], got rank %d" % ia.rank)
@@ -125,16 +133,19 @@ def _masked(
         sfa2, sfb2, keep = _fp8_scales(handle, isfa, isfb, ib, False, ia.shape[1], ia.shape[2], ia.shape[0],
                                        disable_ue8m0_cast, dev, cu)
         with Descriptors() as ds:
+            o = _epilogue.with_epilogue(opts, epilogue, infos[6:], ds)
             status = fn(handle, ds.add(ia), ds.add(sfa2), ds.add(ib), ds.add(sfb2), ds.add(idd), ds.add(im),
-                        _int64(expected_m, "expected_m"), byref(opts))
+                        _int64(expected_m, "expected_m"), byref(o))
             lib.check(status, name)
     else:
-        handle, _dev, _cu, (ia, ib, idd, im) = _prepare_call(
-            [(a, "a", None), (b, "b", None), (d, "d", None), (masked_m, "masked_m", None)], stream
+        handle, _dev, _cu, infos = _prepare_call(
+            [(a, "a", None), (b, "b", None), (d, "d", None), (masked_m, "masked_m", None)] + extra, stream
         )
+        ia, ib, idd, im = infos[:4]
         _writable(idd, "d")
         with Descriptors() as ds:
-            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(im), _int64(expected_m, "expected_m"), byref(opts))
+            o = _epilogue.with_epilogue(opts, epilogue, infos[4:], ds)
+            status = fn(handle, ds.add(ia), ds.add(ib), ds.add(idd), ds.add(im), _int64(expected_m, "expected_m"), byref(o))
             lib.check(status, name)
     del keep
 
@@ -154,6 +165,12 @@ Args:
     alpha: scale of the product.
     stream: explicit stream; default: torch's current stream, else the legacy default.
     options: kernel-config overrides (``block_n``, ``num_stages``, ``num_sms``, ...).
+    epilogue: a :class:`dg.GemmEpilogue` fused into the store (no bias on grouped calls): SwiGLU
+       (``d`` then ``[M, N / 2]``; B's rows interleaved by :func:`dg.swiglu_interleave`) and a
+       ``float8_e4m3fn`` ``d`` with per-(row, 128 columns) scales ``[M, ceil(N_d / 128)]``
+       (``epilogue.d_scales``; :func:`dg.fp8_scales_like`), bit for bit
+       :func:`dg.quantize_fp8_per_token_contiguous` of the BF16 result; their padding rows get
+       codes and scales 0.
 
 Padding rows of D (-1 entries, or rows between a group's end and the next group's start) that share
 a 128-row block with a group are written as zeros; blocks without a group are not written.
@@ -184,6 +201,7 @@ def _make_contiguous(kind: str, layout: str) -> Any:
         stream: StreamLike = None,
         options: Optional[Dict[str, int]] = None,
         m_indices: Any = None,
+        epilogue: Optional[GemmEpilogue] = None,
     ) -> None:
         del compiled_dims  # libdg bakes no problem size into its kernels
         if fp8:
@@ -191,7 +209,7 @@ def _make_contiguous(kind: str, layout: str) -> Any:
         elif recipe is not None:
             raise InvalidArgument("recipe: BF16 GEMMs take no recipe")
         _contiguous(kind, layout, a, b, d, _groups_arg(grouped_layout, m_indices), use_psum_layout,
-                    expected_m_for_psum_layout, alpha, disable_ue8m0_cast, stream, options)
+                    expected_m_for_psum_layout, alpha, disable_ue8m0_cast, stream, options, epilogue)
 
     gemm.__name__ = gemm.__qualname__ = "m_grouped_%s_gemm_%s_contiguous" % (kind, layout)
     gemm.__doc__ = _CONTIGUOUS_DOC.format(
@@ -218,6 +236,7 @@ def m_grouped_fp8_gemm_nt_masked(
     alpha: float = 1.0,
     stream: StreamLike = None,
     options: Optional[Dict[str, int]] = None,
+    epilogue: Optional[GemmEpilogue] = None,
 ) -> None:
     """M-grouped FP8 GEMM, masked layout: ``D[g, :masked_m[g]] = alpha * A[g, :masked_m[g]] @ B[g].T``.
 
@@ -231,12 +250,18 @@ def m_grouped_fp8_gemm_nt_masked(
         expected_m: rows per group the heuristic plans for (> 0).
         alpha: scale of the product.
         stream, options: as for the dense GEMMs.
+        epilogue: a :class:`dg.GemmEpilogue` fused into the store (no bias on grouped calls): SwiGLU
+           (``d`` then ``[G, max_m, N / 2]``; B's rows interleaved by :func:`dg.swiglu_interleave`)
+           and a ``float8_e4m3fn`` ``d`` with per-(row, 128 columns) scales
+           ``[G, max_m, ceil(N_d / 128)]`` (``epilogue.d_scales``; :func:`dg.fp8_scales_like`), bit
+           for bit :func:`dg.quantize_fp8_per_token_masked` of the BF16 result on the valid rows;
+           rows past ``masked_m[g]`` get codes and scales 0.
 
     D rows past ``masked_m[g]`` are written as zeros to the end of their tile; later rows are not written.
     """
     del compiled_dims
     _check_recipe(recipe)
-    _masked("fp8", a, b, d, masked_m, expected_m, alpha, disable_ue8m0_cast, stream, options)
+    _masked("fp8", a, b, d, masked_m, expected_m, alpha, disable_ue8m0_cast, stream, options, epilogue)
 
 
 def m_grouped_bf16_gemm_nt_masked(
@@ -249,11 +274,13 @@ def m_grouped_bf16_gemm_nt_masked(
     alpha: float = 1.0,
     stream: StreamLike = None,
     options: Optional[Dict[str, int]] = None,
+    epilogue: Optional[GemmEpilogue] = None,
 ) -> None:
-    """M-grouped BF16 GEMM, masked layout (see :func:`m_grouped_fp8_gemm_nt_masked`): a ``[G, max_m, K]``,
-    b ``[G, N, K]``, d ``[G, max_m, N]``, all BF16."""
+    """M-grouped BF16 GEMM, masked layout (see :func:`m_grouped_fp8_gemm_nt_masked`, also for
+    ``epilogue``): a ``[G, max_m, K]``, b ``[G, N, K]``, d ``[G, max_m, N]``, all BF16 (d
+    ``[G, max_m, N / 2]`` with SwiGLU, ``float8_e4m3fn`` with ``epilogue.d_scales``)."""
     del compiled_dims
-    _masked("bf16", a, b, d, masked_m, expected_m, alpha, False, stream, options)
+    _masked("bf16", a, b, d, masked_m, expected_m, alpha, False, stream, options, epilogue)
 
 
 # DeepGEMM's older names of the masked GEMMs.

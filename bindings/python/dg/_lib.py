@@ -307,6 +307,7 @@ SfRecipe = _declarations.dg_sf_recipe
 NvFp4GemvOptions = _declarations.dg_nvfp4_gemv_options
 CublasltOptions = _declarations.dg_cublaslt_options
 QuantOptions = _declarations.dg_quant_options
+GemmEpilogueStruct = _declarations.dg_gemm_epilogue  # what dg.GemmEpilogue becomes for one call
 
 
 class GemmOptions(_declarations.dg_gemm_options):

@@ -260,6 +260,7 @@ def test_every_function_of_dg_h_is_bound_with_its_arity():
         ("dg_nvfp4_gemv_options", _lib.NvFp4GemvOptions),
         ("dg_cublaslt_options", _lib.CublasltOptions),
         ("dg_quant_options", _lib.QuantOptions),
+        ("dg_gemm_epilogue", _lib.GemmEpilogueStruct),
     ],
 )
 def test_structs_match_dg_h(c_name, struct):

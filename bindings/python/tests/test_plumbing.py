@@ -183,19 +183,21 @@ def test_mixed_devices_are_refused(hooked):
 
 def test_gemm_options_struct_matches_the_header_defaults():
     o = _lib.GemmOptions()
-    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0, 0}
-    # size_t + 14 int32/float fields + void* + size_t + int32 (padded to 8)
-    assert ctypes.sizeof(o) == 8 + 14 * 4 + 8 + 8 + 8
+    # DG_GEMM_OPTIONS_INIT {sizeof, DG_FP8_RECIPE_1D2D, 1.0f, 1.0f, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, NULL, 0, 0, NULL}
+    # size_t + 14 int32/float fields + void* + size_t + int32 (padded to 8) + pointer
+    assert ctypes.sizeof(o) == 8 + 14 * 4 + 8 + 8 + 8 + 8
     assert (o.recipe, o.alpha, o.beta, o.disable_ue8m0_cast, o.multicast_a, o.num_sms) == (0, 1.0, 1.0, 0, -1, 0)
     assert (o.fp8_promotion, o.fp8_promotion_slices, o.split_k) == (0, 0, 0)
     assert (o.workspace, o.workspace_size, o.kernel) == (None, 0, 0)
+    assert not o.epilogue
     assert o.struct_size == ctypes.sizeof(o)
     # Offsets of dg.h's versions: 0.1 ends at num_sms, 0.3's struct at split_k; 0.4 appends the
-    # workspace, 0.5 the kernel family.
+    # workspace, 0.5 the kernel family, and then the fused epilogue.
     assert _lib.GemmOptions.fp8_promotion.offset == 52
     assert _lib.GemmOptions.workspace.offset == 64
     assert _lib.GemmOptions.workspace_size.offset == 72
     assert _lib.GemmOptions.kernel.offset == 80
+    assert _lib.GemmOptions.epilogue.offset == 88
 
 
 def test_fp8_recipe_codes_and_tuning_options(hooked):

@@ -242,6 +242,35 @@ def test_a_full_table_frees_its_descriptors(env, monkeypatch):
     assert len(_fast._table.plans) == 1
 
 
+def test_calls_with_an_epilogue_take_the_full_path(env):
+    """An epilogue call is never replayed (its descriptors live in the options' dg_gemm_epilogue),
+    and libdg accepts the struct the binding builds and reads its fields; calls without one stay
+    warm beside it."""
+    torch, launches, _stream_box, full = env
+    a, b, d = _bf16(torch)
+    bias = torch.Tensor(0x7F0000000000 + (3 << 32), torch.float32, (256,))
+    for _ in range(2):
+        dg.bf16_gemm_nt(a, b, d, epilogue=dg.GemmEpilogue(bias=bias))
+    assert full[0] == 2 and len(launches) == 2 and not _fast._table.plans
+    dg.bf16_gemm_nt(a, b, d)
+    dg.bf16_gemm_nt(a, b, d)
+    assert full[0] == 3 and len(launches) == 4 and len(_fast._table.plans) == 1
+    # SwiGLU into an FP8 D with its scales, allocated as the binding lays them out.
+    d8 = torch.Tensor(0x7F0000000000 + (5 << 32), torch.float8_e4m3fn, (128, 128))
+    scales = dg.fp8_scales_like(d8)
+    assert (scales.dtype.name, scales.shape, scales.stride()) == ("float32", (128, 1), (1, 128))
+    dg.bf16_gemm_nt(a, b, d8, epilogue=dg.GemmEpilogue("swiglu", d_scales=scales))
+    assert full[0] == 4 and len(launches) == 5
+    # libdg reads the fields: each refusal names the field.
+    with pytest.raises(dg.InvalidArgument, match="options.epilogue.amax_floor"):
+        dg.bf16_gemm_nt(a, b, d, epilogue=dg.GemmEpilogue(amax_floor=1e31))
+    with pytest.raises(dg.InvalidArgument, match="options.epilogue.d_scales: NULL, but d is FLOAT8_E4M3"):
+        dg.bf16_gemm_nt(a, b, d8, epilogue=dg.GemmEpilogue("swiglu"))
+    with pytest.raises(dg.Unsupported, match="options.epilogue"):
+        dg.bf16_gemm_nt(a, b, d, c=d, epilogue=dg.GemmEpilogue(bias=bias))
+    assert len(launches) == 5
+
+
 # --- MQA logits -----------------------------------------------------------------------------------
 
 

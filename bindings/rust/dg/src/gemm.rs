@@ -4,13 +4,16 @@
 //! `tn`: a [K, M], b [K, N]; `tt`: a [K, M], b [N, K]. D = alpha * (A @ Bᵀ) + beta * C, where A is
 //! the [M, K] view of a and B the [N, K] view of b; d is [M, N] row-major, BFLOAT16 or FLOAT32; c
 //! is `None` or [M, N] row-major with d's dtype and may alias d. Everything runs on the stream
-//! with no host synchronisation and no allocation; `include/dg.h` gives every rule.
+//! with no host synchronisation and no allocation; `include/dg.h` gives every rule. A fused
+//! epilogue (bias, SwiGLU, FP8 D) goes through [`GemmOptions::epilogue`].
 
+use std::marker::PhantomData;
 use std::os::raw::c_void;
 use std::ptr;
 
 use dg_sys as sys;
 
+use crate::epilogue::{epilogue_ptr, GemmEpilogue};
 use crate::error::{check, Result};
 use crate::stream::Stream;
 use crate::tensor::{opt_tensor, DType, Tensor};
@@ -82,19 +85,22 @@ impl Fp8Promotion {
 /// Options of the GEMMs (`dg_gemm_options`, started from `DG_GEMM_OPTIONS_INIT`). Kernel
 /// configuration fields left at 0 are chosen by the heuristic; a combination that cannot run the
 /// problem is an [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) naming the
-/// option. Setters chain: `GemmOptions::new().alpha(2.0).block_n(128)`.
+/// option. Setters chain: `GemmOptions::new().alpha(2.0).block_n(128)`. `'e` is the borrow of a
+/// fused [`GemmEpilogue`] ([`GemmOptions::epilogue`]).
 #[derive(Clone, Copy, Debug)]
-pub struct GemmOptions {
+pub struct GemmOptions<'e> {
     raw: sys::dg_gemm_options,
+    epilogue: PhantomData<&'e GemmEpilogue<'e>>,
 }
 
-// SAFETY: the only pointer is the workspace, a device address that set_workspace's contract covers.
-unsafe impl Send for GemmOptions {}
-unsafe impl Sync for GemmOptions {}
+// SAFETY: the pointers are the workspace, a device address that workspace's contract covers, and a
+// borrowed GemmEpilogue, which is Send and Sync.
+unsafe impl Send for GemmOptions<'_> {}
+unsafe impl Sync for GemmOptions<'_> {}
 
-impl Default for GemmOptions {
+impl Default for GemmOptions<'_> {
     fn default() -> Self {
-        GemmOptions { raw: sys::DG_GEMM_OPTIONS_INIT }
+        GemmOptions { raw: sys::DG_GEMM_OPTIONS_INIT, epilogue: PhantomData }
     }
 }
 
@@ -112,7 +118,7 @@ macro_rules! option_setters {
     (@conv $v:ident, $conv:expr) => { ($conv)($v) };
 }
 
-impl GemmOptions {
+impl<'e> GemmOptions<'e> {
     /// The defaults of `DG_GEMM_OPTIONS_INIT` (alpha 1, beta 1, every kernel choice heuristic).
     pub fn new() -> Self {
         Self::default()
@@ -165,13 +171,27 @@ impl GemmOptions {
         self
     }
 
+    /// A fused epilogue (`options.epilogue`): the dense BF16 / FP8 (1D2D) GEMMs and the M-grouped
+    /// contiguous and masked calls; the other calls and the prepare functions refuse one. The
+    /// options borrow it (and so its tensors) for as long as they live.
+    pub fn epilogue(mut self, epilogue: &'e GemmEpilogue<'e>) -> Self {
+        self.raw.epilogue = epilogue_ptr(Some(epilogue));
+        self
+    }
+
+    /// Without a fused epilogue (the default).
+    pub fn no_epilogue(mut self) -> Self {
+        self.raw.epilogue = ptr::null();
+        self
+    }
+
     /// The C struct, for calls through `dg_sys`.
     pub fn as_raw(&self) -> &sys::dg_gemm_options {
         &self.raw
     }
 }
 
-pub(crate) fn opt_options(o: Option<&GemmOptions>) -> *const sys::dg_gemm_options {
+pub(crate) fn opt_options(o: Option<&GemmOptions<'_>>) -> *const sys::dg_gemm_options {
     o.map_or(ptr::null(), |o| &o.raw as *const _)
 }
 
@@ -210,7 +230,7 @@ macro_rules! bf16_gemms {
             ///
             /// a and b BFLOAT16; every layout runs natively. `options`: `None` for the defaults.
             pub fn $name(&self, a: &Tensor, b: &Tensor, d: &Tensor, c: Option<&Tensor>,
-                         options: Option<&GemmOptions>) -> Result<()> {
+                         options: Option<&GemmOptions<'_>>) -> Result<()> {
                 // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
                 check(unsafe { $sys(self.as_raw(), a.as_raw(), b.as_raw(), d.as_raw(), opt_tensor(c),
                                     opt_options(options)) })
@@ -230,7 +250,7 @@ macro_rules! fp8_gemms {
             /// MN-major in memory need a workspace ([`GemmOptions::workspace`]).
             #[allow(clippy::too_many_arguments)]
             pub fn $name(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
-                         c: Option<&Tensor>, options: Option<&GemmOptions>) -> Result<()> {
+                         c: Option<&Tensor>, options: Option<&GemmOptions<'_>>) -> Result<()> {
                 // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
                 check(unsafe { $sys(self.as_raw(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(),
                                     d.as_raw(), opt_tensor(c), opt_options(options)) })
@@ -269,7 +289,7 @@ impl Stream {
     /// Call it before capturing a CUDA graph.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_prepare(&self, ab_dtype: DType, layout: GemmLayout, m: i64, n: i64, k: i64, d_dtype: DType,
-                        with_c: bool, options: Option<&GemmOptions>) -> Result<()> {
+                        with_c: bool, options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: a live handle; no memory is touched.
         check(unsafe {
             sys::dg_gemm_prepare(self.as_raw(), ab_dtype.raw(), layout.0, m, n, k, d_dtype.raw(), i32::from(with_c),

@@ -42,11 +42,12 @@ macro_rules! fp8_contiguous {
             ///
             /// a [M, K] FLOAT8_E4M3 (K-major) with sfa per token x 128 K (MN-major TMA-aligned),
             /// sfb [G, ceil(N/128), ceil(K/128)] FLOAT32, d [M, N] BFLOAT16; `grouped_layout` INT32
-            /// as `layout` says; `expected_m` the rows per group to plan for (0 = M / G).
+            /// as `layout` says; `expected_m` the rows per group to plan for (0 = M / G). A fused
+            /// [`GemmEpilogue`](crate::GemmEpilogue) (SwiGLU, FP8 d; no bias) goes in `options`.
             #[allow(clippy::too_many_arguments)]
             pub fn $name(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
                          grouped_layout: &Tensor, layout: MGroupedLayout, expected_m: i64,
-                         options: Option<&GemmOptions>) -> Result<()> {
+                         options: Option<&GemmOptions<'_>>) -> Result<()> {
                 // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
                 check(unsafe { $sys(self.as_raw(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(), d.as_raw(),
                                     grouped_layout.as_raw(), layout.0, expected_m, opt_options(options)) })
@@ -61,10 +62,11 @@ macro_rules! bf16_contiguous {
             $(#[$doc])*
             ///
             /// a [M, K] BFLOAT16, d [M, N] BFLOAT16; `grouped_layout` INT32 as `layout` says;
-            /// `expected_m` the rows per group to plan for (0 = M / G).
+            /// `expected_m` the rows per group to plan for (0 = M / G). A fused
+            /// [`GemmEpilogue`](crate::GemmEpilogue) (SwiGLU, FP8 d; no bias) goes in `options`.
             #[allow(clippy::too_many_arguments)]
             pub fn $name(&self, a: &Tensor, b: &Tensor, d: &Tensor, grouped_layout: &Tensor,
-                         layout: MGroupedLayout, expected_m: i64, options: Option<&GemmOptions>) -> Result<()> {
+                         layout: MGroupedLayout, expected_m: i64, options: Option<&GemmOptions<'_>>) -> Result<()> {
                 // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
                 check(unsafe { $sys(self.as_raw(), a.as_raw(), b.as_raw(), d.as_raw(), grouped_layout.as_raw(),
                                     layout.0, expected_m, opt_options(options)) })
@@ -93,10 +95,11 @@ impl Stream {
     /// M-grouped FP8 GEMM, masked layout (`dg_m_grouped_fp8_gemm_nt_masked`): a [G, max_m, K],
     /// sfa [G, max_m, ceil(K/128)] MN-major TMA-aligned, b [G, N, K], sfb [G, ceil(N/128),
     /// ceil(K/128)], d [G, max_m, N] BFLOAT16; `masked_m` INT32 [G] in device memory gives each
-    /// group's valid rows; `expected_m` (> 0) the rows per group to plan for.
+    /// group's valid rows; `expected_m` (> 0) the rows per group to plan for. A fused
+    /// [`GemmEpilogue`](crate::GemmEpilogue) (SwiGLU, FP8 d; no bias) goes in `options`.
     #[allow(clippy::too_many_arguments)]
     pub fn m_grouped_fp8_gemm_nt_masked(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
-                                        masked_m: &Tensor, expected_m: i64, options: Option<&GemmOptions>) -> Result<()> {
+                                        masked_m: &Tensor, expected_m: i64, options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
         check(unsafe {
             sys::dg_m_grouped_fp8_gemm_nt_masked(self.as_raw(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(),
@@ -106,9 +109,10 @@ impl Stream {
 
     /// M-grouped BF16 GEMM, masked layout (`dg_m_grouped_bf16_gemm_nt_masked`): a [G, max_m, K],
     /// b [G, N, K], d [G, max_m, N]; `masked_m` INT32 [G] in device memory gives each group's valid
-    /// rows; `expected_m` (> 0) the rows per group to plan for.
+    /// rows; `expected_m` (> 0) the rows per group to plan for. A fused
+    /// [`GemmEpilogue`](crate::GemmEpilogue) (SwiGLU, FP8 d; no bias) goes in `options`.
     pub fn m_grouped_bf16_gemm_nt_masked(&self, a: &Tensor, b: &Tensor, d: &Tensor, masked_m: &Tensor,
-                                         expected_m: i64, options: Option<&GemmOptions>) -> Result<()> {
+                                         expected_m: i64, options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
         check(unsafe {
             sys::dg_m_grouped_bf16_gemm_nt_masked(self.as_raw(), a.as_raw(), b.as_raw(), d.as_raw(), masked_m.as_raw(),
@@ -124,7 +128,7 @@ impl Stream {
     #[allow(clippy::too_many_arguments)]
     pub fn m_grouped_gemm_prepare(&self, ab_dtype: DType, gemm_layout: GemmLayout, grouping: MGroupedLayout,
                                   num_groups: i64, m: i64, n: i64, k: i64, expected_m: i64,
-                                  options: Option<&GemmOptions>) -> Result<()> {
+                                  options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: a live handle; no memory is touched.
         check(unsafe {
             sys::dg_m_grouped_gemm_prepare(self.as_raw(), ab_dtype.raw(), gemm_layout.raw(), grouping.0, num_groups, m,

@@ -20,7 +20,7 @@ macro_rules! fp8_k_grouped {
             /// [G, M, N], or d itself (D += ...).
             #[allow(clippy::too_many_arguments)]
             pub fn $name(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor, c: Option<&Tensor>,
-                         ks: &[i64], ks_tensor: Option<&Tensor>, options: Option<&GemmOptions>) -> Result<()> {
+                         ks: &[i64], ks_tensor: Option<&Tensor>, options: Option<&GemmOptions<'_>>) -> Result<()> {
                 // SAFETY: live handles and a slice of ks.len() values; the memory the tensors describe
                 // is covered by Tensor::new's contract.
                 check(unsafe { $sys(self.as_raw(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(), d.as_raw(),
@@ -48,7 +48,7 @@ impl Stream {
     /// and `ks_tensor` as for [`Stream::k_grouped_fp8_gemm_nt_contiguous`].
     #[allow(clippy::too_many_arguments)]
     pub fn k_grouped_bf16_gemm_tn_contiguous(&self, a: &Tensor, b: &Tensor, d: &Tensor, c: Option<&Tensor>, ks: &[i64],
-                                             ks_tensor: Option<&Tensor>, options: Option<&GemmOptions>) -> Result<()> {
+                                             ks_tensor: Option<&Tensor>, options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: live handles and a slice of ks.len() values; the memory the tensors describe is
         // covered by Tensor::new's contract.
         check(unsafe {
@@ -63,7 +63,7 @@ impl Stream {
     /// [`GemmLayout::TN`], or BFLOAT16 with [`GemmLayout::TN`]; `m`, `n` and `ks` as the call will
     /// pass them, `with_c` when it passes C. Works on an [offline](Stream::offline) stream.
     pub fn k_grouped_gemm_prepare(&self, ab_dtype: DType, layout: GemmLayout, m: i64, n: i64, ks: &[i64],
-                                  with_c: bool, options: Option<&GemmOptions>) -> Result<()> {
+                                  with_c: bool, options: Option<&GemmOptions<'_>>) -> Result<()> {
         // SAFETY: a live handle and a slice of ks.len() values; no device memory is touched.
         check(unsafe {
             sys::dg_k_grouped_gemm_prepare(self.as_raw(), ab_dtype.raw(), layout.raw(), m, n, ks.as_ptr(),

@@ -33,6 +33,7 @@
 
 mod config;
 mod cublaslt;
+mod epilogue;
 mod error;
 mod gemm;
 mod gemv;
@@ -50,6 +51,7 @@ pub use dg_sys as sys;
 
 pub use config::{num_sms, set_num_sms, set_tc_util, tc_util, Config, ConfigKey};
 pub use cublaslt::{cublaslt_available, cublaslt_workspace_size, CublasLtOptions};
+pub use epilogue::{Activation, GemmEpilogue};
 pub use error::{status_string, Error, ErrorKind, Result};
 pub use gemm::{
     fp8_gemm_workspace_size, jit_stats, Fp8Promotion, Fp8Recipe, GemmKernel, GemmLayout, GemmOptions, JitStats,

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dg::{
-    sys, Config, ConfigKey, DType, ErrorKind, GemmLayout, GemmOptions, LogLevel, MGroupedLayout, SfRecipe, Stream,
-    Tensor,
+    sys, Activation, Config, ConfigKey, DType, ErrorKind, GemmEpilogue, GemmLayout, GemmOptions, LogLevel,
+    MGroupedLayout, SfRecipe, Stream, Tensor,
 };
 
 // Tests that change process-wide state (log level and callback, SM cap) take this lock.
@@ -550,4 +550,81 @@ fn offline_paged_mqa_logits_prepare_and_validation() {
         ErrorKind::NoDevice,
         "offline",
     );
+}
+
+#[test]
+fn gemm_epilogue_struct_and_options() {
+    let e = GemmEpilogue::new();
+    assert_eq!(e.as_raw().struct_size, std::mem::size_of::<sys::dg_gemm_epilogue>());
+    assert_eq!(e.as_raw().activation, sys::DG_ACTIVATION_NONE);
+    assert!(e.as_raw().bias.is_null() && e.as_raw().d_scales.is_null());
+    assert!(GemmOptions::new().as_raw().epilogue.is_null());
+    let bias = fake(1, DType::FLOAT32, &[256], None);
+    let scales = fake(2, DType::FLOAT32, &[128, 1], Some(&[1, 128]));
+    let e = GemmEpilogue::new()
+        .activation(Activation::SWIGLU)
+        .bias(&bias)
+        .d_scales(&scales)
+        .pow2_scales(true)
+        .amax_floor(1e-6);
+    let raw = e.as_raw();
+    assert_eq!((raw.activation, raw.pow2_scales, raw.amax_floor), (sys::DG_ACTIVATION_SWIGLU, 1, 1e-6));
+    assert_eq!((raw.bias, raw.d_scales), (bias.as_raw() as *const _, scales.as_raw() as *const _));
+    let o = GemmOptions::new().alpha(2.0).epilogue(&e);
+    assert_eq!(o.as_raw().epilogue, e.as_raw() as *const _);
+    assert!(o.no_epilogue().as_raw().epilogue.is_null());
+}
+
+#[test]
+fn offline_gemm_epilogue_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (m, n, k) = (128, 512, 256);
+    let a = fake(1, DType::BFLOAT16, &[m, k], None);
+    let b = fake(2, DType::BFLOAT16, &[n, k], None);
+    let d = fake(3, DType::BFLOAT16, &[m, n], None);
+    let d8 = fake(4, DType::FLOAT8_E4M3, &[m, n / 2], None);
+    let short_bias = fake(5, DType::FLOAT32, &[n - 8], None);
+    let expect = |e: &GemmEpilogue<'_>, d: &Tensor, c: Option<&Tensor>, kind: ErrorKind, what: &str| {
+        let err = stream.bf16_gemm_nt(&a, &b, d, c, Some(&GemmOptions::new().epilogue(e))).unwrap_err();
+        assert_eq!(err.kind(), kind, "{}", err);
+        assert!(err.message().contains(what), "{}", err);
+    };
+    // libdg reads every field of the struct the options point to.
+    expect(&GemmEpilogue::new().bias(&short_bias), &d, None, ErrorKind::InvalidArgument, "options.epilogue.bias");
+    expect(&GemmEpilogue::new().activation(Activation::from_raw(5)), &d, None, ErrorKind::InvalidArgument,
+           "options.epilogue.activation");
+    expect(&GemmEpilogue::new().amax_floor(1e31), &d, None, ErrorKind::InvalidArgument, "options.epilogue.amax_floor");
+    expect(&GemmEpilogue::new().activation(Activation::SWIGLU), &d8, None, ErrorKind::InvalidArgument,
+           "options.epilogue.d_scales");
+    // SwiGLU halves d's columns: the full-width d is refused.
+    expect(&GemmEpilogue::new().activation(Activation::SWIGLU), &d, None, ErrorKind::InvalidArgument, "d");
+    expect(&GemmEpilogue::new(), &d, Some(&d), ErrorKind::Unsupported, "options.epilogue");
+    // An FP8 d without an epilogue.
+    let err = stream.bf16_gemm_nt(&a, &b, &d8, None, None).unwrap_err();
+    assert!(err.message().contains("FLOAT8_E4M3 needs a fused epilogue"), "{}", err);
+    // The prepare calls load kernels without epilogues.
+    let swiglu = GemmEpilogue::new().activation(Activation::SWIGLU);
+    let with = GemmOptions::new().epilogue(&swiglu);
+    let err = stream.gemm_prepare(DType::BFLOAT16, GemmLayout::NT, m, n, k, DType::BFLOAT16, false, Some(&with)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{}", err);
+}
+
+#[test]
+fn offline_swiglu_interleave_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let src = fake(1, DType::FLOAT8_E4M3, &[2, 512, 256], None);
+    let dst = fake(2, DType::FLOAT8_E4M3, &[2, 512, 256], None);
+    let expect = |src: &Tensor, dst: &Tensor, block: i64, what: &str| {
+        let err = stream.swiglu_interleave(src, dst, block).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err);
+        assert!(err.message().contains(what), "{}", err);
+    };
+    expect(&src, &dst, 0, "block: 0");
+    expect(&src, &dst, 96, "block: 96 does not divide I = 256");
+    expect(&src, &fake(3, DType::FLOAT8_E4M3, &[2, 256, 256], None), 128, "dst: shape");
+    expect(&src, &fake(3, DType::BFLOAT16, &[2, 512, 256], None), 128, "dst:");
+    expect(&src, &src, 128, "dst: overlaps src");
+    // Nothing to copy: done without the device.
+    let empty = fake(4, DType::FLOAT32, &[2, 0, 4], None);
+    stream.swiglu_interleave(&empty, &fake(5, DType::FLOAT32, &[2, 0, 4], None), 1).unwrap();
 }
