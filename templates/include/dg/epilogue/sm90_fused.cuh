@@ -43,7 +43,14 @@ struct FusedParams {
   uint32_t pow2;        // FP32 scales rounded up to powers of two (packed scales always are)
 };
 
-DG_DEVICE float silu(float x) { return x * __frcp_rn(1.0f + __expf(-x)); }
+// x / (1 + exp(-x)) with the fast exp and reciprocal (about 2 ulp; a correctly rounded reciprocal
+// made the SwiGLU epilogue several times longer). rcp(inf) = 0, so a very negative x gives -0.
+DG_DEVICE float fast_rcp(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+DG_DEVICE float silu(float x) { return x * fast_rcp(1.0f + __expf(-x)); }
 
 DG_DEVICE float round_to_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
 
@@ -144,7 +151,7 @@ struct Fused {
   template <class Acc>
   DG_DEVICE static void run(Acc& acc, float alpha, const FusedParams& f, uint32_t n0, uint32_t n,
                             const bool (&row_valid)[kMIters][2], uint32_t sf_row0, uint32_t sf_group) {
-    scale_bias(acc, alpha, f.bias, n0, n);
+    if (kBias != Bias::kNone || alpha != 1.0f) scale_bias(acc, alpha, f.bias, n0, n);
     if constexpr (kSwiGlu) swiglu(acc);
     if constexpr (kScales != Scales::kNone) {
       const bool pow2 = kScales == Scales::kPackedUe8m0 || f.pow2 != 0;
