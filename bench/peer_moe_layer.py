@@ -16,6 +16,7 @@ plain (BF16 [M, 4096]) and fused (SwiGLU + FP8 [M, 2048]), and records calc_diff
 against an FP32 reference on the dequantized weights for a sample of rows.
 
 Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--out DIR]
+       python3 bench/peer_moe_layer.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 (T: tokens per expert; needs torch, triton, dg, and deep_gemm for the peer; see bench/README.md).
 Writes moe_layer.json and moe_layer.txt into DIR.
 """
@@ -274,7 +275,16 @@ def main():
     ap.add_argument("--prefill", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in PREFILL))
     ap.add_argument("--decode", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in DECODE))
     ap.add_argument("--out", default=".")
+    ap.add_argument("--merge", nargs="+", help="rows of earlier runs (moe_layer.json) into one table; no GPU")
     args = ap.parse_args()
+    if args.merge:
+        runs = [json.load(open(path)) for path in args.merge]
+        meta = {k: v for k, v in runs[0].items() if k != "rows"}
+        if any({k: v for k, v in r.items() if k != "rows"} != meta for r in runs):
+            ap.error("--merge: the runs differ in device or versions")
+        order = {(m, g, t): i for i, (m, g, t) in enumerate([("prefill",) + p for p in PREFILL] + [("decode",) + p for p in DECODE])}
+        rows = sorted((r for run in runs for r in run["rows"]), key=lambda r: order.get((r["mode"], r["groups"], r["tokens"]), 99))
+        return write(args.out, rows, meta)
     parse = lambda s, d: [tuple(int(v) for v in p.split(":")) for p in s.split(",")] if s else d  # noqa: E731
     cases = [("prefill", g, t) for g, t in parse(args.prefill, PREFILL)] + [("decode", g, t) for g, t in parse(args.decode, DECODE)]
     pb.import_gpu_stack()
@@ -288,12 +298,16 @@ def main():
             cache.clear()
             cache[g] = weights(g)
         rows.append(layer(mode, g, t, cache[g]))
+    write(args.out, rows, meta)
+
+
+def write(out, rows, meta):
     text = table(rows, meta)
     print(text, flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "moe_layer.txt"), "w") as f:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "moe_layer.txt"), "w") as f:
         f.write(text + "\n")
-    with open(os.path.join(args.out, "moe_layer.json"), "w") as f:
+    with open(os.path.join(out, "moe_layer.json"), "w") as f:
         json.dump(dict(meta, rows=rows), f, indent=1)
 
 
