@@ -86,14 +86,16 @@ pub const DG_FP8_RECIPE_1D1D: i32 = 1;
 /// Fused epilogues of the SM90 GEMMs (docs/gemm_epilogues.md): dense dg_bf16_gemm_* / dg_fp8_gemm_*
 /// (1D2D recipe) and the M-grouped contiguous and masked calls, through options.epilogue. In order:
 ///   v = alpha * (A.B^T)[row, col] + bias[col]     bias: dense calls only, BFLOAT16 or FLOAT32 [N]
-///   SwiGLU: d[row, j] = silu(v[gate j]) * v[up j], silu(x) = x / (1 + exp(-x)); D has N / 2 columns.
+///   SwiGLU: d[row, j] = silu(v[gate j]) * v[up j], silu(x) = x / (1 + exp(-x)) (fast exp and
+///           reciprocal, about 2 ulp); D has N / 2 columns.
 ///           B's rows alternate blocks of 128 gate rows and the 128 matching up rows (N % 256 == 0;
 ///           dg_swiglu_interleave reorders [gate; up] weights and their 128 x 128 block scales).
 ///   d FLOAT8_E4M3: per row and 128 columns of D, the scale and E4M3 codes of the quantization calls
 ///           below (dg_quantize_fp8_per_token's numerics and d_scales layouts), computed from v
 ///           rounded to BF16: codes and scales equal quantizing the same call's BF16 D bit for bit.
-///           Rows of D that are no group's (contiguous padding, masked rows past masked_m) and the
-///           layout's padding rows get codes 0 and scales 0.
+///           The scale layout's padding rows (M .. align(M, 4) - 1) get 0. Rows of D that are no
+///           group's (contiguous padding, masked rows past masked_m) get codes 0 and scales 0 where
+///           a computed tile covers them and are not written where none does (as a BF16 D's rows).
 /// Not with c (a C term), the 1D1D recipe, split_k > 1, K == 0 or DG_GEMM_KERNEL_SKINNY:
 /// DG_ERROR_UNSUPPORTED naming the reason. Initialise with DG_GEMM_EPILOGUE_INIT.
 /// ```
