@@ -59,9 +59,17 @@ cd "$WORK"
 unset DG_LIBRARY_PATH
 # Another libdg that pkg-config knows must not replace the wheel's own.
 [ -n "$OTHER_PC" ] && export PKG_CONFIG_PATH="$OTHER_PC"
-EXPECT_NVRTC_WHEEL=$EXPECT_NVRTC_WHEEL "$PY" - <<'PY'
+# The package loads its own libdg and NVRTC from where $1 says ("wheel": NVIDIA's nvidia-cuda-nvrtc,
+# "system": a toolkit's, "any"), and its JIT works: a GEMM kernel compiled for sm_90a on an offline
+# stream (no GPU needed) lands in a scratch cache.
+cat > "$WORK/check_package.py" <<'PY'
+import glob
 import os
+import sys
+import tempfile
 
+cache = tempfile.mkdtemp(prefix="jit-cache-")
+os.environ["DG_JIT_CACHE_DIR"] = cache
 import dg
 from dg import _lib
 
@@ -69,11 +77,32 @@ package = os.path.dirname(os.path.abspath(dg.__file__))
 assert os.path.dirname(dg.library_path()) == package, "loaded %s, not the wheel's copy in %s" % (dg.library_path(), package)
 assert dg.__version__ == dg.version(), (dg.__version__, dg.version())
 origin = _lib.nvrtc_origin()
-if os.environ["EXPECT_NVRTC_WHEEL"] == "1":
-    assert origin is not None and origin[0] == "nvidia-cuda-nvrtc wheel", origin
-print("dg %s: %s; NVRTC: %s" % (dg.__version__, dg.library_path(), origin))
+expected = sys.argv[1]
+assert origin is not None, "no NVRTC loaded"
+if expected == "wheel":
+    assert origin[0] == "nvidia-cuda-nvrtc wheel", origin
+elif expected == "system":
+    assert origin[0] in ("system loader", "CUDA toolkit"), origin
+with dg.Stream.offline((9, 0), num_sms=132) as stream:
+    dg.gemm_prepare("bfloat16", "nt", 256, 512, 384, "bfloat16", stream=stream)
+cubins = glob.glob(os.path.join(cache, "libdg", "*.cubin"))
+assert cubins, "gemm_prepare left no kernel in %s" % cache
+print("dg %s: %s; NVRTC: %s; JIT: %s" % (dg.__version__, dg.library_path(), origin, os.path.basename(cubins[0])))
 PY
+NVRTC_FROM=any
+[ "$EXPECT_NVRTC_WHEEL" = 1 ] && NVRTC_FROM=wheel
+"$PY" "$WORK/check_package.py" "$NVRTC_FROM"
 "${DG_INFO[@]}" > "$WORK/info.txt"
 grep -q "^libdg: " "$WORK/info.txt" && grep -q "^loaded libdg: $WORK" "$WORK/info.txt" ||
   { echo "dg-info printed:"; cat "$WORK/info.txt"; exit 1; }
 "$PY" -m pytest -q -rs -p no:cacheprovider tests
+# Without NVIDIA's wheel, a CUDA 13 toolkit's NVRTC is the fallback (where this machine has one).
+if [ "$EXPECT_NVRTC_WHEEL" = 1 ]; then
+  "$PY" -m pip uninstall -q -y nvidia-cuda-nvrtc
+  if "$PY" -c 'import sys; from dg import _lib; sys.exit(len(_lib.nvrtc_candidates()) < 2)' 2>/dev/null ||
+     ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.13 '; then
+    "$PY" "$WORK/check_package.py" system
+  else
+    echo "no system NVRTC 13: the toolkit fallback is not checked here"
+  fi
+fi
