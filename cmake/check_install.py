@@ -5,13 +5,16 @@
                                                         --install), then checks the tree and its
                                                         programs
   check_install.py --wheel WHEEL                        checks the ELF files inside a wheel
+  check_install.py --programs PROGRAM...                checks the options of programs that are
+                                                        not installed (the demo, the cost model's
+                                                        dg-gemm-estimate)
 
 Every ELF file: its RUNPATH/RPATH has no empty entry (the loader would search the working
 directory), no relative entry and no absolute path (a build machine's folder); only entries that
 start with $ORIGIN pass. No file carries DWARF debug info (installed libraries and programs are
-stripped; DG_INSTALL_DEBUG_INFO puts the debug info in separate files). Each installed program
-answers --version (exit 0, the libdg version) and --help (exit 0, a usage text) and refuses an
-unknown flag with a non-zero exit and a message.
+stripped; DG_INSTALL_DEBUG_INFO puts the debug info in separate files). Each installed program, and
+each of --programs, answers --version (exit 0, the libdg version) and --help (exit 0, a usage text)
+and refuses an unknown flag with a non-zero exit and a message.
 """
 
 from __future__ import annotations
@@ -80,6 +83,23 @@ def run(cmd: List[str]) -> subprocess.CompletedProcess:
                           timeout=PROGRAM_TIMEOUT_S)
 
 
+def check_program(exe: str, version: str) -> List[str]:
+    """--version prints the libdg version (exit 0), --help a usage text (exit 0), an unknown flag
+    is refused with a non-zero exit and a message naming it."""
+    name, failures = os.path.basename(exe), []
+    v = run([exe, "--version"])
+    if v.returncode != 0 or version not in v.stdout:
+        failures.append("%s --version: exit %d, %r (expected %s)" % (name, v.returncode, v.stdout.strip(), version))
+    h = run([exe, "--help"])
+    if h.returncode != 0 or "usage" not in h.stdout.lower():
+        failures.append("%s --help: exit %d, no usage text" % (name, h.returncode))
+    bad = run([exe, UNKNOWN_FLAG])
+    if bad.returncode == 0 or UNKNOWN_FLAG not in bad.stderr:
+        failures.append("%s %s: exit %d, stderr %r (expected a non-zero exit naming the flag)"
+                        % (name, UNKNOWN_FLAG, bad.returncode, bad.stderr.strip()[:200]))
+    return failures
+
+
 def check_programs(bindir: str, version: str) -> List[str]:
     failures = []
     programs = sorted(os.listdir(bindir)) if os.path.isdir(bindir) else []
@@ -87,17 +107,7 @@ def check_programs(bindir: str, version: str) -> List[str]:
         if required not in programs:
             failures.append("bin/%s is not installed" % required)
     for name in programs:
-        exe = os.path.join(bindir, name)
-        v = run([exe, "--version"])
-        if v.returncode != 0 or version not in v.stdout:
-            failures.append("%s --version: exit %d, %r (expected %s)" % (name, v.returncode, v.stdout.strip(), version))
-        h = run([exe, "--help"])
-        if h.returncode != 0 or "usage" not in h.stdout.lower():
-            failures.append("%s --help: exit %d, no usage text" % (name, h.returncode))
-        bad = run([exe, UNKNOWN_FLAG])
-        if bad.returncode == 0 or UNKNOWN_FLAG not in bad.stderr:
-            failures.append("%s %s: exit %d, stderr %r (expected a non-zero exit naming the flag)"
-                            % (name, UNKNOWN_FLAG, bad.returncode, bad.stderr.strip()[:200]))
+        failures += check_program(os.path.join(bindir, name), version)
     print("checked %d program(s): %s" % (len(programs), ", ".join(programs)))
     return failures
 
@@ -113,9 +123,16 @@ def main() -> int:
     ap.add_argument("--build", help="a build directory to install and check")
     ap.add_argument("--prefix", help="the scratch prefix to install into (emptied first)")
     ap.add_argument("--wheel", help="a wheel whose ELF files to check")
+    ap.add_argument("--programs", nargs="+", metavar="PROGRAM",
+                    help="programs of the build tree (not installed) whose options to check")
     args = ap.parse_args()
     failures: List[str] = []
-    if args.wheel:
+    version = library_version(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if args.programs:
+        for exe in args.programs:
+            failures += check_program(exe, version)
+        print("checked %d program(s): %s" % (len(args.programs), ", ".join(map(os.path.basename, args.programs))))
+    elif args.wheel:
         with tempfile.TemporaryDirectory() as tmp:
             with zipfile.ZipFile(args.wheel) as z:
                 z.extractall(tmp)
@@ -127,10 +144,9 @@ def main() -> int:
         cmake = os.environ.get("CMAKE_COMMAND", "cmake")
         subprocess.run([cmake, "--install", args.build, "--prefix", args.prefix], check=True, stdout=subprocess.DEVNULL)
         failures += check_elf_files(args.prefix)
-        version = library_version(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         failures += check_programs(os.path.join(args.prefix, "bin"), version)
     else:
-        ap.error("give --wheel, or --build and --prefix")
+        ap.error("give --wheel, --programs, or --build and --prefix")
     for f in failures:
         print("FAIL: %s" % f)
     print("%d problem(s)" % len(failures) if failures else "ok")

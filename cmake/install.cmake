@@ -84,4 +84,8 @@ if(DG_BUILD_TESTS AND Python3_Interpreter_FOUND)
     COMMAND ${CMAKE_COMMAND} -E env CMAKE_COMMAND=${CMAKE_COMMAND}
             ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/check_install.py
             --build ${CMAKE_BINARY_DIR} --prefix ${CMAKE_BINARY_DIR}/tests/install-tree)
+  # The programs users run from the build tree answer the same options as the installed ones.
+  add_test(NAME tool_options
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/check_install.py
+            --programs $<TARGET_FILE:dg-demo> $<TARGET_FILE:dg-gemm-estimate>)
 endif()
