@@ -35,7 +35,8 @@ std::string origin_of(const void* symbol) {
 
 std::string build_lines() {
 #if defined(__clang__)
-  const std::string compiler = "clang " __clang_version__;
+  // __clang_version__ may end in a space or a repository URL: the numbers say what is needed.
+  const std::string compiler = fmt::format("clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
 #elif defined(__GNUC__)
   const std::string compiler = "GCC " __VERSION__;
 #else
