@@ -6,15 +6,18 @@
 #   2. installed, outside the source tree, with DG_LIBRARY_PATH unset and a PKG_CONFIG_PATH that
 #      names another libdg: the package loads its own copy, its version is the library's, NVRTC
 #      comes from NVIDIA's wheel when that is installed, and the dg-info command works;
-#   3. the binding's tests against the installed package.
-#   bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR]
+#   3. the binding's tests against the installed package; with FAKE_DRIVER_DIR (the build tree's
+#      tests/fake_driver), the warm-path tests again with its libcuda.so.1: launches through the
+#      wheel's libdg without a GPU.
+#   bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR [FAKE_DRIVER_DIR]]
 # By default into a fresh virtual environment (pytest and the wheel's dependency, nvidia-cuda-nvrtc,
 # from PyPI). DG_WHEEL_OFFLINE=1 downloads nothing: the wheel goes into a scratch folder on
 # PYTHONPATH of $PYTHON (default python3), whose own packages (pytest, and torch for the GPU tests)
 # stay visible, and NVRTC comes from the system; for a GPU machine without network.
 set -eu
-WHEEL=$(readlink -f "${1:?usage: bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR]}")
+WHEEL=$(readlink -f "${1:?usage: bindings/python/check_wheel.sh WHEEL [OTHER_PKGCONFIG_DIR [FAKE_DRIVER_DIR]]}")
 OTHER_PC=${2:-}
+FAKE_DRIVER=${3:+$(readlink -f "$3")}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d)
@@ -96,6 +99,11 @@ NVRTC_FROM=any
 grep -q "^libdg: " "$WORK/info.txt" && grep -q "^loaded libdg: $WORK" "$WORK/info.txt" ||
   { echo "dg-info printed:"; cat "$WORK/info.txt"; exit 1; }
 "$PY" -m pytest -q -rs -p no:cacheprovider tests
+if [ -n "$FAKE_DRIVER" ]; then
+  [ -f "$FAKE_DRIVER/libcuda.so.1" ] || { echo "error: no libcuda.so.1 in $FAKE_DRIVER" >&2; exit 1; }
+  LD_LIBRARY_PATH="$FAKE_DRIVER" DG_JIT_CACHE_DIR="$WORK/fake-driver-cache" \
+    "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_warm_path.py
+fi
 # Without NVIDIA's wheel, a CUDA 13 toolkit's NVRTC is the fallback (where this machine has one).
 if [ "$EXPECT_NVRTC_WHEEL" = 1 ]; then
   "$PY" -m pip uninstall -q -y nvidia-cuda-nvrtc
