@@ -6,7 +6,7 @@
                                                         programs
   check_install.py --wheel WHEEL                        checks the ELF files inside a wheel
   check_install.py --programs PROGRAM...                checks the options of programs that are
-                                                        not installed (the demo, the cost model's
+                                                        not installed (the examples, the cost model's
                                                         dg-gemm-estimate)
 
 Every ELF file: its RUNPATH/RPATH has no empty entry (the loader would search the working

@@ -87,5 +87,5 @@ if(DG_BUILD_TESTS AND Python3_Interpreter_FOUND)
   # The programs users run from the build tree answer the same options as the installed ones.
   add_test(NAME tool_options
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/check_install.py
-            --programs $<TARGET_FILE:dg-demo> $<TARGET_FILE:dg-gemm-estimate>)
+            --programs $<TARGET_FILE:dg-demo> $<TARGET_FILE:dg-moe-layer> $<TARGET_FILE:dg-gemm-estimate>)
 endif()
