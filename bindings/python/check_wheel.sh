@@ -5,7 +5,8 @@
 #      tag ($AUDITWHEEL or on PATH), for others it shows what it sees when installed;
 #   2. installed, outside the source tree, with DG_LIBRARY_PATH unset and a PKG_CONFIG_PATH that
 #      names another libdg: the package loads its own copy, its version is the library's, NVRTC
-#      comes from NVIDIA's wheel when that is installed, and the dg-info command works;
+#      comes from NVIDIA's wheel when that is installed (at the end, with that wheel removed, from
+#      a CUDA 13 toolkit), a GEMM kernel JIT-compiles offline, and the dg-info command works;
 #   3. the binding's tests against the installed package; with FAKE_DRIVER_DIR (the build tree's
 #      tests/fake_driver), the warm-path tests again with its libcuda.so.1: launches through the
 #      wheel's libdg without a GPU.
