@@ -43,6 +43,8 @@ case $lang in
     "${tools[1]}" --version
     cargo test --offline --quiet
     cargo run --offline --quiet --example gemm
+    # The MoE expert layer, small enough for a debug build's CPU reference; it too skips without a GPU.
+    cargo run --offline --quiet --example moe_layer -- --experts 2 --tokens 128 --iters 3
     ;;
   go)
     export GOPROXY=off GOTOOLCHAIN=local
