@@ -451,6 +451,39 @@ fn align_up(a: i64, b: i64) -> i64 {
     (a + b - 1) / b * b
 }
 
+/// Per expert: rows per group, token counts, and the INT32 group tensor's values. Contiguous: each
+/// expert's T rows padded to 128, row indices (-1 padding); masked: max_m = T rounded up to 64 and
+/// counts spread over [T/2, T].
+fn token_layout(decode: bool, g: i64, tokens: i64) -> (i64, Vec<i64>, Vec<i32>) {
+    let per_group = align_up(tokens, if decode { MASKED_ROW_ALIGN } else { BLOCK });
+    let count: Vec<i64> = (0..g).map(|e| if decode { tokens - (e * 7919) % (tokens / 2 + 1) } else { tokens }).collect();
+    let groups = if decode {
+        count.iter().map(|&c| c as i32).collect()
+    } else {
+        (0..g * per_group)
+            .map(|r| if r % per_group < count[(r / per_group) as usize] { (r / per_group) as i32 } else { -1 })
+            .collect()
+    };
+    (per_group, count, groups)
+}
+
+/// The work `enqueue` launches on `stream`, run once (loading its kernels) and then captured in an
+/// instantiated CUDA graph.
+fn capture(driver: &Driver, stream: &Stream, enqueue: &mut dyn FnMut() -> Res<()>) -> Res<Ptr> {
+    enqueue()?;
+    let cu_stream = stream.cu_stream()?;
+    let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: the stream is live and belongs to the current context; valid out-pointers.
+    unsafe {
+        cu("cuStreamBeginCapture", (driver.begin_capture)(cu_stream, 0))?;
+        let captured = enqueue();
+        cu("cuStreamEndCapture", (driver.end_capture)(cu_stream, &mut graph))?;
+        captured?;
+        cu("cuGraphInstantiate", (driver.instantiate)(&mut exec, graph, 0))?;
+    }
+    Ok(exec)
+}
+
 fn run(args: &Args) -> Res<()> {
     let driver = Driver::load()?;
     let mut ctx = std::ptr::null_mut();
@@ -467,16 +500,8 @@ fn run(args: &Args) -> Res<()> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let w = make_weights(&stream, &mut arena, g, &mut rng)?;
 
-    // Tokens: contiguous rows grouped per expert, each group padded to 128; masked [G, max_m] with
-    // counts spread over [T/2, T].
-    let per_group = align_up(tokens, if decode { MASKED_ROW_ALIGN } else { BLOCK });
+    let (per_group, count, groups) = token_layout(decode, g, tokens);
     let rows = if decode { per_group } else { g * per_group };
-    let count: Vec<i64> = (0..g).map(|e| if decode { tokens - (e * 7919) % (tokens / 2 + 1) } else { tokens }).collect();
-    let groups: Vec<i32> = if decode {
-        count.iter().map(|&c| c as i32).collect()
-    } else {
-        (0..g * per_group).map(|r| if r % per_group < count[(r / per_group) as usize] { (r / per_group) as i32 } else { -1 }).collect()
-    };
     let x = rng.bf16(g * per_group * HIDDEN, 1.0);
     let a = make_acts(&mut arena, decode, g, rows, &x, &groups)?;
 
@@ -494,20 +519,8 @@ fn run(args: &Args) -> Res<()> {
 
     let timer = Timer::new(&driver)?;
     let ms = if decode {
-        // The kernels are loaded by a first call; each variant is then captured in a graph.
-        let mut graphs = Vec::new();
-        for fused in [true, false] {
-            layer(&stream, &a, &w, tokens, fused)?;
-            let (mut graph, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut());
-            // SAFETY: the stream is live and idle; the graph handles are valid out-pointers.
-            unsafe {
-                cu("cuStreamBeginCapture", (driver.begin_capture)(cu_stream, 0))?;
-                layer(&stream, &a, &w, tokens, fused)?;
-                cu("cuStreamEndCapture", (driver.end_capture)(cu_stream, &mut graph))?;
-                cu("cuGraphInstantiate", (driver.instantiate)(&mut exec, graph, 0))?;
-            }
-            graphs.push(exec);
-        }
+        let graphs = [capture(&driver, &stream, &mut || layer(&stream, &a, &w, tokens, true))?,
+                      capture(&driver, &stream, &mut || layer(&stream, &a, &w, tokens, false))?];
         // SAFETY: instantiated graphs of this context, launched on its stream.
         time_variants(&timer, cu_stream, args.iters as usize, &mut |v| {
             cu("cuGraphLaunch", unsafe { (driver.graph_launch)(graphs[v], cu_stream) })
