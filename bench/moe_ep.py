@@ -112,11 +112,8 @@ def self_test(world=3, local=4, tokens=50, topk=3, seed=1):
 
 
 def _split(rows, sizes):
-    out, at = [], 0
-    for n in sizes:
-        out.append(rows[at:at + n])
-        at += n
-    return out
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return [rows[s:s + n] for s, n in zip(starts, sizes)]
 
 
 # ------------------------------------------------------------------ the layer on the GPU
