@@ -15,13 +15,56 @@ constexpr int kTileM = 16;
 constexpr int kMaxMTiles = 2;
 constexpr int kBlocksPerSmWanted = 2;
 constexpr int kMaxNTilesWideM = 3;
+// The streaming kernel.
+constexpr unsigned kSwizzleBytes = 128;  // one row of every TMA box, A's and B's
+constexpr unsigned kSwizzleAtom = 1024;  // the ring's alignment slack
+constexpr unsigned kBarrierBytes = 8;
+constexpr int kMaxStages = 8;
+constexpr int kMinStages = 2;
+// Shared memory of one CTA when two share an SM: (228 KiB - 2 x 1 KiB reserved per CTA) / 2.
+constexpr unsigned kSmemPerCta = 115712;
+constexpr int kMinStagesPerCta = 4;  // a cluster share shorter than this spends its time filling the ring
+constexpr int kOneTileRows = 64;     // M up to this: one 64-row tile
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+unsigned tma_smem_bytes(int rows, int n_tiles, int stages) {
+  const unsigned stage = unsigned(rows) * kSwizzleBytes + 2u * 8u * unsigned(n_tiles) * kSwizzleBytes;
+  return kSwizzleAtom + unsigned(stages) * (stage + 2u * kBarrierBytes);
+}
+
+int tma_stages(int rows, int n_tiles) {
+  int s = kMaxStages;
+  while (s > kMinStages && tma_smem_bytes(rows, n_tiles, s) > kSmemPerCta) --s;
+  return s;
+}
+
+// Streaming kernel: CTAs sharing a split's K double while the grid has fewer than two per SM and
+// each keeps kMinStagesPerCta stages.
+int tma_cluster(int64_t tiles, int64_t stages_per_split, int num_sms) {
+  int cluster = 1;
+  const int64_t want = int64_t(kHcBlocksPerSm) * std::max(num_sms, 1);
+  while (cluster < kHcMaxCluster && tiles * cluster < want && stages_per_split >= 2 * cluster * kMinStagesPerCta)
+    cluster *= 2;
+  return cluster;
+}
+
 }  // namespace
 
-HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int splits, bool vec, int num_sms) {
+unsigned HcPrenormConfig::smem_bytes() const { return tma ? tma_smem_bytes(block_m(), n_tiles, stages) : 0u; }
+
+HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int64_t k, int splits, bool vec, int num_sms) {
   HcPrenormConfig c;
+  if (vec && k >= kHcStageK) {
+    c.tma = true;
+    c.n_tiles = static_cast<int>(std::clamp<int64_t>(cdiv(n, kTileN), 1, kHcMaxN / kTileN));
+    c.m_tiles = m <= kOneTileRows ? 1 : kMaxMTiles;
+    c.stages = tma_stages(c.block_m(), c.n_tiles);
+    const int64_t tiles = cdiv(m, c.block_m()) * std::max(splits, 1);
+    const int64_t stages_per_split = cdiv(hc_prenorm_chunks_per_split(k, splits), 2);
+    c.cluster = tma_cluster(tiles, stages_per_split, num_sms);
+    return c;
+  }
   c.n_tiles = static_cast<int>(std::clamp<int64_t>(cdiv(n, kTileN), 1, kHcMaxN / kTileN));
   c.vec = vec;
   const int64_t wide_blocks = cdiv(m, int64_t(kHcWarps) * kMaxMTiles * kTileM) * std::max(splits, 1);
@@ -34,6 +77,17 @@ HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int splits, bool vec,
 
 std::vector<HcPrenormConfig> all_hc_prenorm_configs() {
   std::vector<HcPrenormConfig> out;
+  for (int n_tiles = 1; n_tiles <= kHcMaxN / kTileN; ++n_tiles)
+    for (int m_tiles = 1; m_tiles <= kMaxMTiles; ++m_tiles)
+      for (int cluster = 1; cluster <= kHcMaxCluster; cluster *= 2) {
+        HcPrenormConfig c;
+        c.tma = true;
+        c.n_tiles = n_tiles;
+        c.m_tiles = m_tiles;
+        c.stages = tma_stages(c.block_m(), n_tiles);
+        c.cluster = cluster;
+        out.push_back(c);
+      }
   for (int n_tiles = 1; n_tiles <= kHcMaxN / kTileN; ++n_tiles)
     for (int m_tiles = 1; m_tiles <= (n_tiles <= kMaxNTilesWideM ? kMaxMTiles : 1); ++m_tiles)
       for (bool vec : {true, false}) {
@@ -48,11 +102,25 @@ std::vector<HcPrenormConfig> all_hc_prenorm_configs() {
 }
 
 jit::KernelKey hc_prenorm_kernel_key(const HcPrenormConfig& c) {
-  return jit::KernelKey(jit::kFamilyHcPrenorm, {c.n_tiles, c.m_tiles, c.warps, c.stages, c.vec ? 1 : 0});
+  return jit::KernelKey(jit::kFamilyHcPrenorm,
+                        {c.tma ? 1 : 0, c.n_tiles, c.m_tiles, c.warps, c.stages, c.vec ? 1 : 0, c.cluster});
 }
 
 jit::KernelSpec hc_prenorm_kernel_spec(const HcPrenormConfig& c) {
   jit::KernelSpec spec;
+  if (c.tma) {
+    spec.template_name = "kernels/hc_prenorm_gemm_tma.cu.j2";
+    spec.kernel_name = "dg_hc_prenorm_gemm_tma";
+    spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
+                                        {"n_tiles", c.n_tiles},
+                                        {"m_tiles", c.m_tiles},
+                                        {"math_warps", c.warps},
+                                        {"stages", c.stages},
+                                        {"cluster", c.cluster},
+                                        {"min_blocks", kHcBlocksPerSm},
+                                        {"smem_bytes", static_cast<int64_t>(c.smem_bytes())}});
+    return spec;
+  }
   spec.template_name = "kernels/hc_prenorm_gemm.cu.j2";
   spec.kernel_name = "dg_hc_prenorm_gemm";
   spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
@@ -69,6 +137,35 @@ int32_t hc_prenorm_chunks_per_split(int64_t k, int splits) {
   return static_cast<int32_t>(std::max<int64_t>(1, cdiv(chunks, std::max(splits, 1))));
 }
 
+namespace {
+
+dg_status launch_tma(const dg_stream_s& stream, const Kernel& kernel, const HcPrenormConfig& c,
+                     const HcPrenormParams& p, int splits, LaunchConfig lc) {
+  HcPrenormTmaParams arg{};
+  DG_TRY(tma::encode_2d(&arg.a_map, p.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, uint64_t(p.k), uint64_t(p.m),
+                        uint64_t(p.lda), kHcStageK, uint32_t(c.block_m()), kSwizzleBytes, "a"));
+  DG_TRY(tma::encode_2d(&arg.b_map, p.b, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, uint64_t(p.k), uint64_t(p.n),
+                        uint64_t(p.ldb), kHcChunk, uint32_t(kTileN * c.n_tiles), kSwizzleBytes, "b"));
+  arg.d = p.d;
+  arg.s = p.s;
+  arg.d_split = p.d_split;
+  arg.d_row = p.d_row;
+  arg.s_split = p.s_split;
+  arg.s_row = p.s_row;
+  arg.m = p.m;
+  arg.n = p.n;
+  arg.k = p.k;
+  arg.chunks_per_split = p.chunks_per_split;
+  lc.grid[0] = static_cast<unsigned>(cdiv(p.m, c.block_m()) * c.cluster);
+  lc.grid[1] = static_cast<unsigned>(splits);
+  lc.smem_bytes = c.smem_bytes();
+  lc.cluster = static_cast<unsigned>(c.cluster);
+  void* args[] = {&arg};
+  return launch(stream, kernel, lc, args);
+}
+
+}  // namespace
+
 dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& p, int splits, bool vec) {
   if (p.m == 0) return DG_SUCCESS;
   const Device& dev = *stream.device;
@@ -77,7 +174,7 @@ dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& 
                 dev.name, dev.cc_major, dev.cc_minor);
   int sms = 0;
   DG_TRY(num_sms_of(stream, &sms));
-  const HcPrenormConfig c = choose_hc_prenorm_config(p.m, p.n, splits, vec, sms);
+  const HcPrenormConfig c = choose_hc_prenorm_config(p.m, p.n, p.k, splits, vec, sms);
   const Kernel* kernel = nullptr;
   DG_TRY(jit::get_kernel(stream, hc_prenorm_kernel_key(c),
                          [&](jit::KernelSpec* spec) {
@@ -85,13 +182,14 @@ dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& 
                            return DG_SUCCESS;
                          },
                          &kernel));
+  LaunchConfig lc;
+  lc.block[0] = c.threads();
+  lc.pdl = config_of(stream).pdl;
+  if (c.tma) return launch_tma(stream, *kernel, c, p, splits, lc);
   HcPrenormParams arg = p;
   void* args[] = {&arg};
-  LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(cdiv(p.m, c.block_m()));
   lc.grid[1] = static_cast<unsigned>(splits);
-  lc.block[0] = static_cast<unsigned>(c.warps * 32);
-  lc.pdl = config_of(stream).pdl;
   return launch(stream, *kernel, lc, args);
 }
 

@@ -22,7 +22,7 @@ struct Launch {
   fake_cuda_launch config;
   std::string kernel;
   std::vector<unsigned char> params;  // the first kernel argument's bytes (Sm90GemmParams, TransposeParams,
-                                      // KGroupedPackParams, HcPrenormParams, QuantParams)
+                                      // KGroupedPackParams, HcPrenorm(Tma)Params, QuantParams)
   std::vector<unsigned char> slots;   // K-grouped GEMMs: the second argument's (KGroupedSlots)
 };
 
@@ -65,7 +65,8 @@ class FakeDriver {
     }
     if (r.kernel == dg::ops::transpose_kernel_spec().kernel_name) r.params.assign(p, p + sizeof(dg::ops::TransposeParams));
     if (r.kernel.rfind("dg_skinny_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::SkinnyGemmParams));
-    if (r.kernel.rfind("dg_hc_prenorm_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::HcPrenormParams));
+    if (r.kernel == "dg_hc_prenorm_gemm") r.params.assign(p, p + sizeof(dg::ops::HcPrenormParams));
+    if (r.kernel == "dg_hc_prenorm_gemm_tma") r.params.assign(p, p + sizeof(dg::ops::HcPrenormTmaParams));
     if (r.kernel.rfind("dg_k_grouped_pack_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::KGroupedPackParams));
     if (r.kernel.rfind("dg_quantize_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::QuantParams));
     self->launches_.push_back(std::move(r));

@@ -1,6 +1,7 @@
-// dg_tf32_hc_prenorm_gemm against the fake driver: the launch (grid over row blocks and splits,
-// block, the kernel argument with its strides and chunks per split), empty problems launching
-// nothing, and every argument check with the argument its message names. No GPU.
+// dg_tf32_hc_prenorm_gemm against the fake driver: the launches of both kernels (grid over row
+// blocks, clusters and splits, block, shared memory, the kernel argument with its strides, TMA maps
+// and chunks per split), empty problems launching nothing, and every argument check with the
+// argument its message names. No GPU.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -15,6 +16,7 @@
 namespace {
 
 using dg::ops::HcPrenormParams;
+using dg::ops::HcPrenormTmaParams;
 using namespace dg::test;  // fake_driver.h, launch_util.h
 
 struct Stream {
@@ -23,16 +25,35 @@ struct Stream {
   ~Stream() { dg_stream_destroy(s); }
 };
 
-HcPrenormParams only_launch(FakeDriver& fake, unsigned grid_x, unsigned grid_y) {
-  const std::vector<Launch> launches = fake.take();
+const Launch& one(const std::vector<Launch>& launches, const char* kernel, unsigned grid_x, unsigned grid_y) {
   REQUIRE(launches.size() == 1);
   const Launch& l = launches[0];
-  CHECK(l.kernel == "dg_hc_prenorm_gemm");
+  CHECK(l.kernel == kernel);
   CHECK(l.config.grid[0] == grid_x);
   CHECK(l.config.grid[1] == grid_y);
+  return l;
+}
+
+HcPrenormParams only_launch(FakeDriver& fake, unsigned grid_x, unsigned grid_y) {
+  const std::vector<Launch> launches = fake.take();
+  const Launch& l = one(launches, "dg_hc_prenorm_gemm", grid_x, grid_y);
   CHECK(l.config.block[0] == unsigned(dg::ops::kHcWarps * 32));
+  CHECK(l.config.smem_bytes == 0u);
   REQUIRE(l.params.size() == sizeof(HcPrenormParams));
   HcPrenormParams p;
+  std::memcpy(&p, l.params.data(), sizeof(p));
+  return p;
+}
+
+// The streaming kernel's launch: grid, a producer warp beside the math warps, the cluster.
+HcPrenormTmaParams only_tma_launch(FakeDriver& fake, unsigned grid_x, unsigned grid_y, unsigned cluster) {
+  const std::vector<Launch> launches = fake.take();
+  const Launch& l = one(launches, "dg_hc_prenorm_gemm_tma", grid_x, grid_y);
+  CHECK(l.config.block[0] == unsigned((dg::ops::kHcWarps + 1) * 32));
+  CHECK(l.config.smem_bytes > 0u);
+  CHECK(l.config.cluster[0] == (cluster > 1 ? cluster : 0u));
+  REQUIRE(l.params.size() == sizeof(HcPrenormTmaParams));
+  HcPrenormTmaParams p;
   std::memcpy(&p, l.params.data(), sizeof(p));
   return p;
 }
@@ -45,7 +66,7 @@ void check_fails(dg_status got, dg_status want, const char* arg) {
 
 }  // namespace
 
-TEST_CASE("hc_prenorm_gemm: one launch over row blocks and splits with the tensors' strides") {
+TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA, split over row tiles and splits") {
   FakeDriver fake(0);
   Stream stream;
   void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
@@ -53,13 +74,18 @@ TEST_CASE("hc_prenorm_gemm: one launch over row blocks and splits with the tenso
     Tensor a(pa, DG_DTYPE_BFLOAT16, {4096, 7168}, {7176, 1}), b(pb, DG_DTYPE_FLOAT32, {24, 7168});
     Tensor d(pd, DG_DTYPE_FLOAT32, {16, 4096, 24}, {4096 * 32, 32, 1}), s(ps, DG_DTYPE_FLOAT32, {16, 4096});
     REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 16) == DG_SUCCESS, dg_last_error());
-    const HcPrenormParams p = only_launch(fake, 4096 / 128, 16);  // 512 blocks: two row tiles per warp
-    CHECK(p.a == pa);
-    CHECK(p.b == pb);
+    const HcPrenormTmaParams p = only_tma_launch(fake, 4096 / 128, 16, 1);  // 512 CTAs: no cluster
+    const fake_tensor_map am = map_of(p.a_map), bm = map_of(p.b_map);
+    CHECK(am.address == reinterpret_cast<uintptr_t>(pa));
+    CHECK(am.dtype == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+    CHECK((am.dims[0] == 7168u && am.dims[1] == 4096u && am.stride1 == 7176u * 2));
+    CHECK((am.box[0] == 64u && am.box[1] == 128u && am.swizzle == CU_TENSOR_MAP_SWIZZLE_128B));
+    CHECK(bm.address == reinterpret_cast<uintptr_t>(pb));
+    CHECK(bm.dtype == CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+    CHECK((bm.dims[0] == 7168u && bm.dims[1] == 24u && bm.stride1 == 7168u * 4));
+    CHECK((bm.box[0] == 32u && bm.box[1] == 24u && bm.swizzle == CU_TENSOR_MAP_SWIZZLE_128B));
     CHECK(p.d == pd);
     CHECK(p.s == ps);
-    CHECK(p.lda == 7176);
-    CHECK(p.ldb == 7168);
     CHECK(p.d_split == 4096 * 32);
     CHECK(p.d_row == 32);
     CHECK(p.s_split == 4096);
@@ -67,7 +93,40 @@ TEST_CASE("hc_prenorm_gemm: one launch over row blocks and splits with the tenso
     CHECK((p.m == 4096 && p.n == 24 && p.k == 7168));
     CHECK(p.chunks_per_split == 14);  // 224 chunks over 16 splits
   }
-  {  // no split: one split of all chunks, 64-row blocks
+  {  // no split, 13 rows: one 64-row tile, 8 CTAs of a cluster share K; N = 7 pads to one 8-row box
+    Tensor a(pa, DG_DTYPE_BFLOAT16, {13, 28672}), b(pb, DG_DTYPE_FLOAT32, {7, 28672});
+    Tensor d(pd, DG_DTYPE_FLOAT32, {13, 7}), s(ps, DG_DTYPE_FLOAT32, {13});
+    REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 0) == DG_SUCCESS, dg_last_error());
+    const HcPrenormTmaParams p = only_tma_launch(fake, 8, 1, 8);
+    CHECK(map_of(p.a_map).box[1] == 64u);
+    CHECK(map_of(p.b_map).box[1] == 8u);
+    CHECK(p.d_split == 0);
+    CHECK(p.s_split == 0);
+    CHECK(p.chunks_per_split == 896);
+  }
+}
+
+TEST_CASE("hc_prenorm_gemm: unaligned rows or K under a stage take the register kernel") {
+  FakeDriver fake(0);
+  Stream stream;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
+  {  // 200-byte rows of A: no TMA; 32 blocks of 128 rows over 16 splits
+    Tensor a(pa, DG_DTYPE_BFLOAT16, {4096, 100}), b(pb, DG_DTYPE_FLOAT32, {24, 100});
+    Tensor d(pd, DG_DTYPE_FLOAT32, {16, 4096, 24}), s(ps, DG_DTYPE_FLOAT32, {16, 4096});
+    REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 16) == DG_SUCCESS, dg_last_error());
+    const HcPrenormParams p = only_launch(fake, 4096 / 128, 16);
+    CHECK(p.a == pa);
+    CHECK(p.b == pb);
+    CHECK(p.d == pd);
+    CHECK(p.s == ps);
+    CHECK(p.lda == 100);
+    CHECK(p.ldb == 100);
+    CHECK(p.d_split == 4096 * 24);
+    CHECK(p.d_row == 24);
+    CHECK((p.m == 4096 && p.n == 24 && p.k == 100));
+    CHECK(p.chunks_per_split == 1);  // 4 chunks over 16 splits
+  }
+  {  // no split, one 64-row block
     Tensor a(pa, DG_DTYPE_BFLOAT16, {13, 100}), b(pb, DG_DTYPE_FLOAT32, {7, 100});
     Tensor d(pd, DG_DTYPE_FLOAT32, {13, 7}), s(ps, DG_DTYPE_FLOAT32, {13});
     REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 0) == DG_SUCCESS, dg_last_error());
@@ -75,6 +134,12 @@ TEST_CASE("hc_prenorm_gemm: one launch over row blocks and splits with the tenso
     CHECK(p.d_split == 0);
     CHECK(p.s_split == 0);
     CHECK(p.chunks_per_split == 4);
+  }
+  {  // aligned, but K = 32 is under one 64-k stage
+    Tensor a(pa, DG_DTYPE_BFLOAT16, {64, 32}), b(pb, DG_DTYPE_FLOAT32, {24, 32});
+    Tensor d(pd, DG_DTYPE_FLOAT32, {64, 24}), s(ps, DG_DTYPE_FLOAT32, {64});
+    REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 0) == DG_SUCCESS, dg_last_error());
+    only_launch(fake, 1, 1);
   }
 }
 

@@ -137,6 +137,37 @@ DG_DEVICE void compute(const AChunk<kMTiles>& a, const BChunk<kNTiles>& b, float
   }
 }
 
+// The epilogue of both kernels: the row sums of squares (the four lanes of a row group hold
+// disjoint k) and this warp's D rows, rows and columns past M and N left out. d and s point at the
+// split's matrices; row0 is the warp's first row.
+template <int kMTiles, int kNTiles>
+DG_DEVICE void store_outputs(float* d, float* s, int64_t d_row, int64_t s_row, int m, int n, int row0,
+                             const float (&acc)[kMTiles][kNTiles][4], float (&sq)[kMTiles][2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sq[mt][h] += __shfl_xor_sync(0xffffffffu, sq[mt][h], 1);
+      sq[mt][h] += __shfl_xor_sync(0xffffffffu, sq[mt][h], 2);
+    }
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + mt * 16 + h * 8 + g;
+      if (row >= m) continue;
+      if (t == 0) s[row * s_row] = sq[mt][h];
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = 8 * j + 2 * t + e;
+          if (col < n) d[row * d_row + col] = acc[mt][j][2 * h + e];
+        }
+    }
+}
+
 // The whole kernel for one block: warps split the block's rows, walk the split's chunks.
 template <int kNTiles, int kMTiles, int kWarps, int kStages, bool kVec>
 DG_DEVICE void run(const Params& p) {
@@ -209,31 +240,7 @@ DG_DEVICE void run(const Params& p) {
     compute(at, bt, acc, sq);
   }
 
-  // Row sums of squares: the four lanes of a row group hold disjoint k.
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      sq[mt][h] += __shfl_xor_sync(0xffffffffu, sq[mt][h], 1);
-      sq[mt][h] += __shfl_xor_sync(0xffffffffu, sq[mt][h], 2);
-    }
-  float* d = p.d + split * p.d_split;
-  float* s_out = p.s + split * p.s_split;
-#pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + mt * 16 + h * 8 + g;
-      if (row >= p.m) continue;
-      if (t == 0) s_out[row * p.s_row] = sq[mt][h];
-#pragma unroll
-      for (int j = 0; j < kNTiles; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int col = 8 * j + 2 * t + e;
-          if (col < p.n) d[row * p.d_row + col] = acc[mt][j][2 * h + e];
-        }
-    }
+  store_outputs(p.d + split * p.d_split, p.s + split * p.s_split, p.d_row, p.s_row, p.m, p.n, row0, acc, sq);
 }
 
 }  // namespace dg::hc
