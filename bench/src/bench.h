@@ -163,6 +163,10 @@ void suite_m_grouped(Context& ctx, bool masked, bool fp8, const std::vector<Shap
 // FP8 per-token quantization against a per-group kernel and the copy rate (suite quant; suites_quant.cpp).
 void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
 std::vector<Shape> quant_shapes();
+// The hyper-connection pre-norm GEMM against a plain read and the copy rate (suite hc-prenorm;
+// suites_hc.cpp); g carries num_splits (1: no split).
+void suite_hc_prenorm(Context& ctx, const std::vector<Shape>& shapes, std::vector<Case>& out);
+std::vector<Shape> hc_prenorm_shapes();
 
 // ---- what every suite does with a case (suites.cpp) ----------------------------------------------
 

@@ -26,7 +26,7 @@ inline std::string to_string(const Shape& s) {
 inline const std::vector<std::string>& known_suites() {
   static const std::vector<std::string> names = {
       "copy", "layout", "dense-bf16", "dense-fp8", "nvfp4-gemv",
-      "contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16", "quant"};
+      "contiguous-fp8", "contiguous-bf16", "masked-fp8", "masked-bf16", "quant", "hc-prenorm"};
   return names;
 }
 
@@ -236,9 +236,10 @@ inline const char* usage() {
          "                [--gemm-config key=v,...]... [--gemv-config key=v,...]... [--list] [--help]\n"
          "                [--version]\n"
          "suites: copy, layout, dense-bf16, dense-fp8, nvfp4-gemv, contiguous-fp8, contiguous-bf16,\n"
-         "  masked-fp8, masked-bf16 (default: all); m-grouped = the last four (the M-grouped GEMMs)\n"
+         "  masked-fp8, masked-bf16, quant, hc-prenorm (default: all); m-grouped = contiguous-fp8,\n"
+         "  contiguous-bf16, masked-fp8, masked-bf16 (the M-grouped GEMMs)\n"
          "--shape replaces the built-in shapes of the selected suites (repeatable); M-grouped suites:\n"
-         "  m = expected rows per group, g = groups.\n"
+         "  m = expected rows per group, g = groups; hc-prenorm: g = num_splits (1: no split).\n"
          "--gemm-config adds a libdg GEMM contender with an explicit kernel config (repeatable); keys:\n"
          "  bm, bn, stages, cluster, mca (1 shares A, 0 shares B), wg (math warp-groups), sms,\n"
          "  promo (FP8: 1 after, 2 overlapped), slices (FP8: 1, 2, 4), splitk (1, 2, 4, 8 CTAs per tile),\n"

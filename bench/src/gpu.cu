@@ -91,6 +91,23 @@ __global__ void quant_per_block_kernel(const __nv_bfloat16* x, int64_t rows, int
   if (threadIdx.x == 0) sf[rb * kblocks + kb] = s;
 }
 
+// One thread per (split, row, column), column n standing for the sum of squares.
+__global__ void hc_prenorm_ref_kernel(const __nv_bfloat16* a, const float* b, int64_t m, int64_t n, int64_t k,
+                                      int64_t splits, int64_t cps, float* d, float* s) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= splits * m * (n + 1)) return;
+  const int64_t col = i % (n + 1), row = i / (n + 1) % m, split = i / ((n + 1) * m);
+  const int64_t k0 = min(k, split * cps * 32), k1 = min(k, (split + 1) * cps * 32);
+  const __nv_bfloat16* ar = a + row * k;
+  double acc = 0;
+  for (int64_t kk = k0; kk < k1; ++kk) {
+    const double x = __bfloat162float(ar[kk]);
+    acc += x * (col == n ? x : static_cast<double>(b[col * k + kk]));
+  }
+  if (col == n) s[split * m + row] = static_cast<float>(acc);
+  else d[(split * m + row) * n + col] = static_cast<float>(acc);
+}
+
 __global__ void fp8_to_bf16_kernel(const uint8_t* in, __nv_bfloat16* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(in[i]), __NV_E4M3);
@@ -242,6 +259,15 @@ int quant_per_block(const void* x, int64_t rows, int64_t k, void* out, float* sf
   const dim3 grid(static_cast<unsigned>((k + 127) / 128), static_cast<unsigned>((rows + 127) / 128));
   quant_per_block_kernel<<<grid, 256, 0, S(stream)>>>(static_cast<const __nv_bfloat16*>(x), rows, k,
                                                       static_cast<uint8_t*>(out), sf);
+  return cudaGetLastError();
+}
+
+int hc_prenorm_ref(const void* a, const float* b, int64_t m, int64_t n, int64_t k, int64_t splits, int64_t cps,
+                   float* d, float* s, void* stream) {
+  const int64_t threads = splits * m * (n + 1);
+  if (threads <= 0) return 0;
+  hc_prenorm_ref_kernel<<<grid_for(threads, 128), 128, 0, S(stream)>>>(static_cast<const __nv_bfloat16*>(a), b, m, n,
+                                                                       k, splits, cps, d, s);
   return cudaGetLastError();
 }
 

@@ -19,6 +19,12 @@ int quant_per_token(const void* x, int64_t rows, int64_t k, void* out, float* sf
 // per_block_cast_to_fp8: 128 x 128 tiles -> sf FP32 [ceil(rows/128), ceil(k/128)] row-major.
 int quant_per_block(const void* x, int64_t rows, int64_t k, void* out, float* sf, void* stream);
 
+// The hyper-connection pre-norm GEMM in FP64, per split: d [splits, m, n] = a . b^T and
+// s [splits, m] = sum of a^2 over split i's k range [i * cps * 32, (i + 1) * cps * 32) clipped to
+// k (dg.h's partition), rounded to FP32 at the end. a BF16 [m, k], b FP32 [n, k], both row-major.
+int hc_prenorm_ref(const void* a, const float* b, int64_t m, int64_t n, int64_t k, int64_t splits, int64_t cps,
+                   float* d, float* s, void* stream);
+
 // E4M3 -> BF16 (exact), n elements.
 int fp8_to_bf16(const void* in, void* out, int64_t n, void* stream);
 

@@ -72,6 +72,7 @@ std::vector<Shape> shapes_for(const std::string& suite, const Options& o) {
   if (suite == "copy") return copy_shapes();
   if (suite == "layout") return layout_shapes();
   if (suite == "quant") return quant_shapes();
+  if (suite == "hc-prenorm") return hc_prenorm_shapes();
   if (suite == "nvfp4-gemv") return nvfp4_gemv_shapes();
   if (suite == "contiguous-fp8" || suite == "contiguous-bf16") return contiguous_shapes();
   if (suite == "masked-fp8" || suite == "masked-bf16") return masked_shapes();
@@ -197,6 +198,7 @@ int run(int argc, char** argv) {
     else if (s == "masked-fp8") suite_m_grouped(ctx, true, true, shapes, cases);
     else if (s == "masked-bf16") suite_m_grouped(ctx, true, false, shapes, cases);
     else if (s == "quant") suite_quant(ctx, shapes, cases);
+    else if (s == "hc-prenorm") suite_hc_prenorm(ctx, shapes, cases);
   }
 
   const Json summary = summarize_cases(cases);

@@ -231,8 +231,9 @@ TEST_CASE("bench cli: m-grouped names the four M-grouped suites") {
   const char* bad[] = {"dg-bench", "--suite", "grouped"};
   CHECK_FALSE(parse_args(3, bad, &x, &err));
   CHECK(err.find("unknown suite 'grouped'") != std::string::npos);
-  CHECK(err.find("masked-bf16, quant, m-grouped") != std::string::npos);
+  CHECK(err.find("masked-bf16, quant, hc-prenorm, m-grouped") != std::string::npos);
   CHECK(is_known_suite("quant"));
+  CHECK(is_known_suite("hc-prenorm"));
 }
 
 TEST_CASE("bench shapes: the M-grouped sets of DeepGEMM's tests") {

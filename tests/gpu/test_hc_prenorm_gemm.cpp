@@ -1,7 +1,9 @@
 // dg_tf32_hc_prenorm_gemm against an FP64 CPU reference: D = A . B^T and S = sum A^2 over each
 // split's K range, with random BF16 A and FP32 B, odd M, N, K (chunk tails), padded and unaligned
-// row strides (both load paths), empty splits, and outputs poisoned first (strided D keeps its
-// padding untouched).
+// row strides, empty splits, and outputs poisoned first (strided D keeps its padding untouched).
+// 16-byte aligned rows with K >= 64 take the streaming (TMA) kernel, with clusters of 2..8 CTAs
+// for unsplit and small-M calls; the rest the register kernel: the cases cover both, and splits
+// whose chunk count is odd (a stage shared with the next split).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -39,7 +41,8 @@ uint32_t bits(float f) {
   return u;
 }
 
-void run_case(Gpu& gpu, const Case& c, uint32_t seed) {
+// Runs the case and checks it; returns D's words, so that a caller can compare two runs.
+std::vector<uint32_t> run_case(Gpu& gpu, const Case& c, uint32_t seed) {
   CAPTURE(c.m);
   CAPTURE(c.n);
   CAPTURE(c.k);
@@ -113,6 +116,7 @@ void run_case(Gpu& gpu, const Case& c, uint32_t seed) {
   CHECK(bad == 0);
   CHECK(padding_written == 0);
   CHECK(dg::test::calc_diff(ref_all, out_all) < 1e-6);
+  return d_out;
 }
 
 }  // namespace
@@ -120,20 +124,35 @@ void run_case(Gpu& gpu, const Case& c, uint32_t seed) {
 TEST_CASE("tf32_hc_prenorm_gemm matches an FP64 reference on odd shapes, tails and splits") {
   Gpu gpu;
   const Case cases[] = {
-      {13, 24, 28672, 0},          // DeepGEMM's shapes
-      {137, 24, 7680, 16},
-      {1000, 24, 7168, 16},
-      {1, 1, 1, 0},                // one element
-      {77, 17, 1000, 3},           // N and K tails, K % 32 = 8
-      {65, 32, 4101, 7},           // rows not 16-byte aligned: element loads
-      {65, 32, 4101, 7, 3},        // padded rows 16-byte aligned: 16-byte loads and a tail chunk
-      {33, 8, 96, 100},            // more splits than chunks: empty splits are zeros
-      {130, 24, 0, 2},             // K = 0: zeros
-      {4096, 24, 512, 64},         // enough blocks for two row tiles per warp
+      // Streaming kernel (rows 16-byte aligned, K >= 64); the cluster the heuristic picks noted.
+      {13, 24, 28672, 0},          // DeepGEMM's shapes: one 64-row tile, cluster 8
+      {137, 24, 7680, 16},         // 15 chunks per split (odd), cluster 2
+      {137, 24, 28672, 16},        // cluster 4
+      {1000, 24, 7168, 16},        // no cluster
+      {77, 17, 1000, 3},           // N and K tails, K % 32 = 8; 11 chunks per split (odd)
+      {520, 32, 8192, 2},          // four column tiles, a row tail, cluster 8 over 5 row tiles
+      {200, 1, 2048, 0},           // N = 1, cluster 8
+      {1, 5, 640, 0},              // one row
+      {65, 32, 4101, 7, 3},        // padded rows 16-byte aligned, K % 8 = 5
+      {33, 8, 96, 100},            // more splits than chunks: one chunk per stage, empty splits zeros
+      {4096, 24, 512, 64},         // 2048 CTAs of one stage each
       {300, 24, 2048, 0, 8, 5},    // padded D rows stay untouched
+      // Register kernel (rows not 16-byte aligned, or K < 64).
+      {1, 1, 1, 0},                // one element
+      {65, 32, 4101, 7},           // element loads
+      {4096, 24, 510, 64},         // two row tiles per warp
+      {130, 24, 0, 2},             // K = 0: zeros
+      {100, 24, 40, 0, 8},         // aligned but K under a stage
   };
   uint32_t seed = 1;
   for (const Case& c : cases) run_case(gpu, c, seed++);
+}
+
+TEST_CASE("tf32_hc_prenorm_gemm: the cluster reduction gives the same bits on every run") {
+  Gpu gpu;
+  const Case c = {300, 24, 28672, 0};  // three row tiles, clusters of 8 CTAs
+  const std::vector<uint32_t> first = run_case(gpu, c, 7), second = run_case(gpu, c, 7);
+  CHECK(first == second);
 }
 
 TEST_CASE("tf32_hc_prenorm_gemm: M = 0 writes nothing, N > 32 is unsupported") {
