@@ -6,7 +6,10 @@ K-grouped weight-gradient GEMMs: FP8 1D1D nt with flat K-major operands, BF16 tn
 `paged-mqa` (the DeepSeek-V3.2 indexer's MQA logits, H 64, D 128, at the sizes of the MQA and PAGED_MQA
 lists below; for paged-mqa a device copy moving the bytes the call reads stands in the
 cuBLAS column), `mqa-compressed` (non-paged with DeepGEMM's compressed logits, `max_seqlen_k`: each
-row scores a window of keys ending at its causal end and stores it from column 0).
+row scores a window of keys ending at its causal end and stores it from column 0), `hc-prenorm`
+(tf32_hc_prenorm_gemm at N 24 on the (M, K) of DeepGEMM's test and M 16384, num_splits none and 16;
+G = the splits, 0 for none; a device copy moving the bytes the call reads and writes stands in the
+cuBLAS column).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -23,7 +26,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
-                                   [mqa-compressed]
+                                   [mqa-compressed] [hc-prenorm]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
@@ -77,7 +80,9 @@ MQA = [(2048, 8192), (4096, 65536), (8192, 65536)]
 PAGED_MQA = [(256, 1, 8192), (256, 2, 8192), (1024, 1, 16384)]
 # Compressed MQA logits (S_q, S_kv, max_seqlen_k): row i scores keys [ke - max_seqlen_k, ke), ke causal.
 MQA_COMPRESSED = [(4096, 65536, 8192), (8192, 65536, 16384)]
-SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed")
+# The hyper-connection pre-norm GEMM: (M, K) at N 24, each with num_splits None and 16.
+HC_PRENORM = [(m, k) for m in (13, 137, 4096, 8192, 16384) for k in (28672, 7680, 7168)]
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm")
 NAME = "grouped"
 
 
@@ -495,6 +500,37 @@ def paged_mqa(batch, next_n, avg):
     race(row, {name: fn if name in ("cublas", "gather") else graphed(fn) for name, fn in contenders.items()})
 
 
+def hc_prenorm(m, k, splits, n=24):
+    """tf32_hc_prenorm_gemm; row fields: G = num_splits (0: None), m = M, n = N, k = K. The cuBLAS column is a
+    device copy moving as many bytes as the call reads and writes (half read, half written): t_cublas / t_libdg
+    is libdg's fraction of the device copy rate. The diff is of the split-summed D against FP64."""
+    a = torch.randn((m, k), dtype=torch.bfloat16, device="cuda")
+    b = torch.randn((n, k), dtype=torch.float, device="cuda")
+    shape_d, shape_s = ((splits, m, n), (splits, m)) if splits else ((m, n), (m,))
+    outs = {name: (torch.empty(shape_d, device="cuda"), torch.empty(shape_s, device="cuda"))
+            for name in ("libdg", "deepgemm")}
+    moved = a.numel() * 2 + b.numel() * 4 + (outs["libdg"][0].numel() + outs["libdg"][1].numel()) * 4
+    src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    row = dict(suite="hc-prenorm", kind="tf32", groups=splits, expected_m=m, n=n, k=k, flops=2.0 * m * n * k,
+               bytes=moved)
+    ns = splits or None
+    contenders = {"libdg": lambda: dg.tf32_hc_prenorm_gemm(a, b, *outs["libdg"], num_splits=ns)}
+    if deep_gemm is not None and hasattr(deep_gemm, "tf32_hc_prenorm_gemm"):
+        contenders["deepgemm"] = lambda: deep_gemm.tf32_hc_prenorm_gemm(a, b, *outs["deepgemm"], num_splits=ns)
+    ref_d = a.double() @ b.double().T
+    ref_s = a.double().square().sum(-1)
+    for name, fn in contenders.items():
+        fn()
+        d, s = outs[name]
+        got_d, got_s = (d.sum(0), s.sum(0)) if splits else (d, s)
+        row["diff_" + name] = "%.1e" % max(calc_diff(got_d, ref_d), calc_diff(got_s, ref_s))
+    del ref_d, ref_s
+    torch.cuda.synchronize()
+    contenders["cublas"] = lambda: dst.copy_(src)
+    race(row, contenders)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -525,7 +561,7 @@ def report(out_dir, meta=None):
                               if r.get("us_libdg") and r.get("us_libdg_" + name))]
     lines += ["", "| suite | kind | vs DeepGEMM (geomean, n, min) | vs cuBLAS (geomean, n, min) |", "|---|---|---|---|"]
     for suite in SUITES:
-        for kind in ("fp8", "bf16"):
+        for kind in ("fp8", "bf16", "tf32"):
             sel = [r for r in rows if r["suite"] == suite and r["kind"] == kind]
             if not sel:
                 continue
@@ -574,8 +610,8 @@ def plot(out_dir, title):
         sel = [r for r in rows if r["suite"] == suite and r.get("us_libdg")]
         labels = ["%s G%d m%d\n%dx%d" % (r["kind"], r["groups"], r["expected_m"], r["n"], r["k"]) for r in sel]
         x = range(len(sel))
-        # paged-mqa's cuBLAS column is the device copy of the bytes the call reads.
-        second = "copy" if suite == "paged-mqa" else "cublas"
+        # paged-mqa's and hc-prenorm's cuBLAS column is the device copy of the bytes the call moves.
+        second = "copy" if suite in ("paged-mqa", "hc-prenorm") else "cublas"
         for off, peer, name, color in ((-0.2, "deepgemm", "deepgemm", "tab:blue"), (0.2, "cublas", second, "tab:gray")):
             ax.bar([i + off for i in x], [r["us_" + peer] / r["us_libdg"] if r.get("us_" + peer) else 0 for r in sel],
                    width=0.4, color=color, label="t_%s / t_libdg" % name)
@@ -682,6 +718,10 @@ def main():
     if "mqa-compressed" in args.suites and not args.bf16_only:
         for s_q, s_kv, window in MQA_COMPRESSED:
             mqa(s_q, s_kv, window)
+    if "hc-prenorm" in args.suites and not (args.fp8_only or args.bf16_only):
+        for m, k in HC_PRENORM:
+            for splits in (0, 16):
+                hc_prenorm(m, k, splits)
     report(args.out)
 
 
