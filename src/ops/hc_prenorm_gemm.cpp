@@ -1,10 +1,14 @@
 #include "ops/hc_prenorm_gemm.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "jit/kernel_cache.h"
 #include "runtime/device.h"
 #include "runtime/launch.h"
+#include "runtime/log.h"
 #include "runtime/status.h"
 
 namespace dg::ops {
@@ -139,6 +143,24 @@ int32_t hc_prenorm_chunks_per_split(int64_t k, int splits) {
 
 namespace {
 
+// DG_PRINT_CONFIGS: once per distinct (problem, choice), as the call runs once per layer and step.
+void print_config(const dg_stream_s& stream, const HcPrenormParams& p, int splits, const HcPrenormConfig& c) {
+  if (!config_of(stream).print_configs && !config_of(stream).jit_debug) return;
+  const std::string line = fmt::format(
+      "hc_prenorm M={} N={} K={} splits={}: kernel={} rows={} n_tiles={} stages={} cluster={} grid={}x{} block={} "
+      "smem={}",
+      p.m, p.n, p.k, splits, c.tma ? "tma" : (c.vec ? "registers" : "registers-scalar"), c.block_m(), c.n_tiles,
+      c.stages, c.cluster, cdiv(p.m, c.block_m()) * c.cluster, splits, c.threads(), c.smem_bytes());
+  static std::mutex mu;
+  static std::set<std::string> printed;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (printed.size() > 4096) printed.clear();  // bounded: the shapes of one process are few
+    if (!printed.insert(line).second) return;
+  }
+  log::warn("DG_PRINT_CONFIGS: {}", line);
+}
+
 dg_status launch_tma(const dg_stream_s& stream, const Kernel& kernel, const HcPrenormConfig& c,
                      const HcPrenormParams& p, int splits, LaunchConfig lc) {
   HcPrenormTmaParams arg{};
@@ -175,6 +197,7 @@ dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& 
   int sms = 0;
   DG_TRY(num_sms_of(stream, &sms));
   const HcPrenormConfig c = choose_hc_prenorm_config(p.m, p.n, p.k, splits, vec, sms);
+  print_config(stream, p, splits, c);
   const Kernel* kernel = nullptr;
   DG_TRY(jit::get_kernel(stream, hc_prenorm_kernel_key(c),
                          [&](jit::KernelSpec* spec) {
