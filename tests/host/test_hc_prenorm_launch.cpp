@@ -143,6 +143,30 @@ TEST_CASE("hc_prenorm_gemm: unaligned rows or K under a stage take the register 
   }
 }
 
+TEST_CASE("hc_prenorm_gemm: both kernels launch with PDL exactly when the stream's config has it") {
+  FakeDriver fake(0);
+  dg_config* config = nullptr;
+  REQUIRE(dg_config_create(&config) == DG_SUCCESS);
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
+  for (int pdl : {0, 1}) {
+    CAPTURE(pdl);
+    REQUIRE(dg_config_set_int(config, DG_CONFIG_PDL, pdl) == DG_SUCCESS);
+    dg_stream* s = nullptr;
+    REQUIRE(dg_stream_create(&s, 0, nullptr, DG_STREAM_CREATE, config) == DG_SUCCESS);
+    for (int64_t k : {int64_t(7168), int64_t(100)}) {  // the streaming kernel, then the register one
+      Tensor a(pa, DG_DTYPE_BFLOAT16, {256, k}), b(pb, DG_DTYPE_FLOAT32, {24, k});
+      Tensor d(pd, DG_DTYPE_FLOAT32, {256, 24}), sq(ps, DG_DTYPE_FLOAT32, {256});
+      REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(s, a.t, b.t, d.t, sq.t, 0) == DG_SUCCESS, dg_last_error());
+      const std::vector<Launch> launches = fake.take();
+      REQUIRE(launches.size() == 1);
+      CHECK(launches[0].kernel == (k == 7168 ? "dg_hc_prenorm_gemm_tma" : "dg_hc_prenorm_gemm"));
+      CHECK(launches[0].config.pdl == pdl);
+    }
+    dg_stream_destroy(s);
+  }
+  dg_config_destroy(config);
+}
+
 TEST_CASE("hc_prenorm_gemm: M = 0 launches nothing") {
   FakeDriver fake(0);
   Stream stream;
