@@ -277,6 +277,7 @@ dg_status run_nvfp4_gemv(const dg_stream_s& stream, const Nvfp4GemvProblem& p, i
   LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(grid);
   lc.block[0] = static_cast<unsigned>(c.threads());
+  lc.pdl = config_of(stream).pdl;  // the kernel waits on griddepcontrol before its first global access
   return launch(stream, *kernel, lc, args);
 }
 
