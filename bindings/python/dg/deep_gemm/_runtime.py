@@ -66,8 +66,9 @@ def set_ignore_compile_dims(new_value: bool) -> None:
 
 
 def set_block_size_multiple_of(new_value: Union[int, Tuple[int, int]]) -> None:
-    """Accepted and recorded (``int`` or ``(m, n)``, each >= 1): DeepGEMM restricts its heuristic's
-    block sizes with it, a tuning knob; libdg's heuristic does not take it."""
+    """Accepted and recorded (``int`` or ``(m, n)``, each >= 1), without effect: on SM90 DeepGEMM
+    restricts its GEMM heuristic's BLOCK_N to multiples of lcm(16, n) with it (a speed knob; the
+    results do not depend on it); libdg's heuristic picks its blocks without it."""
     pair = (new_value, new_value) if isinstance(new_value, int) else tuple(new_value)
     if len(pair) != 2 or any(int(x) < 1 for x in pair):
         raise InvalidArgument("new_value: %r (expected an int >= 1 or a pair of them)" % (new_value,))
@@ -75,8 +76,10 @@ def set_block_size_multiple_of(new_value: Union[int, Tuple[int, int]]) -> None:
 
 
 def set_mk_alignment_for_contiguous_layout(new_value: int) -> None:
-    """The alignment the caller pads groups to in contiguous layouts. libdg's SM90 kernels need
-    multiples of 128; a larger multiple of 128 is accepted (groups so aligned are 128-aligned)."""
+    """The alignment the caller pads groups to in contiguous layouts (read back by
+    :func:`get_mk_alignment_for_contiguous_layout`). libdg's SM90 kernels need multiples of 128; a
+    larger multiple of 128 is accepted (groups so aligned are 128-aligned), and the kernels' BLOCK_M
+    stays libdg's choice (DeepGEMM uses the value as BLOCK_M of its M-grouped contiguous GEMMs)."""
     value = int(new_value)
     if value <= 0 or value % SM90_MK_ALIGNMENT != 0:
         raise Unsupported("new_value: %d; libdg's SM90 grouped GEMMs need a multiple of %d"

@@ -982,8 +982,10 @@ extern "C" {
     ///   d        [M, N] or [num_splits, M, N]   DG_DTYPE_FLOAT32, stride 1 along N; written
     ///   sqr_sum  [M] or [num_splits, M]         DG_DTYPE_FLOAT32, any strides; written
     /// num_splits 0 (no split) or 1..65535. M, K below 2^31 - 256; M = 0: nothing runs; K = 0: D and S
-    /// are zeros. Loads are 16 bytes wide when a, b and their row strides are 16-byte aligned, else
-    /// element by element. d and sqr_sum must not overlap each other or the inputs. No host
+    /// are zeros. Where a, b and their row strides are 16-byte aligned and K >= 64, A streams through
+    /// shared memory by TMA (clusters of CTAs share a split's K when the grid is small); else a kernel
+    /// loads A into registers, element by element where rows are not aligned (docs/hc_prenorm.md).
+    /// d and sqr_sum must not overlap each other or the inputs. No host
     /// synchronisation (the call can be captured in a CUDA graph once its kernel is loaded by a first
     /// call). Returns DG_ERROR_INVALID_ARGUMENT naming the argument for a wrong dtype, rank, size,
     /// stride, alignment or num_splits; DG_ERROR_UNSUPPORTED for N > 32 or a device older than SM90.
