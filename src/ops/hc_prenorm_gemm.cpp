@@ -55,6 +55,18 @@ int tma_cluster(int64_t tiles, int64_t stages_per_split, int num_sms) {
 
 }  // namespace
 
+void hc_prenorm_grid(const HcPrenormConfig& c, int64_t m, int splits, int num_sms, unsigned (&grid)[2]) {
+  const int64_t tiles = cdiv(m, c.block_m());
+  if (c.tma && c.cluster == 1) {
+    const int64_t resident = int64_t(kHcBlocksPerSm) * std::max(num_sms, 1);
+    grid[0] = static_cast<unsigned>(std::min(tiles * std::max(splits, 1), resident));
+    grid[1] = 1;
+    return;
+  }
+  grid[0] = static_cast<unsigned>(tiles * c.cluster);
+  grid[1] = static_cast<unsigned>(splits);
+}
+
 unsigned HcPrenormConfig::smem_bytes() const { return tma ? tma_smem_bytes(block_m(), n_tiles, stages) : 0u; }
 
 HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int64_t k, int splits, bool vec, int num_sms) {
@@ -144,13 +156,14 @@ int32_t hc_prenorm_chunks_per_split(int64_t k, int splits) {
 namespace {
 
 // DG_PRINT_CONFIGS: once per distinct (problem, choice), as the call runs once per layer and step.
-void print_config(const dg_stream_s& stream, const HcPrenormParams& p, int splits, const HcPrenormConfig& c) {
+void print_config(const dg_stream_s& stream, const HcPrenormParams& p, int splits, const HcPrenormConfig& c,
+                  const unsigned (&grid)[2]) {
   if (!config_of(stream).print_configs && !config_of(stream).jit_debug) return;
   const std::string line = fmt::format(
       "hc_prenorm M={} N={} K={} splits={}: kernel={} rows={} n_tiles={} stages={} cluster={} grid={}x{} block={} "
       "smem={}",
       p.m, p.n, p.k, splits, c.tma ? "tma" : (c.vec ? "registers" : "registers-scalar"), c.block_m(), c.n_tiles,
-      c.stages, c.cluster, cdiv(p.m, c.block_m()) * c.cluster, splits, c.threads(), c.smem_bytes());
+      c.stages, c.cluster, grid[0], grid[1], c.threads(), c.smem_bytes());
   static std::mutex mu;
   static std::set<std::string> printed;
   {
@@ -178,8 +191,7 @@ dg_status launch_tma(const dg_stream_s& stream, const Kernel& kernel, const HcPr
   arg.n = p.n;
   arg.k = p.k;
   arg.chunks_per_split = p.chunks_per_split;
-  lc.grid[0] = static_cast<unsigned>(cdiv(p.m, c.block_m()) * c.cluster);
-  lc.grid[1] = static_cast<unsigned>(splits);
+  arg.splits = splits;
   lc.smem_bytes = c.smem_bytes();
   lc.cluster = static_cast<unsigned>(c.cluster);
   void* args[] = {&arg};
@@ -197,7 +209,9 @@ dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& 
   int sms = 0;
   DG_TRY(num_sms_of(stream, &sms));
   const HcPrenormConfig c = choose_hc_prenorm_config(p.m, p.n, p.k, splits, vec, sms);
-  print_config(stream, p, splits, c);
+  unsigned grid[2] = {};
+  hc_prenorm_grid(c, p.m, splits, sms, grid);
+  print_config(stream, p, splits, c, grid);
   const Kernel* kernel = nullptr;
   DG_TRY(jit::get_kernel(stream, hc_prenorm_kernel_key(c),
                          [&](jit::KernelSpec* spec) {
@@ -206,13 +220,13 @@ dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& 
                          },
                          &kernel));
   LaunchConfig lc;
+  lc.grid[0] = grid[0];
+  lc.grid[1] = grid[1];
   lc.block[0] = c.threads();
   lc.pdl = config_of(stream).pdl;
   if (c.tma) return launch_tma(stream, *kernel, c, p, splits, lc);
   HcPrenormParams arg = p;
   void* args[] = {&arg};
-  lc.grid[0] = static_cast<unsigned>(cdiv(p.m, c.block_m()));
-  lc.grid[1] = static_cast<unsigned>(splits);
   return launch(stream, *kernel, lc, args);
 }
 

@@ -42,9 +42,10 @@ struct HcPrenormTmaParams {
   int64_t s_split, s_row;
   int32_t m, n, k;
   int32_t chunks_per_split;
+  int32_t splits;  // work items are ceil(M / block_m) x splits
 };
-static_assert(sizeof(HcPrenormTmaParams) == 320 && offsetof(HcPrenormTmaParams, d) == 256 &&
-                  offsetof(HcPrenormTmaParams, m) == 304,
+static_assert(sizeof(HcPrenormTmaParams) == 384 && offsetof(HcPrenormTmaParams, d) == 256 &&
+                  offsetof(HcPrenormTmaParams, m) == 304 && offsetof(HcPrenormTmaParams, splits) == 320,
               "must match the device struct");
 
 constexpr int kHcChunk = 32;       // k per chunk (the template's kChunk)
@@ -91,8 +92,13 @@ jit::KernelSpec hc_prenorm_kernel_spec(const HcPrenormConfig& c);
 // splits may get none: their D and S are zeros).
 int32_t hc_prenorm_chunks_per_split(int64_t k, int splits);
 
-// One launch on `stream`: grid (ceil(M / block_m) * cluster, splits). M = 0: nothing runs. The
-// streaming kernel's TMA maps are encoded here from p's A and B.
+// The launch grid: streaming kernel with clusters (ceil(M / block_m) * cluster, splits); without,
+// persistent: min(work items, kHcBlocksPerSm * num_sms) CTAs; register kernel
+// (ceil(M / block_m), splits).
+void hc_prenorm_grid(const HcPrenormConfig& c, int64_t m, int splits, int num_sms, unsigned (&grid)[2]);
+
+// One launch on `stream`. M = 0: nothing runs. The streaming kernel's TMA maps are encoded here
+// from p's A and B.
 dg_status run_hc_prenorm_gemm(const dg_stream_s& stream, const HcPrenormParams& p, int splits, bool vec);
 
 }  // namespace dg::ops

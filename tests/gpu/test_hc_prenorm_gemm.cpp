@@ -1,9 +1,10 @@
 // dg_tf32_hc_prenorm_gemm against an FP64 CPU reference: D = A . B^T and S = sum A^2 over each
 // split's K range, with random BF16 A and FP32 B, odd M, N, K (chunk tails), padded and unaligned
 // row strides, empty splits, and outputs poisoned first (strided D keeps its padding untouched).
-// 16-byte aligned rows with K >= 64 take the streaming (TMA) kernel, with clusters of 2..8 CTAs
-// for unsplit and small-M calls; the rest the register kernel: the cases cover both, and splits
-// whose chunk count is odd (a stage shared with the next split).
+// 16-byte aligned rows with K >= 64 take the streaming (TMA) kernel: a persistent grid walking
+// (row tile, split) items, or clusters of 2..8 CTAs for unsplit and small-M calls; the rest the
+// register kernel. The cases cover each, CTAs with several items, and splits whose chunk count is
+// odd (a stage shared with the next split).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -135,7 +136,8 @@ TEST_CASE("tf32_hc_prenorm_gemm matches an FP64 reference on odd shapes, tails a
       {1, 5, 640, 0},              // one row
       {65, 32, 4101, 7, 3},        // padded rows 16-byte aligned, K % 8 = 5
       {33, 8, 96, 100},            // more splits than chunks: one chunk per stage, empty splits zeros
-      {4096, 24, 512, 64},         // 2048 CTAs of one stage each
+      {4096, 24, 512, 64},         // 2048 work items of one stage: ~8 per CTA of the persistent grid
+      {3000, 24, 7200, 16},        // 384 items of 8 stages (15 chunks, odd): 1-2 per CTA, a row tail
       {300, 24, 2048, 0, 8, 5},    // padded D rows stay untouched
       // Register kernel (rows not 16-byte aligned, or K < 64).
       {1, 1, 1, 0},                // one element

@@ -66,7 +66,7 @@ void check_fails(dg_status got, dg_status want, const char* arg) {
 
 }  // namespace
 
-TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA, split over row tiles and splits") {
+TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA: a persistent grid, or clusters sharing K") {
   FakeDriver fake(0);
   Stream stream;
   void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
@@ -74,7 +74,8 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA, split over row 
     Tensor a(pa, DG_DTYPE_BFLOAT16, {4096, 7168}, {7176, 1}), b(pb, DG_DTYPE_FLOAT32, {24, 7168});
     Tensor d(pd, DG_DTYPE_FLOAT32, {16, 4096, 24}, {4096 * 32, 32, 1}), s(ps, DG_DTYPE_FLOAT32, {16, 4096});
     REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 16) == DG_SUCCESS, dg_last_error());
-    const HcPrenormTmaParams p = only_tma_launch(fake, 4096 / 128, 16, 1);  // 512 CTAs: no cluster
+    // 32 row tiles x 16 splits = 512 work items: no cluster, a persistent grid of 2 CTAs per SM
+    const HcPrenormTmaParams p = only_tma_launch(fake, 2 * 132, 1, 1);
     const fake_tensor_map am = map_of(p.a_map), bm = map_of(p.b_map);
     CHECK(am.address == reinterpret_cast<uintptr_t>(pa));
     CHECK(am.dtype == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
@@ -92,6 +93,13 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA, split over row 
     CHECK(p.s_row == 1);
     CHECK((p.m == 4096 && p.n == 24 && p.k == 7168));
     CHECK(p.chunks_per_split == 14);  // 224 chunks over 16 splits
+    CHECK(p.splits == 16);
+  }
+  {  // fewer work items than the SMs hold: one CTA each
+    Tensor a(pa, DG_DTYPE_BFLOAT16, {1000, 7168}), b(pb, DG_DTYPE_FLOAT32, {24, 7168});
+    Tensor d(pd, DG_DTYPE_FLOAT32, {16, 1000, 24}), s(ps, DG_DTYPE_FLOAT32, {16, 1000});
+    REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 16) == DG_SUCCESS, dg_last_error());
+    CHECK(only_tma_launch(fake, 8 * 16, 1, 1).splits == 16);  // 7 stages per split: too few to share
   }
   {  // no split, 13 rows: one 64-row tile, 8 CTAs of a cluster share K; N = 7 pads to one 8-row box
     Tensor a(pa, DG_DTYPE_BFLOAT16, {13, 28672}), b(pb, DG_DTYPE_FLOAT32, {7, 28672});
@@ -103,6 +111,7 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA, split over row 
     CHECK(p.d_split == 0);
     CHECK(p.s_split == 0);
     CHECK(p.chunks_per_split == 896);
+    CHECK(p.splits == 1);
   }
 }
 

@@ -12,10 +12,13 @@
 // TMA zero-fills what lies past M, N and K, so the loop has no bounds checks; a split whose chunk
 // count is odd ends on a stage whose second chunk belongs to the next split, which is skipped.
 //
-// With kCluster > 1 the kCluster CTAs of a cluster share one (row tile, split): each streams a
-// contiguous share of the split's stages, and rank 0 adds the others' partial sums (read from their
-// shared memory, in rank order, so results do not depend on timing) before it stores. This gives
-// small M and unsplit calls enough CTAs to fill the GPU without a second kernel.
+// Without clusters the grid is persistent: at most as many CTAs as the SMs hold at once, each
+// walking (row tile, split) work items, so that the ring keeps streaming across items (the next
+// item's stages load while the math warps store the last one's sums) and no CTA start leaves an
+// SM's memory pipe idle. With kCluster > 1 (unsplit calls and small M, where the work items are
+// fewer than the CTAs the GPU holds) the kCluster CTAs of a cluster share one work item: each
+// streams a contiguous share of the split's stages, and rank 0 adds the others' partial sums (read
+// from their shared memory, in rank order, so results do not depend on timing) before it stores.
 #pragma once
 #include <dg/hc_prenorm.cuh>
 #include <dg/ptx/tma.cuh>
@@ -36,6 +39,7 @@ struct TmaParams {
   int64_t s_split, s_row;  // elements
   int32_t m, n, k;
   int32_t chunks_per_split;
+  int32_t splits;
 };
 
 template <int kNTiles, int kMTiles, int kMathWarps, int kStages, int kCluster>
@@ -84,22 +88,61 @@ DG_DEVICE void read_chunk(uint32_t slot, int h, int rows, int g, int t, AChunk<k
   }
 }
 
-// The producer: one thread issues every stage of this CTA's share, each into the next slot of the
-// ring once the math warps have freed it. A streams through L2 once (evict first); B stays.
+// This CTA's share of one work item: `n_stages` stages from chunk `c_first` of row tile `tile`'s
+// split `split`, whose chunks end at `c_end`.
+struct Share {
+  int tile, split, c_first, c_end, n_stages;
+};
+
+template <int kCluster>
+DG_DEVICE Share share_of(const TmaParams& p, int tile, int split, uint32_t rank) {
+  const int total_chunks = (p.k + kChunk - 1) / kChunk;
+  const int c_begin = min(split * p.chunks_per_split, total_chunks);
+  const int c_end = min(c_begin + p.chunks_per_split, total_chunks);
+  const int split_stages = (c_end - c_begin + 1) / 2;
+  const int per_rank = (split_stages + kCluster - 1) / kCluster;
+  const int st_begin = min(int(rank) * per_rank, split_stages);
+  const int n_stages = min(st_begin + per_rank, split_stages) - st_begin;
+  return {tile, split, c_begin + 2 * st_begin, c_end, n_stages};
+}
+
+// The producer: one thread issues the share's stages, each into the next slot of the ring once the
+// math warps have freed it; `it` counts the stages through the ring over the CTA's work items. A
+// streams through L2 once (evict first); B stays.
 template <class T, int kStages>
-DG_DEVICE void produce(const TmaParams& p, uint8_t* ring, ptx::Mbarrier* full, ptx::Mbarrier* empty, int row0,
-                       int c_first, int n_stages) {
-  ptx::tma_prefetch_descriptor(&p.a_map);
-  ptx::tma_prefetch_descriptor(&p.b_map);
-  for (int s = 0; s < n_stages; ++s) {
-    const int slot = s % kStages;
-    if (s >= kStages) ptx::mbar_wait(&empty[slot], ((s / kStages) - 1) & 1);
+DG_DEVICE void produce(const TmaParams& p, uint8_t* ring, ptx::Mbarrier* full, ptx::Mbarrier* empty, const Share& w,
+                       uint32_t& it) {
+  for (int s = 0; s < w.n_stages; ++s, ++it) {
+    const uint32_t slot = it % kStages;
+    if (it >= uint32_t(kStages)) ptx::mbar_wait(&empty[slot], ((it / kStages) - 1) & 1);
     uint8_t* dst = ring + slot * T::kStageBytes;
-    const int k0 = (c_first + 2 * s) * kChunk;
+    const int k0 = (w.c_first + 2 * s) * kChunk;
     ptx::mbar_arrive_expect_tx(&full[slot], T::kStageBytes);
-    ptx::tma_load_2d(&p.a_map, &full[slot], dst, k0, row0, ptx::kCacheEvictFirst);
+    ptx::tma_load_2d(&p.a_map, &full[slot], dst, k0, w.tile * T::kRows, ptx::kCacheEvictFirst);
     ptx::tma_load_2d(&p.b_map, &full[slot], dst + T::kABytes, k0, 0);
     ptx::tma_load_2d(&p.b_map, &full[slot], dst + T::kABytes + T::kBHalfBytes, k0 + kChunk, 0);
+  }
+}
+
+// The math warps: the share's stages into acc and sq, each slot freed once read.
+template <class T, int kStages, int kMTiles, int kNTiles>
+DG_DEVICE void consume(uint32_t ring_addr, ptx::Mbarrier* full, ptx::Mbarrier* empty, const Share& w, int rows,
+                       uint32_t& it, float (&acc)[kMTiles][kNTiles][4], float (&sq)[kMTiles][2]) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int s = 0; s < w.n_stages; ++s, ++it) {
+    const uint32_t slot = it % kStages;
+    ptx::mbar_wait(&full[slot], (it / kStages) & 1);
+    const uint32_t at = ring_addr + slot * T::kStageBytes;
+    const bool second = w.c_first + 2 * s + 1 < w.c_end;  // else the chunk is the next split's
+    AChunk<kMTiles> a;
+    BChunk<kNTiles> b;
+    read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 0, rows, g, t, a, b);
+    compute(a, b, acc, sq);
+    if (second) {
+      read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 1, rows, g, t, a, b);
+      compute(a, b, acc, sq);
+    }
+    ptx::mbar_arrive(&empty[slot]);
   }
 }
 
@@ -144,8 +187,11 @@ DG_DEVICE void cluster_reduce(uint8_t* ring, bool math, uint32_t rank, float (&a
   ptx::cluster_sync();  // rank 0 has read them: the other CTAs may exit
 }
 
-// One CTA: (row tile, split, share of the split's stages) = (blockIdx.x / kCluster, blockIdx.y,
-// blockIdx.x % kCluster), the cluster spanning consecutive x.
+// Work items are (row tile, split) pairs. With clusters, each cluster takes one: (blockIdx.x /
+// kCluster, blockIdx.y), rank r the r-th share of the split's stages. Without, the grid is
+// persistent (at most the CTAs the SMs hold at once) and CTA i takes items i, i + gridDim.x, ...
+// in tile-fastest order (CTAs at work together read the same split of B), so that the producer
+// streams the next item's stages while the math warps store the last one's sums.
 template <int kNTiles, int kMTiles, int kMathWarps, int kStages, int kCluster>
 DG_DEVICE void run_tma(const TmaParams& p) {
   using T = TmaTraits<kNTiles, kMTiles, kMathWarps, kStages, kCluster>;
@@ -157,17 +203,7 @@ DG_DEVICE void run_tma(const TmaParams& p) {
   auto* empty = full + kStages;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const bool math = warp < kMathWarps;
-
   const uint32_t rank = kCluster > 1 ? ptx::cluster_ctarank() : 0;
-  const int tile = blockIdx.x / kCluster, split = blockIdx.y;
-  const int total_chunks = (p.k + kChunk - 1) / kChunk;
-  const int c_begin = min(split * p.chunks_per_split, total_chunks);
-  const int c_end = min(c_begin + p.chunks_per_split, total_chunks);
-  const int split_stages = (c_end - c_begin + 1) / 2;
-  const int share = (split_stages + kCluster - 1) / kCluster;
-  const int st_begin = min(int(rank) * share, split_stages);
-  const int n_stages = min(st_begin + share, split_stages) - st_begin;
-  const int c_first = c_begin + 2 * st_begin;  // the first chunk of this CTA's first stage
 
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -181,38 +217,35 @@ DG_DEVICE void run_tma(const TmaParams& p) {
   // PDL: A and B may be written by the previous kernel; dependents wait for this grid themselves.
   ptx::grid_dependency_wait();
   ptx::grid_dependency_launch();
+  if (!math && lane == 0) {
+    ptx::tma_prefetch_descriptor(&p.a_map);
+    ptx::tma_prefetch_descriptor(&p.b_map);
+  }
 
-  float acc[kMTiles][kNTiles][4] = {};
-  float sq[kMTiles][2] = {};
+  const int tiles = (p.m + T::kRows - 1) / T::kRows;
   const int rows = warp * 16 * kMTiles;  // the warp's first row in the tile
-  if (!math) {
-    if (lane == 0) produce<T, kStages>(p, ring, full, empty, tile * T::kRows, c_first, n_stages);
-    __syncwarp();
-  } else {
-    const int g = lane / 4, t = lane % 4;
-    for (int s = 0; s < n_stages; ++s) {
-      const int slot = s % kStages;
-      ptx::mbar_wait(&full[slot], (s / kStages) & 1);
-      const uint32_t at = ring_addr + slot * T::kStageBytes;
-      const bool second = c_first + 2 * s + 1 < c_end;  // else the chunk is the next split's
-      AChunk<kMTiles> a;
-      BChunk<kNTiles> b;
-      read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 0, rows, g, t, a, b);
-      compute(a, b, acc, sq);
-      if (second) {
-        read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 1, rows, g, t, a, b);
-        compute(a, b, acc, sq);
-      }
-      ptx::mbar_arrive(&empty[slot]);
+  const int64_t items = kCluster > 1 ? 1 : int64_t(tiles) * p.splits;
+  uint32_t it = 0;  // stages through the ring so far
+  for (int64_t item = kCluster > 1 ? 0 : blockIdx.x; item < items; item += kCluster > 1 ? 1 : gridDim.x) {
+    const int tile = kCluster > 1 ? int(blockIdx.x / kCluster) : int(item % tiles);
+    const int split = kCluster > 1 ? int(blockIdx.y) : int(item / tiles);
+    const Share w = share_of<kCluster>(p, tile, split, rank);
+    float acc[kMTiles][kNTiles][4] = {};
+    float sq[kMTiles][2] = {};
+    if (!math) {
+      if (lane == 0) produce<T, kStages>(p, ring, full, empty, w, it);
+      __syncwarp();
+    } else {
+      consume<T, kStages>(ring_addr, full, empty, w, rows, it, acc, sq);
     }
+    if constexpr (kCluster > 1) {
+      cluster_reduce<T, kMTiles, kNTiles, kCluster>(ring, math, rank, acc, sq);
+      if (rank != 0) return;
+    }
+    if (math)
+      store_outputs(p.d + split * p.d_split, p.s + split * p.s_split, p.d_row, p.s_row, p.m, p.n,
+                    tile * T::kRows + rows, acc, sq);
   }
-  if constexpr (kCluster > 1) {
-    cluster_reduce<T, kMTiles, kNTiles, kCluster>(ring, math, rank, acc, sq);
-    if (rank != 0) return;
-  }
-  if (math)
-    store_outputs(p.d + split * p.d_split, p.s + split * p.s_split, p.d_row, p.s_row, p.m, p.n,
-                  tile * T::kRows + rows, acc, sq);
 }
 
 }  // namespace dg::hc
