@@ -43,12 +43,13 @@ int tma_stages(int rows, int n_tiles) {
   return s;
 }
 
-// Streaming kernel: CTAs sharing a split's K double while the grid has fewer than two per SM and
-// each keeps kMinStagesPerCta stages.
-int tma_cluster(int64_t tiles, int64_t stages_per_split, int num_sms) {
+// Streaming kernel: the CTAs sharing each work item's K double while the doubled grid still runs in
+// one round (two CTAs per SM) and each CTA keeps kMinStagesPerCta stages.
+int tma_cluster(int64_t items, int64_t stages_per_split, int num_sms) {
   int cluster = 1;
-  const int64_t want = int64_t(kHcBlocksPerSm) * std::max(num_sms, 1);
-  while (cluster < kHcMaxCluster && tiles * cluster < want && stages_per_split >= 2 * cluster * kMinStagesPerCta)
+  const int64_t resident = int64_t(kHcBlocksPerSm) * std::max(num_sms, 1);
+  while (cluster < kHcMaxCluster && items * cluster * 2 <= resident &&
+         stages_per_split >= 2 * cluster * kMinStagesPerCta)
     cluster *= 2;
   return cluster;
 }
@@ -76,9 +77,9 @@ HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int64_t k, int splits
     c.n_tiles = static_cast<int>(std::clamp<int64_t>(cdiv(n, kTileN), 1, kHcMaxN / kTileN));
     c.m_tiles = m <= kOneTileRows ? 1 : kMaxMTiles;
     c.stages = tma_stages(c.block_m(), c.n_tiles);
-    const int64_t tiles = cdiv(m, c.block_m()) * std::max(splits, 1);
+    const int64_t items = cdiv(m, c.block_m()) * std::max(splits, 1);
     const int64_t stages_per_split = cdiv(hc_prenorm_chunks_per_split(k, splits), 2);
-    c.cluster = tma_cluster(tiles, stages_per_split, num_sms);
+    c.cluster = tma_cluster(items, stages_per_split, num_sms);
     return c;
   }
   c.n_tiles = static_cast<int>(std::clamp<int64_t>(cdiv(n, kTileN), 1, kHcMaxN / kTileN));

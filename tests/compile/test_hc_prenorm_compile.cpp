@@ -55,9 +55,12 @@ TEST_CASE("hc_prenorm_gemm: the heuristic") {
   CHECK(choose_hc_prenorm_config(13, 24, 28672, 16, true, 132).block_m() == 64);
   CHECK(choose_hc_prenorm_config(4096, 32, 7168, 16, true, 132).n_tiles == 4);
   CHECK(choose_hc_prenorm_config(4096, 1, 7168, 16, true, 132).n_tiles == 1);
-  // Clusters share a split's K while the grid has fewer than 2 CTAs per SM, each CTA >= 4 stages.
-  CHECK(choose_hc_prenorm_config(4096, 24, 28672, 0, true, 132).cluster == 8);   // 32 tiles
-  CHECK(choose_hc_prenorm_config(16384, 24, 28672, 0, true, 132).cluster == 4);  // 128 tiles
+  // Clusters share an item's K, doubled while the doubled grid fits one round of 2 CTAs per SM
+  // (264 here) and each CTA keeps >= 4 stages.
+  CHECK(choose_hc_prenorm_config(4096, 24, 28672, 0, true, 132).cluster == 8);   // 32 tiles: 256 CTAs
+  CHECK(choose_hc_prenorm_config(8192, 24, 7680, 0, true, 132).cluster == 4);    // 64 tiles: 256, not 512
+  CHECK(choose_hc_prenorm_config(16384, 24, 28672, 0, true, 132).cluster == 2);  // 128 tiles
+  CHECK(choose_hc_prenorm_config(16384, 24, 28672, 0, true, 100).cluster == 1);  // 128 items > 200 / 2
   CHECK(choose_hc_prenorm_config(4096, 24, 7168, 16, true, 132).cluster == 1);   // 512 CTAs
   CHECK(choose_hc_prenorm_config(137, 24, 28672, 16, true, 132).cluster == 4);   // 28 stages per split
   CHECK(choose_hc_prenorm_config(137, 24, 7168, 16, true, 132).cluster == 1);    // 7 stages per split
