@@ -159,7 +159,10 @@ dg_status write_table(const dg_stream_s& stream, const TuneSettings& s, const st
       }
   table->entries.insert(table->entries.end(), fresh.begin(), fresh.end());
   DG_TRY(dg::ops::write_tuning_table(s.path, *table));
+  const size_t entries = table->entries.size();
   dg::ops::publish_tuning_table(d, s.path, std::move(table));
+  report(s, static_cast<int64_t>(tuned.size()), static_cast<int64_t>(tuned.size()),
+         fmt::format("wrote {} ({} tuned problems)", s.path, entries));
   return DG_SUCCESS;
 }
 

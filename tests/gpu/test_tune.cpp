@@ -105,9 +105,10 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   int64_t tuned = -1;
   REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
   CHECK(tuned == 2);
-  REQUIRE(progress.done.size() == 3);  // the compile line, then one per problem
+  REQUIRE(progress.done.size() == 4);  // the compile line, one per problem, the table written
   CHECK(progress.done[0] == 0);
   CHECK(progress.done[2] == 2);
+  CHECK(progress.lines[3].find(path) != std::string::npos);
   CHECK(progress.lines[1].find("dense fp8 nt m=256 n=2112 k=7168") != std::string::npos);
   for (const std::string& l : progress.lines) MESSAGE(l);
 
