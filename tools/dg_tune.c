@@ -108,7 +108,8 @@ static char* read_list(const char* path) {
   const int failed = text == NULL || ferror(f) || n > kMaxListBytes;
   fclose(f);
   if (failed) {
-    fprintf(stderr, "dg-tune: cannot read %s (%s)\n", path, text ? "larger than 16 MiB or unreadable" : "out of memory");
+    fprintf(stderr, "dg-tune: cannot read %s (%s)\n", path,
+            text ? "larger than 16 MiB or unreadable" : "out of memory");
     free(text);
     return NULL;
   }
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "dg-tune: %s: %s\n", dg_status_string(st), dg_last_error());
     return 1;
   }
-  if (!a.quiet) fprintf(stderr, "dg-tune: tuned %lld problems of %s in %.1f s\n", (long long)tuned, a.list, now_s() - g_start);
+  if (!a.quiet)
+    fprintf(stderr, "dg-tune: tuned %lld problems of %s in %.1f s\n", (long long)tuned, a.list, now_s() - g_start);
   return 0;
 }

@@ -50,7 +50,8 @@ dg_status read_settings(const dg_stream_s& stream, const dg_tune_options* option
   TuneSettings s;
   s.candidates = o.candidates ? o.candidates : kDefaultCandidates;
   s.repetitions = o.repetitions ? o.repetitions : kDefaultRepetitions;
-  s.path = o.table_path != nullptr && o.table_path[0] != '\0' ? std::string(o.table_path) : dg::ops::tuning_table_path(stream);
+  const bool explicit_path = o.table_path != nullptr && o.table_path[0] != '\0';
+  s.path = explicit_path ? std::string(o.table_path) : dg::ops::tuning_table_path(stream);
   if (s.path.empty())
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.table_path: NULL, and the stream has no table of its own (its JIT cache is disabled or "

@@ -139,7 +139,8 @@ dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffe
   DG_TRY(b->sfb.allocate(max.sfb, "the scales of B"));
   DG_TRY(b->d.allocate(max.d, "D"));
   DG_TRY(b->groups.allocate(max.groups, "the group tensor"));
-  const size_t flush = device.l2_bytes > 0 ? kFlushL2Factor * static_cast<size_t>(device.l2_bytes) : kFlushFallbackBytes;
+  const size_t flush =
+      device.l2_bytes > 0 ? kFlushL2Factor * static_cast<size_t>(device.l2_bytes) : kFlushFallbackBytes;
   DG_TRY(b->flush.allocate(flush, "the L2 flush"));
   if (b->sfa.bytes()) DG_TRY(fill_scales(b->sfa, 3));
   if (b->sfb.bytes()) DG_TRY(fill_scales(b->sfb, 4));
@@ -198,8 +199,9 @@ dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
   if (p.family == TuneFamily::kDense) {
     const bool b_t = s.major_b == ops::Major::kMN;
     c.b = b_t ? matrix(buf->b.data(), ab, k, n) : matrix(buf->b.data(), ab, n, k);
-    c.sfb = s.kind == GemmKind::kFp8_1D1D ? tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {n, sfk}, {1, ops::align_up(n, 4)})
-                                          : matrix(buf->sfb.data(), DG_DTYPE_FLOAT32, nb, sfk);
+    c.sfb = s.kind == GemmKind::kFp8_1D1D
+                ? tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {n, sfk}, {1, ops::align_up(n, 4)})
+                : matrix(buf->sfb.data(), DG_DTYPE_FLOAT32, nb, sfk);
   } else {
     c.b = tensor(buf->b.data(), ab, {g, n, k}, {n * k, k, 1});
     c.sfb = tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {g, nb, sfk}, {nb * sfk, sfk, 1});
@@ -306,7 +308,8 @@ dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problem
       const dg_status st = prepare_one(stream, problems[i], options[i][j]);
       std::lock_guard<std::mutex> lock(mu);
       if (st != DG_SUCCESS && !failed.exchange(true))
-        status = st, message = fmt::format("problems: line {}: {}: {}", problems[i].line, problems[i].text, last_error());
+        status = st,
+        message = fmt::format("problems: line {}: {}: {}", problems[i].line, problems[i].text, last_error());
     }
   };
   const int n = std::max(1, std::min<int>(threads, static_cast<int>(work.size())));

@@ -62,7 +62,8 @@ std::string parse_head(const std::vector<std::string_view>& w, ListLine* l, size
   else return fmt::format("\"{}\" (expected dense, contiguous or masked)", std::string(w[0]));
   if (w.size() < 2) return "no dtype (expected fp8, fp8_1d1d or bf16)";
   if (w[1] == "fp8") l->kind = GemmKind::kFp8_1D2D;
-  else if (w[1] == "fp8_1d1d" && l->family == TuneFamily::kDense) l->kind = GemmKind::kFp8_1D1D, l->d_dtype = DG_DTYPE_FLOAT32;
+  else if (w[1] == "fp8_1d1d" && l->family == TuneFamily::kDense)
+    l->kind = GemmKind::kFp8_1D1D, l->d_dtype = DG_DTYPE_FLOAT32;
   else if (w[1] == "bf16") l->kind = GemmKind::kBf16;
   else return fmt::format("\"{}\" (expected fp8, bf16, or fp8_1d1d for dense problems)", std::string(w[1]));
   *next = 2;
@@ -93,7 +94,8 @@ std::string parse_field(std::string_view word, ListLine* l) {
   if (key == "max_m" && l->family == TuneFamily::kMasked && parse_list(value, 1, kMaxDim, &v) && v.size() == 1 &&
       v[0] % kMaskedAlign == 0)
     return l->max_m = v[0], "";
-  if (key == "d" && l->family == TuneFamily::kDense && l->kind != GemmKind::kFp8_1D1D && (value == "bf16" || value == "f32"))
+  const bool d_ok = value == "bf16" || value == "f32";
+  if (key == "d" && l->family == TuneFamily::kDense && l->kind != GemmKind::kFp8_1D1D && d_ok)
     return l->d_dtype = value == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, "";
   return fmt::format("\"{}\" (expected m=LIST, n=N, k=K{}{}, each value 1..2^31-1)", std::string(word),
                      grouped ? ", g=LIST (1..1024)" : ", d=bf16|f32",
@@ -170,8 +172,8 @@ dg_status parse_problem_list(std::string_view text, const char* arg, std::vector
     if (!why.empty()) return fail(DG_ERROR_INVALID_ARGUMENT, "{}: line {}: {}", arg, line_no, why);
   }
   if (problems.empty())
-    return fail(DG_ERROR_INVALID_ARGUMENT, "{}: no problems (expected lines such as \"dense fp8 nt n=7168 k=2048 m=4096\")",
-                arg);
+    return fail(DG_ERROR_INVALID_ARGUMENT,
+                "{}: no problems (expected lines such as \"dense fp8 nt n=7168 k=2048 m=4096\")", arg);
   *out = std::move(problems);
   return DG_SUCCESS;
 }

@@ -131,8 +131,8 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
     CHECK(e.tuned_us <= e.heuristic_us);
     // The winner is one of the heuristic's three candidates.
     std::vector<GemmConfig> ranked;
-    REQUIRE(dg::ops::rank_gemm_configs(e.shape, sms, GemmOverride{}, dg::ops::sm90_cost_model(gpu.device->name), 3, &ranked) ==
-            DG_SUCCESS);
+    REQUIRE(dg::ops::rank_gemm_configs(e.shape, sms, GemmOverride{}, dg::ops::sm90_cost_model(gpu.device->name), 3,
+                                       &ranked) == DG_SUCCESS);
     bool found = false;
     for (const GemmConfig& c : ranked) {
       const GemmOverride o = dg::ops::override_for(e.shape, c);
@@ -141,19 +141,26 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
     CHECK(found);
   }
 
-  // 2. Force the dense entry to a candidate the heuristic does not choose, so that the table's
-  // effect shows whatever won, and read the table through a second stream.
+  // 2. Force the dense entry to a candidate that gives M = 320 another config than the heuristic's,
+  // so that the table's effect shows whatever won, and read the table through a second stream.
+  const int64_t m = 320, n = 2112, k = 7168, kb = (k + 127) / 128;
+  dg::ops::GemmShape dense_shape = table.entries[0].shape;
+  dense_shape.m = m;
+  const std::string heuristic_320 = heuristic_description(dense_shape, *gpu.device);
   std::vector<GemmConfig> ranked;
-  REQUIRE(dg::ops::rank_gemm_configs(table.entries[0].shape, sms, GemmOverride{}, dg::ops::sm90_cost_model(gpu.device->name), 3,
-                                     &ranked) == DG_SUCCESS);
-  REQUIRE(ranked.size() >= 2);
-  table.entries[0].config = dg::ops::override_for(table.entries[0].shape, ranked.back());
+  REQUIRE(dg::ops::rank_gemm_configs(table.entries[0].shape, sms, GemmOverride{},
+                                     dg::ops::sm90_cost_model(gpu.device->name), 4, &ranked) == DG_SUCCESS);
+  bool forced_other = false;
+  for (auto c = ranked.rbegin(); c != ranked.rend() && !forced_other; ++c) {
+    table.entries[0].config = dg::ops::override_for(table.entries[0].shape, *c);
+    forced_other = tuned_description(dense_shape, table.entries[0], *gpu.device) != heuristic_320;
+  }
+  REQUIRE(forced_other);
   const std::string forced = dir + "/forced.txt";
   REQUIRE(dg::ops::write_tuning_table(forced, table) == DG_SUCCESS);
   dg_stream* user = stream_with_table(forced, true);
 
   // Dense M = 320: not tuned, within a factor of 2 of the tuned M = 256.
-  const int64_t m = 320, n = 2112, k = 7168, kb = (k + 127) / 128;
   DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
       sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
   fill(a, false, 1), fill(b, false, 2), fill(sfa, true, 3), fill(sfb, true, 4);
@@ -182,14 +189,11 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   dg_set_log_callback(nullptr, nullptr);
   g_configs = nullptr;
 
-  dg::ops::GemmShape dense_shape = table.entries[0].shape;
-  dense_shape.m = m;
   dg::ops::GemmShape masked_shape = table.entries[1].shape;
   masked_shape.m = max_m, masked_shape.expected_m = em;
   REQUIRE(configs.size() == 2);
   CHECK(configs[0] == tuned_description(dense_shape, table.entries[0], *gpu.device));
-  if (ranked.back().block_n != ranked.front().block_n || ranked.back().stages != ranked.front().stages)
-    CHECK(configs[0] != heuristic_description(dense_shape, *gpu.device));
+  CHECK(configs[0] != heuristic_320);
   CHECK(configs[1] == tuned_description(masked_shape, table.entries[1], *gpu.device));
   // The output is written everywhere (no NaN poison left in D).
   const std::vector<uint16_t> out = d.download<uint16_t>();

@@ -61,10 +61,14 @@ bool same(const GemmConfig& a, const GemmConfig& b) {
 }
 
 std::vector<GemmShape> sample_shapes() {
-  std::vector<GemmShape> v = {dense(GemmKind::kFp8_1D2D, 1, 7168, 2048),     dense(GemmKind::kFp8_1D2D, 128, 2112, 7168),
-                              dense(GemmKind::kFp8_1D2D, 4096, 24576, 1536), dense(GemmKind::kFp8_1D2D, 8192, 7168, 16384),
-                              dense(GemmKind::kBf16, 2048, 8192, 8192),      masked(32, 128, 20, 4096, 7168),
-                              masked(8, 1024, 512, 7168, 2048),              contiguous(8, 512, 4096, 7168)};
+  std::vector<GemmShape> v = {dense(GemmKind::kFp8_1D2D, 1, 7168, 2048),
+                              dense(GemmKind::kFp8_1D2D, 128, 2112, 7168),
+                              dense(GemmKind::kFp8_1D2D, 4096, 24576, 1536),
+                              dense(GemmKind::kFp8_1D2D, 8192, 7168, 16384),
+                              dense(GemmKind::kBf16, 2048, 8192, 8192),
+                              masked(32, 128, 20, 4096, 7168),
+                              masked(8, 1024, 512, 7168, 2048),
+                              contiguous(8, 512, 4096, 7168)};
   GemmShape nn = dense(GemmKind::kBf16, 1000, 4096, 1024);
   nn.major_b = Major::kMN, nn.d_dtype = DG_DTYPE_FLOAT32;
   v.push_back(nn);
@@ -206,7 +210,8 @@ TEST_CASE("tuning table: malformed text is refused with the line") {
 
 TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 2") {
   TuningTable t;
-  const GemmShape s1024 = dense(GemmKind::kFp8_1D2D, 1024, 7168, 2048), s4096 = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
+  const GemmShape s1024 = dense(GemmKind::kFp8_1D2D, 1024, 7168, 2048);
+  const GemmShape s4096 = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
   t.entries.push_back(entry(s1024, 128, 128, 6));
   t.entries.push_back(entry(s4096, 128, 192, 5));
   auto found_m = [&](int64_t m, int64_t n = 7168) -> int64_t {

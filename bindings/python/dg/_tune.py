@@ -23,7 +23,8 @@ ProgressCallback = Callable[[int, int, str], None]
 def _list_text(problems: Union[str, "os.PathLike[str]"]) -> bytes:
     """The list's text: a path-like or the name of an existing file is read, other strings are the
     list itself."""
-    if isinstance(problems, os.PathLike) or (isinstance(problems, str) and "\n" not in problems and os.path.isfile(problems)):
+    names_file = isinstance(problems, str) and "\n" not in problems and os.path.isfile(problems)
+    if isinstance(problems, os.PathLike) or names_file:
         with open(os.fspath(problems), "rb") as f:
             return f.read()
     if isinstance(problems, str):
@@ -113,7 +114,8 @@ def main(argv: Optional[list] = None) -> int:
     n = tune(os.path.abspath(args.problem_list), args.output, stream=s, candidates=args.candidates,
              repetitions=args.repetitions, replace=args.replace, progress=None if args.quiet else show)
     if not args.quiet:
-        sys.stderr.write("dg-tune: tuned %d problems of %s in %.1f s\n" % (n, args.problem_list, time.monotonic() - start))
+        elapsed = time.monotonic() - start
+        sys.stderr.write("dg-tune: tuned %d problems of %s in %.1f s\n" % (n, args.problem_list, elapsed))
     return 0
 
 

@@ -853,8 +853,9 @@ extern "C" {
     /// *num_tuned (may be NULL): the problems tuned. Errors, with nothing written: a malformed list
     /// (DG_ERROR_INVALID_ARGUMENT naming the line), options out of range, no table path, a stream with
     /// an SM cap (tables are tuned on all SMs) or an offline stream (DG_ERROR_NO_DEVICE), a device that
-    /// is not SM90 (DG_ERROR_UNSUPPORTED), a table path that cannot be written. Takes about 3 minutes
-    /// for DeepSeek-V3's list (tools/problems/deepseek-v3.txt) on an H200 (docs/tuning.md).
+    /// is not SM90 (DG_ERROR_UNSUPPORTED), a table path that cannot be written. Mostly compile time:
+    /// DeepSeek-V3's list (tools/problems/deepseek-v3.txt, 81 problems) is estimated at under a minute
+    /// on an H200 host with a cold JIT cache, seconds with a warm one (docs/tuning.md#how-dg_tune-times).
     /// ```
     pub fn dg_tune(stream: *mut dg_stream, problems: *const c_char, options: *const dg_tune_options, num_tuned: *mut i64) -> dg_status;
 

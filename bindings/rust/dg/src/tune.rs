@@ -28,7 +28,11 @@ unsafe extern "C" fn trampoline(done: i64, total: i64, line: *const c_char, user
     // SAFETY: `user` is the `&mut Progress` Stream::tune passed, alive for the call; `line` is a
     // NUL-terminated string valid during this call.
     let progress = unsafe { &mut *(user as *mut Progress) };
-    let text = if line.is_null() { std::borrow::Cow::Borrowed("") } else { unsafe { CStr::from_ptr(line) }.to_string_lossy() };
+    let text = if line.is_null() {
+        std::borrow::Cow::Borrowed("")
+    } else {
+        unsafe { CStr::from_ptr(line) }.to_string_lossy()
+    };
     // A panic must not unwind into C.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| progress(done, total, &text)));
 }
