@@ -190,7 +190,8 @@ int64_t bucket_m(const GemmShape& s) { return is_m_grouped(s.type) ? std::max<in
 bool same_tuning_key(const GemmShape& a, const GemmShape& b) {
   return a.kind == b.kind && a.d_dtype == b.d_dtype && a.major_a == b.major_a && a.major_b == b.major_b &&
          a.accumulate == b.accumulate && a.type == b.type && a.n == b.n && a.k == b.k &&
-         a.num_groups == b.num_groups;
+         a.num_groups == b.num_groups && a.epilogue.act == b.epilogue.act && a.epilogue.bias == b.epilogue.bias &&
+         a.epilogue.scales == b.epilogue.scales;
 }
 
 const TunedEntry* find_tuned(const TuningTable& t, const GemmShape& s) {

@@ -62,7 +62,8 @@ bool parse_tuning_table(std::string_view text, TuningTable* t, std::string* why)
 // The M the bucket distance is measured on: expected_m for M-grouped problems, else m.
 int64_t bucket_m(const GemmShape& s);
 
-// Whether two problems share everything but the M bucket (the fields a table line keys on).
+// Whether two problems share everything but the M bucket (the fields a table line keys on). Table
+// lines hold problems without a fused epilogue, so calls with one never match them.
 bool same_tuning_key(const GemmShape& a, const GemmShape& b);
 
 // The entry for `s`: its exact bucket, else the nearest tuned bucket within kMaxBucketRatio (the

@@ -230,6 +230,9 @@ TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 2") {
   GemmShape bf16 = s4096;
   bf16.kind = GemmKind::kBf16;
   CHECK(dg::ops::find_tuned(t, bf16) == nullptr);
+  GemmShape fused = s4096;  // a fused epilogue is another problem
+  fused.epilogue.bias = dg::ops::BiasType::kFp32;
+  CHECK(dg::ops::find_tuned(t, fused) == nullptr);
   // Grouped problems: the bucket is expected_m, G must match.
   t.entries.push_back(entry(masked(32, 128, 16, 4096, 7168), 64, 128, 8));
   CHECK(dg::ops::find_tuned(t, masked(32, 4096, 24, 4096, 7168)) != nullptr);
