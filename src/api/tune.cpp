@@ -65,11 +65,6 @@ dg_status read_settings(const dg_stream_s& stream, const dg_tune_options* option
 // An SM90 GPU running on all of its SMs (tables are measured and used there).
 dg_status check_device(const dg_stream_s& stream) {
   const dg::Device& d = *stream.device;
-  if (d.offline)
-    return dg::fail(DG_ERROR_NO_DEVICE, "stream: {} is an offline description; dg_tune times kernels on a GPU", d.name);
-  if (d.cc_major != 9)
-    return dg::fail(DG_ERROR_UNSUPPORTED, "stream: {} is sm_{}{}; dg_tune tunes the SM90 GEMMs (sm_90)", d.name,
-                    d.cc_major, d.cc_minor);
   int sms = 0;
   DG_TRY(dg::num_sms_of(stream, &sms));
   if (sms != d.sm_count)
@@ -77,6 +72,11 @@ dg_status check_device(const dg_stream_s& stream) {
                     "stream: an SM cap of {} is in force (DG_CONFIG_NUM_SMS or dg_set_num_sms); tables are tuned and "
                     "used on all {} SMs of {}",
                     sms, d.sm_count, d.name);
+  if (d.offline)
+    return dg::fail(DG_ERROR_NO_DEVICE, "stream: {} is an offline description; dg_tune times kernels on a GPU", d.name);
+  if (d.cc_major != 9)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "stream: {} is sm_{}{}; dg_tune tunes the SM90 GEMMs (sm_90)", d.name,
+                    d.cc_major, d.cc_minor);
   return DG_SUCCESS;
 }
 
