@@ -450,8 +450,11 @@ def generate_rust(h: Header) -> str:
             raise HeaderError("#define %s: %d values for the %d fields of %s" % (macro, len(values), len(s.fields), s.name))
         w("/// `%s`: the value the C macro gives, the only correct start for a `%s`.\n" % (macro, s.name))
         w("pub const %s: %s = %s {\n" % (macro, s.name, s.name))
+        callbacks = {name for name, _, _, _ in h.fn_pointers}
         for f, v in zip(s.fields, values):
-            w("    %s: %s,\n" % (f.name, rust_expr(v)))
+            # A callback field is an Option<fn>: NULL is None.
+            null_fn = v == "NULL" and f.type.base in callbacks and not f.type.pointers
+            w("    %s: %s,\n" % (f.name, "None" if null_fn else rust_expr(v)))
         w("};\n\n")
         w("impl Default for %s {\n    fn default() -> Self {\n        %s\n    }\n}\n\n" % (s.name, macro))
     w('extern "C" {\n')
@@ -624,7 +627,8 @@ def generate_python(h: Header) -> str:
             w('        ("%s", %s),\n' % (f.name, ty))
         w("    ]\n")
         if s.name in inits:
-            w("    INIT = {%s}\n" % ", ".join('"%s": %s' % kv for kv in inits[s.name] if kv[1] != "0"))
+            # Zero and NULL are ctypes' own defaults (and None is no value for a function-pointer field).
+            w("    INIT = {%s}\n" % ", ".join('"%s": %s' % kv for kv in inits[s.name] if kv[1] not in ("0", "None")))
     w("\n\n# name -> (restype, argtypes), the parameter names in the comment.\n")
     w("PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {\n")
     for f in h.functions:

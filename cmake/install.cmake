@@ -2,7 +2,7 @@
 #   lib/libdg.so*            stripped (DG_INSTALL_DEBUG_INFO=ON: the debug info beside it, in
 #                            lib/debug/, linked with .gnu_debuglink)
 #   include/dg.h, lib/pkgconfig/dg.pc, lib/cmake/dg/
-#   bin/dg-info, bin/dg-codegen, bin/dg-bench (where a CUDA compiler built it), stripped, each
+#   bin/dg-info, bin/dg-tune, bin/dg-codegen, bin/dg-bench (where a CUDA compiler built it), stripped, each
 #                            finding libdg in ../lib of its own prefix ($ORIGIN), so a prefix can move
 # No installed file keeps a build-machine path in its RUNPATH: CMake replaces the build tree's
 # RUNPATH by INSTALL_RPATH (empty for the library: NVRTC comes from the system loader's path).
@@ -54,7 +54,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dgConfig.cmake ${CMAKE_CURRENT_BINARY_
 
 # OPTIONAL: a tree where only the library (and the demo) was built still installs; `cmake --build
 # build` first for the tools.
-foreach(tool dg-info dg-codegen dg-bench)
+foreach(tool dg-info dg-tune dg-codegen dg-bench)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH "${DG_TOOL_INSTALL_RPATH}")
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} OPTIONAL)

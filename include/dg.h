@@ -93,7 +93,7 @@ DG_API dg_status dg_info_report(char* buffer, size_t capacity, size_t* required)
  * digits and nothing else (" 12", "+12" and "12 " are 12; "0x10", "1e3" and "12a" are refused);
  * a switch is 1/0, true/false, on/off or yes/no in any case. A value that does not parse or is
  * out of range is reported once at warn level, naming the variable, and the default is used.
- * Paths (DG_JIT_CACHE_DIR, DG_JIT_NVCC_COMPILER, DG_TEMPLATE_DIR) are taken verbatim.
+ * Paths (DG_JIT_CACHE_DIR, DG_JIT_NVCC_COMPILER, DG_TEMPLATE_DIR, DG_TUNING_TABLE) are taken verbatim.
  * ========================================================================================== */
 
 #define DG_LOG_TRACE 0
@@ -148,7 +148,8 @@ DG_API const char* dg_dtype_name(dg_dtype dtype);
  * A dg_config holds settings; enum-keyed setters check bounds (dg_config_get_bounds). A new
  * config takes its defaults from the environment:
  *   DG_NUM_SMS (num_sms), DG_TC_UTIL (tc_util), DG_PDL (pdl), DG_JIT_CACHE_DIR (cache dir),
- *   DG_JIT_USE_NVRTC=0 (compiler = nvcc), DG_PRINT_CONFIGS (print configs), DG_LOG_LEVEL.
+ *   DG_JIT_USE_NVRTC=0 (compiler = nvcc), DG_PRINT_CONFIGS (print configs), DG_LOG_LEVEL,
+ *   DG_TUNING_TABLE (tuning table).
  * Boolean variables accept 1/0, true/false, on/off and yes/no in any case. A value that is not
  * understood is ignored (the default applies) with one warning naming the variable.
  * ========================================================================================== */
@@ -177,6 +178,12 @@ typedef int32_t dg_config_key;
 /* int: a DG_LOG_* level applied to the process-wide logger when the config is created from the
  * environment or set explicitly. */
 #define DG_CONFIG_LOG_LEVEL 7
+/* string: the GEMM tuning table (docs/tuning.md) that calls consult on their first use of a
+ * problem. Default $DG_TUNING_TABLE, else "" = <cache dir>/libdg/tuning-<gpu>-<sms>sm.txt beside
+ * the JIT cache (none when the cache is disabled); "off" = no table. A missing file is no table;
+ * a corrupt one, or one written for another GPU, SM count or libdg version, is ignored with one
+ * warning. Read only: a read-only file or directory serves. */
+#define DG_CONFIG_TUNING_TABLE 8
 
 #define DG_COMPILER_NVRTC 0
 #define DG_COMPILER_NVCC 1
@@ -673,6 +680,55 @@ DG_API dg_status dg_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream, const d
 DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n,
                                            const int64_t* ks, int64_t num_groups, int32_t with_c,
                                            const dg_gemm_options* options);
+
+/* ============================================================================================
+ * GEMM tuning (docs/tuning.md)
+ *
+ * dg_tune times the heuristic's best-ranked kernel configs of each problem of a list on the
+ * stream's GPU and writes each problem's fastest into a tuning table: a small versioned text file
+ * keyed by GPU name, SM count and libdg version (by default beside the JIT cache, see
+ * DG_CONFIG_TUNING_TABLE). GEMM calls consult the table the first time they see a problem (the
+ * warm path is unchanged): a tuned problem, or one whose M (rows per group for M-grouped calls)
+ * is within a factor of 2 of a tuned one with the same N, K, G, dtypes, layout and call family,
+ * runs the tuned config, unless the call sets kernel-config options (they always win) or caps the
+ * SMs. Other problems keep the heuristic's choice.
+ * ========================================================================================== */
+
+/* Progress of dg_tune, on the calling thread, with the problems done, their total and a line for
+ * people valid only during the call: once before compiling (done 0), after each problem ("[3/84]
+ * dense fp8 nt m=4096 n=24576 k=1536: 128x192 ... 412.1 us; heuristic ... 418.0 us (+1.4%)"), and
+ * once after writing the table (done = total, "wrote PATH (N tuned problems)"). It must not call
+ * dg_tune. */
+typedef void (*dg_tune_progress)(int64_t done, int64_t total, const char* line, void* user_data);
+
+/* Options of dg_tune; initialise with DG_TUNE_OPTIONS_INIT. NULL options mean the defaults. */
+typedef struct dg_tune_options {
+  size_t struct_size;
+  int32_t candidates;     /* configs timed per problem, the heuristic's own first: 1..16; 0 = 4 */
+  int32_t repetitions;    /* timed runs of each candidate (medians taken): 1..100; 0 = 7 */
+  const char* table_path; /* the table file to write; NULL or "" = the stream's table (the config's
+                             DG_CONFIG_TUNING_TABLE, else beside the JIT cache) */
+  int32_t replace;        /* 0 = keep the entries of an existing table (same GPU, SM count and libdg
+                             version) for problems not in this list; 1 = write only this list's */
+  dg_tune_progress progress; /* NULL = none (each problem's line is logged at info level) */
+  void* user_data;        /* passed to progress */
+} dg_tune_options;
+#define DG_TUNE_OPTIONS_INIT {sizeof(dg_tune_options), 0, 0, NULL, 0, NULL, NULL}
+
+/* Tunes the problems of `problems`, the NUL-terminated text of a problem list (docs/tuning.md
+ * #problem-lists), e.g. "dense fp8 nt n=24576 k=1536 m=128,4096\nmasked fp8 g=32 n=4096 k=7168
+ * m=8,64\n", on the stream's device, and writes the table (atomically: a temporary file renamed
+ * into place; its directory is created when missing). Each candidate runs on random non-zero
+ * inputs; the runs alternate between the candidates, each timed with CUDA events on the stream
+ * after a write of twice the L2 size, and the lowest median wins. The device memory the largest
+ * problem needs is allocated for the call and freed before it returns; the stream is synchronised.
+ * *num_tuned (may be NULL): the problems tuned. Errors, with nothing written: a malformed list
+ * (DG_ERROR_INVALID_ARGUMENT naming the line), options out of range, no table path, a stream with
+ * an SM cap (tables are tuned on all SMs) or an offline stream (DG_ERROR_NO_DEVICE), a device that
+ * is not SM90 (DG_ERROR_UNSUPPORTED), a table path that cannot be written. Mostly compile time:
+ * DeepSeek-V3's list (tools/problems/deepseek-v3.txt, 81 problems) is estimated at under a minute
+ * on an H200 host with a cold JIT cache, seconds with a warm one (docs/tuning.md#how-dg_tune-times). */
+DG_API dg_status dg_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned);
 
 /* ============================================================================================
  * FP8 quantization (docs/quantization.md)

@@ -190,6 +190,9 @@ static inline dgw_result dgw_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream
 static inline dgw_result dgw_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, const int64_t* ks, int64_t num_groups, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_k_grouped_gemm_prepare(stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options));
 }
+static inline dgw_result dgw_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned) {
+  return dgw_result_of(dg_tune(stream, problems, options, num_tuned));
+}
 static inline dgw_result dgw_quantize_fp8_per_token(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
   return dgw_result_of(dg_quantize_fp8_per_token(stream, x, out, sf, options));
 }
@@ -258,6 +261,10 @@ static inline dg_gemm_epilogue dgw_gemm_epilogue_init(void) {
 }
 static inline dg_gemm_options dgw_gemm_options_init(void) {
   dg_gemm_options v = DG_GEMM_OPTIONS_INIT;
+  return v;
+}
+static inline dg_tune_options dgw_tune_options_init(void) {
+  dg_tune_options v = DG_TUNE_OPTIONS_INIT;
   return v;
 }
 static inline dg_quant_options dgw_quant_options_init(void) {

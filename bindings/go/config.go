@@ -28,6 +28,8 @@ const (
 	ConfigPrintConfigs ConfigKey = C.DG_CONFIG_PRINT_CONFIGS
 	// int: a LogLevel applied to the process-wide logger.
 	ConfigLogLevel ConfigKey = C.DG_CONFIG_LOG_LEVEL
+	// string: the GEMM tuning table (docs/tuning.md); "" = beside the JIT cache, "off" = none.
+	ConfigTuningTable ConfigKey = C.DG_CONFIG_TUNING_TABLE
 )
 
 // Values of ConfigCompiler.
@@ -86,7 +88,7 @@ func (c *Config) GetInt(key ConfigKey) (int64, error) {
 	return int64(v), err
 }
 
-// SetString sets a string setting (ConfigCacheDir).
+// SetString sets a string setting (ConfigCacheDir, ConfigTuningTable).
 func (c *Config) SetString(key ConfigKey, value string) error {
 	if strings.IndexByte(value, 0) >= 0 {
 		return invalid("value: contains a NUL byte (a C string was expected)")

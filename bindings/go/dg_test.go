@@ -384,3 +384,32 @@ func TestProcessWideSettings(t *testing.T) {
 		t.Errorf("DefaultGemmOptions() = %+v", o)
 	}
 }
+
+func TestOfflineTuneValidatesAndWritesNothing(t *testing.T) {
+	table := filepath.Join(t.TempDir(), "table.txt")
+	c, err := NewConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetString(ConfigTuningTable, table); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewOfflineStream(9, 0, 132, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	list := "dense fp8 nt n=7168 k=2048 m=128,4096\nmasked fp8 n=4096 k=7168 g=32 m=8\n"
+	_, err = s.Tune(list, nil)
+	wantError(t, err, ErrNoDevice, "offline")
+	_, err = s.Tune("dense fp8 nt n=7168 m=1\n", nil)
+	wantError(t, err, ErrInvalidArgument, "problems: line 1")
+	_, err = s.Tune(list, &TuneOptions{Candidates: 17})
+	wantError(t, err, ErrInvalidArgument, "options.candidates: 17")
+	_, err = s.Tune("dense\x00", nil)
+	wantError(t, err, ErrInvalidArgument, "NUL")
+	if _, err := os.Stat(table); err == nil {
+		t.Fatalf("a failing Tune wrote %s", table)
+	}
+}

@@ -103,9 +103,11 @@ DG_API dg_status dg_config_get_int(const dg_config* config, dg_config_key key, i
 DG_API dg_status dg_config_set_string(dg_config* config, dg_config_key key, const char* value) {
   DG_API_GUARD({
     if (config == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "config: is NULL (expected a dg_config)");
-    if (key != DG_CONFIG_CACHE_DIR) return unknown_key(key, "string");
-    if (value == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "value: is NULL (expected a path, or \"\" for memory only)");
-    config->value.cache_dir = value;
+    if (key != DG_CONFIG_CACHE_DIR && key != DG_CONFIG_TUNING_TABLE) return unknown_key(key, "string");
+    if (value == nullptr)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "value: is NULL (expected a path, or \"\" for {})",
+                      key == DG_CONFIG_CACHE_DIR ? "memory only" : "the default beside the JIT cache");
+    (key == DG_CONFIG_CACHE_DIR ? config->value.cache_dir : config->value.tuning_table) = value;
     return DG_SUCCESS;
   })
 }
@@ -113,8 +115,8 @@ DG_API dg_status dg_config_set_string(dg_config* config, dg_config_key key, cons
 DG_API dg_status dg_config_get_string(const dg_config* config, dg_config_key key, char* buffer, size_t capacity,
                                       size_t* required) {
   if (config == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "config: is NULL (expected a dg_config)");
-  if (key != DG_CONFIG_CACHE_DIR) return unknown_key(key, "string");
-  const std::string& s = config->value.cache_dir;
+  if (key != DG_CONFIG_CACHE_DIR && key != DG_CONFIG_TUNING_TABLE) return unknown_key(key, "string");
+  const std::string& s = key == DG_CONFIG_CACHE_DIR ? config->value.cache_dir : config->value.tuning_table;
   if (required) *required = s.size() + 1;
   if (buffer != nullptr) {
     if (capacity < s.size() + 1)

@@ -8,6 +8,7 @@
 
 #include "ops/gemm.h"
 #include "ops/gemm_cost_model.h"
+#include "ops/gemm_tuning.h"
 #include "ops/gemm_util.h"
 #include "runtime/status.h"
 
@@ -503,10 +504,11 @@ bool fit_stages(const GemmShape& s, const GemmOverride& o, const Candidate& c, i
   return true;
 }
 
-// The cheapest legal candidate by the cost model; block_m 0 when none is legal (`reason` says why).
-GemmConfig cheapest(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
-                    const char** reason) {
-  GemmConfig best;
+// Calls visit(candidate, stages, d_bufs, estimate_us) for every legal candidate, in the order that
+// wins ties; `reason` says why the last illegal one could not run.
+template <class Visit>
+void for_each_candidate(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
+                        const char** reason, Visit visit) {
   const std::vector<int> sks = split_ks(s, o, num_sms, reason);
   for (const Tile& t : tiles(s, o))
     for (const auto& [cluster, mc_a] : clusters(s, o, num_sms, t))
@@ -519,14 +521,28 @@ GemmConfig cheapest(const Sm90CostModel& model, const GemmShape& s, int num_sms,
           }
           int stages = 0, d_bufs = 0;
           if (!fit_stages(s, o, c, &stages, &d_bufs, reason)) continue;
-          const double us = estimate_us(model, s, c, stages, d_bufs, num_sms);
-          if (best.block_m != 0 && us >= best.estimate_us * kTieMargin) continue;
-          best = GemmConfig{};
-          best.block_m = c.bm, best.block_n = c.bn, best.block_k = kBlockKBytes / elem_bytes(s.kind);
-          best.stages = stages, best.math_wg = c.math_wg, best.cluster = c.cluster, best.multicast_a = c.mc_a;
-          best.overlap = c.overlap, best.promote_split = c.split, best.d_bufs = d_bufs, best.split_k = c.split_k;
-          best.estimate_us = us;
+          visit(c, stages, d_bufs, estimate_us(model, s, c, stages, d_bufs, num_sms));
         }
+}
+
+// The template parameters of candidate `c` (finish_config adds the launch geometry).
+GemmConfig config_of_candidate(const GemmShape& s, const Candidate& c, int stages, int d_bufs, double us) {
+  GemmConfig g;
+  g.block_m = c.bm, g.block_n = c.bn, g.block_k = kBlockKBytes / elem_bytes(s.kind);
+  g.stages = stages, g.math_wg = c.math_wg, g.cluster = c.cluster, g.multicast_a = c.mc_a;
+  g.overlap = c.overlap, g.promote_split = c.split, g.d_bufs = d_bufs, g.split_k = c.split_k;
+  g.estimate_us = us;
+  return g;
+}
+
+// The cheapest legal candidate by the cost model; block_m 0 when none is legal (`reason` says why).
+GemmConfig cheapest(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
+                    const char** reason) {
+  GemmConfig best;
+  for_each_candidate(model, s, num_sms, o, reason, [&](const Candidate& c, int stages, int d_bufs, double us) {
+    if (best.block_m != 0 && us >= best.estimate_us * kTieMargin) return;
+    best = config_of_candidate(s, c, stages, d_bufs, us);
+  });
   return best;
 }
 
@@ -597,6 +613,63 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   finish_config(s, num_sms, &best);
   *out = best;
   return DG_SUCCESS;
+}
+
+namespace {
+
+// Configs that compile to the same kernel and launch alike.
+bool same_config(const GemmConfig& a, const GemmConfig& b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.stages == b.stages && a.math_wg == b.math_wg &&
+         a.cluster == b.cluster && a.multicast_a == b.multicast_a && a.overlap == b.overlap &&
+         a.promote_split == b.promote_split && a.d_bufs == b.d_bufs && a.split_k == b.split_k;
+}
+
+}  // namespace
+
+bool has_config_override(const GemmOverride& o) { return has_override(o); }
+
+dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
+                            int count, std::vector<GemmConfig>* out) {
+  GemmConfig first;
+  DG_TRY(choose_gemm_config(s, num_sms, o, model, &first));
+  if (o.num_sms > 0) num_sms = o.num_sms;
+  // Every legal candidate of the search choose_gemm_config runs (the split-K rule's too), cheapest
+  // first; a stable sort keeps the search order among equal estimates.
+  std::vector<GemmConfig> all;
+  const char* reason = "no candidate";
+  auto keep = [&](const Candidate& c, int stages, int d_bufs, double us) {
+    all.push_back(config_of_candidate(s, c, stages, d_bufs, us));
+  };
+  const GemmOverride split = split_k_rule(s, num_sms, o);
+  if (split.split_k > 1 && !has_override(o)) for_each_candidate(model, s, num_sms, split, &reason, keep);
+  for_each_candidate(model, s, num_sms, o, &reason, keep);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const GemmConfig& a, const GemmConfig& b) { return a.estimate_us < b.estimate_us; });
+  std::vector<GemmConfig> ranked = {first};
+  for (GemmConfig& c : all) {
+    if (static_cast<int>(ranked.size()) >= count) break;
+    bool seen = false;
+    for (const GemmConfig& r : ranked) seen = seen || same_config(r, c);
+    if (seen) continue;
+    finish_config(s, num_sms, &c);
+    ranked.push_back(c);
+  }
+  *out = std::move(ranked);
+  return DG_SUCCESS;
+}
+
+GemmOverride override_for(const GemmShape& s, const GemmConfig& c) {
+  GemmOverride o;
+  o.block_m = c.block_m, o.block_n = c.block_n, o.stages = c.stages, o.math_wg = c.math_wg;
+  o.cluster = c.cluster;
+  o.multicast_a = c.cluster == 2 ? (c.multicast_a ? 1 : 0) : -1;
+  if (is_fp8(s.kind)) {
+    o.fp8_promotion = c.overlap ? DG_FP8_PROMOTION_OVERLAP : DG_FP8_PROMOTION_AFTER;
+    o.promotion_slices = c.promote_split;
+  }
+  o.split_k = c.split_k;
+  o.kernel = DG_GEMM_KERNEL_TILED;
+  return o;
 }
 
 }  // namespace dg::ops

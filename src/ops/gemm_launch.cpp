@@ -8,7 +8,7 @@
 #include "jit/concurrent.h"
 #include "jit/kernel_cache.h"
 #include "ops/gemm_config_cache.h"
-#include "ops/gemm_cost_model.h"
+#include "ops/gemm_tuning.h"
 #include "ops/gemm_util.h"
 #include "runtime/device.h"
 #include "runtime/status.h"
@@ -107,9 +107,10 @@ LaunchConfig launch_config(const dg_stream_s& stream, const GemmShape& s, const 
 dg_status run_sm90_gemm(const dg_stream_s& stream, const GemmShape& s, int num_sms, const GemmOverride& o,
                         bool prepare_only, Prologue prologue, Launcher launcher) {
   GemmConfig c;
-  // On a config-cache miss only: the device's calibration of the cost model.
+  // On a config-cache miss only: the device's tuning table, else the heuristic with the device's
+  // calibration of the cost model (gemm_tuning.h).
   auto choose = [&](const GemmShape& shape, int sms, const GemmOverride& over, GemmConfig* out) {
-    return choose_gemm_config(shape, sms, over, sm90_cost_model(stream.device->name), out);
+    return choose_tuned_gemm_config(stream, shape, sms, over, out);
   };
   DG_TRY(cached_config(stream, s, num_sms, o, choose, &c));
   const Kernel* kernel = nullptr;

@@ -18,6 +18,7 @@ Config Config::from_environment() {
   } else if (const char* home = env::get("HOME")) {
     c.cache_dir = std::string(home) + "/.deep_gemm";
   }
+  if (const char* table = env::get("DG_TUNING_TABLE")) c.tuning_table = table;
   c.compiler = env::flag("DG_JIT_USE_NVRTC", true) ? DG_COMPILER_NVRTC : DG_COMPILER_NVCC;
   c.jit_debug = env::flag("DG_JIT_DEBUG");
   c.print_configs = env::flag("DG_PRINT_CONFIGS") || c.jit_debug;

@@ -12,6 +12,7 @@ struct Config {
   int tc_util = 100;        // percent
   bool pdl = false;
   std::string cache_dir;    // "" = memory-only
+  std::string tuning_table; // GEMM tuning table: "" = beside the JIT cache, "off" = none (docs/tuning.md)
   int compiler = DG_COMPILER_NVRTC;
   bool print_configs = false;
   int log_level = DG_LOG_WARN;

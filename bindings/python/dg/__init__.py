@@ -15,7 +15,8 @@ Modules (all private; everything public is exported here): one per call family, 
 (``dg.Stream``); beneath them ``_arguments`` (argument handling the families share), ``_tensor``
 (tensor descriptors), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
 libdg and NVRTC), ``_integers`` (integer arguments), ``_declarations`` (ctypes declarations
-generated from ``include/dg.h``), ``_info`` (``dg.info()``, the ``dg-info`` command) and ``errors``.
+generated from ``include/dg.h``), ``_info`` (``dg.info()``, the ``dg-info`` command), ``_tune`` (``dg.tune``, the ``dg-tune`` command)
+and ``errors``.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ from ._mqa import (  # noqa: E402
 )
 from ._arguments import SfLayout  # noqa: E402
 from ._info import info  # noqa: E402
+from ._tune import tune  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -150,6 +152,7 @@ __all__ = [
     "status_string",
     "available",
     "info",
+    "tune",
     "set_log_level",
     "get_log_level",
     "set_log_callback",

@@ -132,11 +132,12 @@ class Config:
     COMPILER = 5
     PRINT_CONFIGS = 6
     LOG_LEVEL = 7
+    TUNING_TABLE = 8
     COMPILER_NVRTC = 0
     COMPILER_NVCC = 1
 
     _INT_KEYS = {"num_sms": 1, "tc_util": 2, "pdl": 3, "compiler": 5, "print_configs": 6, "log_level": 7}
-    _STR_KEYS = {"cache_dir": 4}
+    _STR_KEYS = {"cache_dir": 4, "tuning_table": 8}
 
     def __init__(self, **settings: Any) -> None:
         self._lib = _lib.get()

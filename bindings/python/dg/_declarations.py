@@ -59,6 +59,7 @@ DG_CONFIG_CACHE_DIR = 4
 DG_CONFIG_COMPILER = 5  # int: DG_COMPILER_NVRTC (default) or DG_COMPILER_NVCC.
 DG_CONFIG_PRINT_CONFIGS = 6
 DG_CONFIG_LOG_LEVEL = 7
+DG_CONFIG_TUNING_TABLE = 8
 DG_COMPILER_NVRTC = 0
 DG_COMPILER_NVCC = 1
 DG_STREAM_BORROW = 0  # use `cu_stream` as given (NULL = the legacy default stream)
@@ -85,6 +86,7 @@ dg_status = c_int32
 dg_dtype = c_int32
 dg_config_key = c_int32
 dg_log_callback = CFUNCTYPE(None, c_int32, c_char_p, c_void_p)  # (level, message, user_data)
+dg_tune_progress = CFUNCTYPE(None, c_int64, c_int64, c_char_p, c_void_p)  # (done, total, line, user_data)
 
 
 class _Struct(Structure):
@@ -125,7 +127,7 @@ class dg_gemm_epilogue(_Struct):
         ("pow2_scales", c_int32),
         ("amax_floor", c_float),
     ]
-    INIT = {"activation": DG_ACTIVATION_NONE, "bias": None, "d_scales": None, "amax_floor": 0.0}
+    INIT = {"activation": DG_ACTIVATION_NONE, "amax_floor": 0.0}
 
 
 class dg_gemm_options(_Struct):
@@ -156,7 +158,22 @@ class dg_gemm_options(_Struct):
         ("kernel", c_int32),
         ("epilogue", POINTER(dg_gemm_epilogue)),
     ]
-    INIT = {"recipe": DG_FP8_RECIPE_1D2D, "alpha": 1.0, "beta": 1.0, "multicast_a": -1, "workspace": None, "epilogue": None}
+    INIT = {"recipe": DG_FP8_RECIPE_1D2D, "alpha": 1.0, "beta": 1.0, "multicast_a": -1}
+
+
+class dg_tune_options(_Struct):
+    """``dg_tune_options``: Options of dg_tune; initialise with DG_TUNE_OPTIONS_INIT. NULL options mean the defaults."""
+
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("candidates", c_int32),
+        ("repetitions", c_int32),
+        ("table_path", c_char_p),
+        ("replace", c_int32),
+        ("progress", dg_tune_progress),
+        ("user_data", c_void_p),
+    ]
+    INIT = {}
 
 
 class dg_quant_options(_Struct):
@@ -201,7 +218,7 @@ class dg_cublaslt_options(_Struct):
         ("workspace", c_void_p),
         ("workspace_size", c_size_t),
     ]
-    INIT = {"alpha": 1.0, "beta": 1.0, "workspace": None}
+    INIT = {"alpha": 1.0, "beta": 1.0}
 
 
 # name -> (restype, argtypes), the parameter names in the comment.
@@ -331,6 +348,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_k_grouped_bf16_gemm_tn_contiguous": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(c_int64), c_int64, c_void_p, POINTER(dg_gemm_options)]),
     # stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options
     "dg_k_grouped_gemm_prepare": (dg_status, [c_void_p, dg_dtype, c_int32, c_int64, c_int64, POINTER(c_int64), c_int64, c_int32, POINTER(dg_gemm_options)]),
+    # stream, problems, options, num_tuned
+    "dg_tune": (dg_status, [c_void_p, c_char_p, POINTER(dg_tune_options), POINTER(c_int64)]),
     # stream, x, out, sf, options
     "dg_quantize_fp8_per_token": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
     # stream, x, out, sf, grouped_layout, layout, num_groups, options

@@ -71,6 +71,14 @@ pub const DG_CONFIG_PRINT_CONFIGS: i32 = 6;
 /// environment or set explicitly.
 /// ```
 pub const DG_CONFIG_LOG_LEVEL: i32 = 7;
+/// ```text
+/// string: the GEMM tuning table (docs/tuning.md) that calls consult on their first use of a
+/// problem. Default $DG_TUNING_TABLE, else "" = <cache dir>/libdg/tuning-<gpu>-<sms>sm.txt beside
+/// the JIT cache (none when the cache is disabled); "off" = no table. A missing file is no table;
+/// a corrupt one, or one written for another GPU, SM count or libdg version, is ignored with one
+/// warning. Read only: a read-only file or directory serves.
+/// ```
+pub const DG_CONFIG_TUNING_TABLE: i32 = 8;
 pub const DG_COMPILER_NVRTC: i32 = 0;
 pub const DG_COMPILER_NVCC: i32 = 1;
 /// use `cu_stream` as given (NULL = the legacy default stream)
@@ -162,6 +170,14 @@ pub struct dg_tensor {
 /// delivered to it recursively. Without a callback, messages go to stderr at once.
 /// ```
 pub type dg_log_callback = Option<unsafe extern "C" fn(level: i32, message: *const c_char, user_data: *mut c_void)>;
+/// ```text
+/// Progress of dg_tune, on the calling thread, with the problems done, their total and a line for
+/// people valid only during the call: once before compiling (done 0), after each problem ("[3/84]
+/// dense fp8 nt m=4096 n=24576 k=1536: 128x192 ... 412.1 us; heuristic ... 418.0 us (+1.4%)"), and
+/// once after writing the table (done = total, "wrote PATH (N tuned problems)"). It must not call
+/// dg_tune.
+/// ```
+pub type dg_tune_progress = Option<unsafe extern "C" fn(done: i64, total: i64, line: *const c_char, user_data: *mut c_void)>;
 
 /// How a GEMM expects a scale tensor: one scale per (gran_mn x gran_k) tile.
 #[repr(C)]
@@ -264,6 +280,31 @@ pub struct dg_gemm_options {
     pub kernel: i32,
     /// NULL, or the fused epilogue (dense and M-grouped calls; see above)
     pub epilogue: *const dg_gemm_epilogue,
+}
+
+/// Options of dg_tune; initialise with DG_TUNE_OPTIONS_INIT. NULL options mean the defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct dg_tune_options {
+    pub struct_size: usize,
+    /// configs timed per problem, the heuristic's own first: 1..16; 0 = 4
+    pub candidates: i32,
+    /// timed runs of each candidate (medians taken): 1..100; 0 = 7
+    pub repetitions: i32,
+    /// ```text
+    /// the table file to write; NULL or "" = the stream's table (the config's
+    /// DG_CONFIG_TUNING_TABLE, else beside the JIT cache)
+    /// ```
+    pub table_path: *const c_char,
+    /// ```text
+    /// 0 = keep the entries of an existing table (same GPU, SM count and libdg
+    /// version) for problems not in this list; 1 = write only this list's
+    /// ```
+    pub replace: i32,
+    /// NULL = none (each problem's line is logged at info level)
+    pub progress: dg_tune_progress,
+    /// passed to progress
+    pub user_data: *mut c_void,
 }
 
 /// ```text
@@ -395,6 +436,23 @@ pub const DG_GEMM_OPTIONS_INIT: dg_gemm_options = dg_gemm_options {
 impl Default for dg_gemm_options {
     fn default() -> Self {
         DG_GEMM_OPTIONS_INIT
+    }
+}
+
+/// `DG_TUNE_OPTIONS_INIT`: the value the C macro gives, the only correct start for a `dg_tune_options`.
+pub const DG_TUNE_OPTIONS_INIT: dg_tune_options = dg_tune_options {
+    struct_size: core::mem::size_of::<dg_tune_options>(),
+    candidates: 0,
+    repetitions: 0,
+    table_path: core::ptr::null_mut(),
+    replace: 0,
+    progress: None,
+    user_data: core::ptr::null_mut(),
+};
+
+impl Default for dg_tune_options {
+    fn default() -> Self {
+        DG_TUNE_OPTIONS_INIT
     }
 }
 
@@ -783,6 +841,23 @@ extern "C" {
     /// CUDA graph.
     /// ```
     pub fn dg_k_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, ks: *const i64, num_groups: i64, with_c: i32, options: *const dg_gemm_options) -> dg_status;
+
+    /// ```text
+    /// Tunes the problems of `problems`, the NUL-terminated text of a problem list (docs/tuning.md
+    /// #problem-lists), e.g. "dense fp8 nt n=24576 k=1536 m=128,4096\nmasked fp8 g=32 n=4096 k=7168
+    /// m=8,64\n", on the stream's device, and writes the table (atomically: a temporary file renamed
+    /// into place; its directory is created when missing). Each candidate runs on random non-zero
+    /// inputs; the runs alternate between the candidates, each timed with CUDA events on the stream
+    /// after a write of twice the L2 size, and the lowest median wins. The device memory the largest
+    /// problem needs is allocated for the call and freed before it returns; the stream is synchronised.
+    /// *num_tuned (may be NULL): the problems tuned. Errors, with nothing written: a malformed list
+    /// (DG_ERROR_INVALID_ARGUMENT naming the line), options out of range, no table path, a stream with
+    /// an SM cap (tables are tuned on all SMs) or an offline stream (DG_ERROR_NO_DEVICE), a device that
+    /// is not SM90 (DG_ERROR_UNSUPPORTED), a table path that cannot be written. Mostly compile time:
+    /// DeepSeek-V3's list (tools/problems/deepseek-v3.txt, 81 problems) is estimated at under a minute
+    /// on an H200 host with a cold JIT cache, seconds with a warm one (docs/tuning.md#how-dg_tune-times).
+    /// ```
+    pub fn dg_tune(stream: *mut dg_stream, problems: *const c_char, options: *const dg_tune_options, num_tuned: *mut i64) -> dg_status;
 
     /// ```text
     /// Per-token 1 x 128 quantization: the A operand of dg_fp8_gemm_* (and of the masked and other

@@ -32,6 +32,8 @@ impl ConfigKey {
     pub const PRINT_CONFIGS: ConfigKey = ConfigKey(sys::DG_CONFIG_PRINT_CONFIGS);
     /// int: a [`LogLevel`](crate::LogLevel) value applied to the process-wide logger.
     pub const LOG_LEVEL: ConfigKey = ConfigKey(sys::DG_CONFIG_LOG_LEVEL);
+    /// string: the GEMM tuning table (docs/tuning.md); "" = beside the JIT cache, "off" = none.
+    pub const TUNING_TABLE: ConfigKey = ConfigKey(sys::DG_CONFIG_TUNING_TABLE);
 
     /// The key with this raw `dg_config_key` value (libdg rejects unknown keys).
     pub const fn from_raw(raw: i32) -> ConfigKey {

@@ -46,6 +46,7 @@ mod mqa;
 mod quant;
 mod stream;
 mod tensor;
+mod tune;
 
 pub use dg_sys as sys;
 
@@ -68,6 +69,7 @@ pub use mqa::mqa_logits_layout;
 pub use quant::QuantOptions;
 pub use stream::{device_capability, device_count, Stream};
 pub use tensor::{DType, Tensor, TensorInfo};
+pub use tune::TuneOptions;
 
 /// The run-time version of libdg, `"MAJOR.MINOR.PATCH"` (`dg_version`).
 pub fn version() -> &'static str {

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use dg::{
     sys, Activation, Config, ConfigKey, DType, ErrorKind, GemmEpilogue, GemmLayout, GemmOptions, LogLevel,
-    MGroupedLayout, SfRecipe, Stream, Tensor,
+    MGroupedLayout, SfRecipe, Stream, Tensor, TuneOptions,
 };
 
 // Tests that change process-wide state (log level and callback, SM cap) take this lock.
@@ -627,4 +627,28 @@ fn offline_swiglu_interleave_validation() {
     // Nothing to copy: done without the device.
     let empty = fake(4, DType::FLOAT32, &[2, 0, 4], None);
     stream.swiglu_interleave(&empty, &fake(5, DType::FLOAT32, &[2, 0, 4], None), 1).unwrap();
+}
+
+#[test]
+fn offline_tune_validates_and_writes_nothing() {
+    let dir = scratch_dir("tune");
+    let table = dir.join("table.txt");
+    let mut config = Config::new().unwrap();
+    config.set_string(ConfigKey::TUNING_TABLE, table.to_str().unwrap()).unwrap();
+    let stream = Stream::offline(9, 0, 132, Some(&config)).unwrap();
+    let list = "dense fp8 nt n=7168 k=2048 m=128,4096\nmasked fp8 n=4096 k=7168 g=32 m=8\n";
+    let mut lines = Vec::new();
+    let mut progress = |_done: i64, _total: i64, line: &str| lines.push(line.to_string());
+    let e = stream.tune(list, &TuneOptions::default(), Some(&mut progress)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoDevice, "{}", e);
+    let e = stream.tune("dense fp8 nt n=7168 m=1\n", &TuneOptions::default(), None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().contains("problems: line 1"), "{}", e);
+    let bad = TuneOptions { candidates: 17, ..TuneOptions::default() };
+    let e = stream.tune(list, &bad, None).unwrap_err();
+    assert!(e.message().contains("options.candidates: 17"), "{}", e);
+    let e = stream.tune("dense\0", &TuneOptions::default(), None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(lines.is_empty());
+    assert!(!table.exists());
 }

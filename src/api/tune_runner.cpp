@@ -1,0 +1,355 @@
+#include "api/tune_runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "ops/gemm_util.h"
+#include "runtime/device.h"
+#include "runtime/driver.h"
+#include "runtime/status.h"
+#include "runtime/stream.h"
+
+namespace dg::api {
+namespace {
+
+using ops::GemmKind;
+using ops::GemmShape;
+using ops::TuneFamily;
+using ops::TuneProblem;
+
+// Random values are written in chunks of this many bytes, repeated over a buffer.
+constexpr size_t kFillChunk = size_t(1) << 20;
+// The L2 flush writes this many times the L2 size; without an L2 size, this many bytes.
+constexpr size_t kFlushL2Factor = 2;
+constexpr size_t kFlushFallbackBytes = size_t(256) << 20;
+// Operand values: E4M3 0x30..0x3F and BF16 0x3F00..0x3FFF are 0.5 .. ~2, with random signs.
+constexpr uint8_t kFp8Base = 0x30, kFp8Mantissas = 0x0F;
+constexpr uint16_t kBf16Base = 0x3F00, kBf16Mantissas = 0xFF;
+constexpr float kScaleLow = 0.5f, kScaleSpan = 1.5f;
+
+bool mul(size_t a, size_t b, size_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool mul3(size_t a, size_t b, size_t c, size_t* out) {
+  size_t ab = 0;
+  return mul(a, b, &ab) && mul(ab, c, out);
+}
+
+// Copies `chunk` over `bytes` of device memory at `dst`, repeated.
+dg_status fill_repeated(CUdeviceptr dst, size_t bytes, const std::vector<unsigned char>& chunk) {
+  for (size_t off = 0; off < bytes; off += chunk.size())
+    DG_CU(cuMemcpyHtoD(dst + off, chunk.data(), std::min(chunk.size(), bytes - off)));
+  return DG_SUCCESS;
+}
+
+// Random non-zero values of `kind`'s operand dtype (BF16 or E4M3), never zero, inf or NaN.
+dg_status fill_operand(const DeviceBuffer& buf, GemmKind kind, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<unsigned char> chunk(std::min(kFillChunk, buf.bytes()));
+  if (kind == GemmKind::kBf16) {
+    for (size_t i = 0; i + 1 < chunk.size(); i += 2) {
+      const uint32_t r = rng();
+      const uint16_t v = static_cast<uint16_t>(((r >> 8) & 1u) << 15 | kBf16Base | (r & kBf16Mantissas));
+      chunk[i] = static_cast<unsigned char>(v & 0xFF);
+      chunk[i + 1] = static_cast<unsigned char>(v >> 8);
+    }
+  } else {
+    for (unsigned char& c : chunk) {
+      const uint32_t r = rng();
+      c = static_cast<unsigned char>(((r >> 4) & 1u) << 7 | kFp8Base | (r & kFp8Mantissas));
+    }
+  }
+  return fill_repeated(buf.ptr(), buf.bytes(), chunk);
+}
+
+dg_status fill_scales(const DeviceBuffer& buf, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(kScaleLow, kScaleLow + kScaleSpan);
+  std::vector<unsigned char> chunk(std::min(kFillChunk, buf.bytes()) / sizeof(float) * sizeof(float));
+  for (size_t i = 0; i < chunk.size(); i += sizeof(float)) {
+    const float v = dist(rng);
+    std::memcpy(&chunk[i], &v, sizeof(float));
+  }
+  return chunk.empty() ? DG_SUCCESS : fill_repeated(buf.ptr(), buf.bytes(), chunk);
+}
+
+dg_tensor_s tensor(void* data, dg_dtype dtype, std::initializer_list<int64_t> sizes,
+                   std::initializer_list<int64_t> strides) {
+  dg_tensor_s t;
+  t.data = data, t.dtype = dtype, t.rank = static_cast<int>(sizes.size());
+  std::copy(sizes.begin(), sizes.end(), t.sizes);
+  std::copy(strides.begin(), strides.end(), t.strides);
+  return t;
+}
+
+// A row-major [rows, cols] tensor.
+dg_tensor_s matrix(void* data, dg_dtype dtype, int64_t rows, int64_t cols) {
+  return tensor(data, dtype, {rows, cols}, {cols, 1});
+}
+
+// Rows of A (all groups) of the problem.
+int64_t a_rows(const TuneProblem& p) {
+  return p.family == TuneFamily::kMasked ? p.shape.num_groups * p.shape.m : p.shape.m;
+}
+
+}  // namespace
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_ != 0) (void)driver::api().cuMemFree(ptr_);
+}
+
+dg_status DeviceBuffer::allocate(size_t bytes, const char* what) {
+  if (bytes == 0) return DG_SUCCESS;
+  const CUresult r = driver::api().cuMemAlloc(&ptr_, bytes);
+  if (r != CUDA_SUCCESS) {
+    ptr_ = 0;
+    return driver::check(r, fmt::format("cuMemAlloc of {} bytes for {}", bytes, what).c_str());
+  }
+  bytes_ = bytes;
+  return DG_SUCCESS;
+}
+
+dg_status footprint_of(const TuneProblem& p, Footprint* out) {
+  const GemmShape& s = p.shape;
+  const size_t eb = p.fp8 ? 1 : 2, ob = s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2;
+  const size_t rows = static_cast<size_t>(a_rows(p)), g = static_cast<size_t>(s.num_groups);
+  const size_t n = static_cast<size_t>(s.n), k = static_cast<size_t>(s.k);
+  const size_t sfk = static_cast<size_t>(ops::cdiv(s.k, ops::kScaleBlock));
+  const size_t sf_rows = p.family == TuneFamily::kMasked ? g * ops::align_up(s.m, 4) : ops::align_up(rows, 4);
+  const size_t sfb_rows = s.kind == GemmKind::kFp8_1D1D ? ops::align_up(s.n, 4) : g * ops::cdiv(s.n, ops::kScaleBlock);
+  Footprint f;
+  bool ok = mul3(rows, k, eb, &f.a) && mul3(g * n, k, eb, &f.b) && mul3(rows, n, ob, &f.d);
+  ok = ok && (!p.fp8 || (mul3(sf_rows, sfk, 4, &f.sfa) && mul3(sfb_rows, sfk, 4, &f.sfb)));
+  f.groups = (p.family == TuneFamily::kContiguous ? rows : p.family == TuneFamily::kMasked ? g : 0) * sizeof(int32_t);
+  if (!ok) return fail(DG_ERROR_INVALID_ARGUMENT, "problems: line {}: {} needs more memory than 64-bit sizes hold",
+                       p.line, p.text);
+  *out = f;
+  return DG_SUCCESS;
+}
+
+dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffers* b) {
+  DG_TRY(b->a.allocate(max.a, "A"));
+  DG_TRY(b->b.allocate(max.b, "B"));
+  DG_TRY(b->sfa.allocate(max.sfa, "the scales of A"));
+  DG_TRY(b->sfb.allocate(max.sfb, "the scales of B"));
+  DG_TRY(b->d.allocate(max.d, "D"));
+  DG_TRY(b->groups.allocate(max.groups, "the group tensor"));
+  const size_t flush =
+      device.l2_bytes > 0 ? kFlushL2Factor * static_cast<size_t>(device.l2_bytes) : kFlushFallbackBytes;
+  DG_TRY(b->flush.allocate(flush, "the L2 flush"));
+  if (b->sfa.bytes()) DG_TRY(fill_scales(b->sfa, 3));
+  if (b->sfb.bytes()) DG_TRY(fill_scales(b->sfb, 4));
+  return DG_SUCCESS;
+}
+
+namespace {
+
+// The group tensor: contiguous, each group's rows then -1 padding to 128; masked, m rows each.
+dg_status fill_groups(const TuneProblem& p, const DeviceBuffer& buf) {
+  const GemmShape& s = p.shape;
+  std::vector<int32_t> v;
+  if (p.family == TuneFamily::kContiguous) {
+    const int64_t per = s.m / s.num_groups;
+    v.assign(static_cast<size_t>(s.m), -1);
+    for (int64_t g = 0; g < s.num_groups; ++g)
+      std::fill_n(v.begin() + g * per, s.expected_m, static_cast<int32_t>(g));
+  } else if (p.family == TuneFamily::kMasked) {
+    v.assign(static_cast<size_t>(s.num_groups), static_cast<int32_t>(s.expected_m));
+  }
+  if (!v.empty()) DG_CU(cuMemcpyHtoD(buf.ptr(), v.data(), v.size() * sizeof(int32_t)));
+  return DG_SUCCESS;
+}
+
+}  // namespace
+
+dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
+  const GemmShape& s = p.shape;
+  const int kind = static_cast<int>(s.kind == GemmKind::kBf16 ? GemmKind::kBf16 : GemmKind::kFp8_1D2D);
+  if (buf->a_fill != kind) {
+    DG_TRY(fill_operand(buf->a, s.kind, 1));
+    buf->a_fill = kind;
+  }
+  if (buf->b_fill != kind) {
+    DG_TRY(fill_operand(buf->b, s.kind, 2));
+    buf->b_fill = kind;
+  }
+  DG_TRY(fill_groups(p, buf->groups));
+  const dg_dtype ab = p.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  const int64_t m = s.m, n = s.n, k = s.k, g = s.num_groups, sfk = ops::cdiv(k, ops::kScaleBlock);
+  const int64_t nb = ops::cdiv(n, ops::kScaleBlock), m4 = ops::align_up(m, 4);
+  TuneCall c;
+  c.problem = &p;
+  if (p.family == TuneFamily::kMasked) {
+    c.a = tensor(buf->a.data(), ab, {g, m, k}, {m * k, k, 1});
+    c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {g, m, sfk}, {m4 * sfk, 1, m4});
+    c.d = tensor(buf->d.data(), DG_DTYPE_BFLOAT16, {g, m, n}, {m * n, n, 1});
+    c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {g}, {1});
+  } else {
+    const bool a_t = s.major_a == ops::Major::kMN;
+    c.a = a_t ? matrix(buf->a.data(), ab, k, m) : matrix(buf->a.data(), ab, m, k);
+    c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {m, sfk}, {1, m4});
+    c.d = matrix(buf->d.data(), s.d_dtype, m, n);
+    c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {m}, {1});
+  }
+  if (p.family == TuneFamily::kDense) {
+    const bool b_t = s.major_b == ops::Major::kMN;
+    c.b = b_t ? matrix(buf->b.data(), ab, k, n) : matrix(buf->b.data(), ab, n, k);
+    c.sfb = s.kind == GemmKind::kFp8_1D1D
+                ? tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {n, sfk}, {1, ops::align_up(n, 4)})
+                : matrix(buf->sfb.data(), DG_DTYPE_FLOAT32, nb, sfk);
+  } else {
+    c.b = tensor(buf->b.data(), ab, {g, n, k}, {n * k, k, 1});
+    c.sfb = tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {g, nb, sfk}, {nb * sfk, sfk, 1});
+  }
+  *call = c;
+  return DG_SUCCESS;
+}
+
+dg_gemm_options options_for(const TuneProblem& p, const ops::GemmOverride& o) {
+  dg_gemm_options opts = DG_GEMM_OPTIONS_INIT;
+  opts.recipe = p.shape.kind == GemmKind::kFp8_1D1D ? DG_FP8_RECIPE_1D1D : DG_FP8_RECIPE_1D2D;
+  opts.block_m = o.block_m, opts.block_n = o.block_n, opts.num_stages = o.stages;
+  opts.cluster = o.cluster, opts.multicast_a = o.multicast_a, opts.num_math_warpgroups = o.math_wg;
+  opts.fp8_promotion = o.fp8_promotion, opts.fp8_promotion_slices = o.promotion_slices;
+  // Contiguous calls take no split_k option, grouped calls no kernel choice.
+  opts.split_k = p.family == TuneFamily::kContiguous ? 0 : o.split_k;
+  opts.kernel = p.family == TuneFamily::kDense ? DG_GEMM_KERNEL_TILED : 0;
+  return opts;
+}
+
+namespace {
+
+dg_status run_dense(dg_stream* stream, const TuneCall& c, const dg_gemm_options& o) {
+  const TuneProblem& p = *c.problem;
+  if (p.fp8) return dg_fp8_gemm_nt(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, nullptr, &o);
+  switch (p.layout) {
+    case DG_GEMM_LAYOUT_NN: return dg_bf16_gemm_nn(stream, &c.a, &c.b, &c.d, nullptr, &o);
+    case DG_GEMM_LAYOUT_TN: return dg_bf16_gemm_tn(stream, &c.a, &c.b, &c.d, nullptr, &o);
+    case DG_GEMM_LAYOUT_TT: return dg_bf16_gemm_tt(stream, &c.a, &c.b, &c.d, nullptr, &o);
+    default: return dg_bf16_gemm_nt(stream, &c.a, &c.b, &c.d, nullptr, &o);
+  }
+}
+
+// The problem's entry point with options `o`.
+dg_status run_call(dg_stream* stream, const TuneCall& c, const dg_gemm_options& o) {
+  const TuneProblem& p = *c.problem;
+  const int64_t em = p.shape.expected_m;
+  switch (p.family) {
+    case TuneFamily::kContiguous:
+      return p.fp8 ? dg_m_grouped_fp8_gemm_nt_contiguous(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, &c.groups,
+                                                         DG_M_GROUPED_LAYOUT_INDICES, em, &o)
+                   : dg_m_grouped_bf16_gemm_nt_contiguous(stream, &c.a, &c.b, &c.d, &c.groups,
+                                                          DG_M_GROUPED_LAYOUT_INDICES, em, &o);
+    case TuneFamily::kMasked:
+      return p.fp8 ? dg_m_grouped_fp8_gemm_nt_masked(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, &c.groups, em, &o)
+                   : dg_m_grouped_bf16_gemm_nt_masked(stream, &c.a, &c.b, &c.d, &c.groups, em, &o);
+    default: return run_dense(stream, c, o);
+  }
+}
+
+dg_status prepare_one(dg_stream* stream, const TuneProblem& p, const dg_gemm_options& o) {
+  const GemmShape& s = p.shape;
+  const dg_dtype ab = p.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  if (p.family == TuneFamily::kDense) return dg_gemm_prepare(stream, ab, p.layout, s.m, s.n, s.k, s.d_dtype, 0, &o);
+  const int grouping = p.family == TuneFamily::kMasked ? DG_M_GROUPED_LAYOUT_MASKED : DG_M_GROUPED_LAYOUT_INDICES;
+  return dg_m_grouped_gemm_prepare(stream, ab, DG_GEMM_LAYOUT_NT, grouping, s.num_groups, s.m, s.n, s.k, s.expected_m,
+                                   &o);
+}
+
+// CUDA events destroyed with the set (the device's context current).
+class Events {
+ public:
+  ~Events() {
+    for (CUevent e : events_) (void)driver::api().cuEventDestroy(e);
+  }
+  dg_status create(size_t count) {
+    events_.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      CUevent e = nullptr;
+      DG_CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
+      events_.push_back(e);
+    }
+    return DG_SUCCESS;
+  }
+  CUevent operator[](size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<CUevent> events_;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+}  // namespace
+
+dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problems,
+                      const std::vector<std::vector<dg_gemm_options>>& options, int threads) {
+  std::vector<std::pair<size_t, size_t>> work;
+  for (size_t i = 0; i < problems.size(); ++i)
+    for (size_t j = 0; j < options[i].size(); ++j) work.push_back({i, j});
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  dg_status status = DG_SUCCESS;
+  std::string message;
+  // Each worker compiles the next pair until the list ends or one fails; the first failure (its
+  // thread's message) is the call's.
+  auto worker = [&] {
+    for (size_t w = next++; w < work.size() && !failed; w = next++) {
+      const auto [i, j] = work[w];
+      const dg_status st = prepare_one(stream, problems[i], options[i][j]);
+      std::lock_guard<std::mutex> lock(mu);
+      if (st != DG_SUCCESS && !failed.exchange(true))
+        status = st,
+        message = fmt::format("problems: line {}: {}: {}", problems[i].line, problems[i].text, last_error());
+    }
+  };
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(work.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (status != DG_SUCCESS) return fail(status, "{}", message);
+  return DG_SUCCESS;
+}
+
+dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,
+                       TuneBuffers* buf, std::vector<double>* medians_ms) {
+  const size_t n = options.size();
+  for (const dg_gemm_options& o : options) DG_TRY(run_call(stream, call, o));  // loads each kernel
+  ContextScope scope;
+  DG_TRY(scope.enter(*stream->device));
+  Events ev;
+  DG_TRY(ev.create(2 * n * static_cast<size_t>(reps)));
+  CUstream cs = stream->handle;
+  const size_t flush_words = buf->flush.bytes() / sizeof(uint32_t);
+  // Round robin: each round times every config once, so that clock and thermal drift hit all alike.
+  for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
+    for (size_t i = 0; i < n; ++i, e += 2) {
+      DG_CU(cuMemsetD32Async(buf->flush.ptr(), ++buf->flush_value, flush_words, cs));
+      DG_CU(cuEventRecord(ev[e], cs));
+      DG_TRY(run_call(stream, call, options[i]));
+      DG_CU(cuEventRecord(ev[e + 1], cs));
+    }
+  DG_CU(cuEventSynchronize(ev[2 * n * reps - 1]));
+  std::vector<std::vector<double>> ms(n);
+  for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
+    for (size_t i = 0; i < n; ++i, e += 2) {
+      float t = 0;
+      DG_CU(cuEventElapsedTime(&t, ev[e], ev[e + 1]));
+      ms[i].push_back(t);
+    }
+  medians_ms->clear();
+  for (const std::vector<double>& v : ms) medians_ms->push_back(median(v));
+  return DG_SUCCESS;
+}
+
+}  // namespace dg::api

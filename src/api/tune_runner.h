@@ -1,0 +1,76 @@
+// What dg_tune runs on the GPU (docs/tuning.md#how-dg_tune-times): device buffers large enough
+// for the largest problem of a list, filled once with random non-zero values; each problem's
+// operands as views of them; its candidates compiled ahead, then timed round robin with CUDA
+// events after an L2 flush.
+#pragma once
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "dg.h"
+#include "ops/gemm_tuning.h"
+#include "runtime/tensor.h"
+
+namespace dg::api {
+
+// Device memory freed on destruction (with the device's context made current by the caller).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  dg_status allocate(size_t bytes, const char* what);
+  void* data() const { return reinterpret_cast<void*>(ptr_); }
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+// Bytes of each operand a problem needs.
+struct Footprint {
+  size_t a = 0, b = 0, sfa = 0, sfb = 0, d = 0, groups = 0;
+};
+
+// The problem's footprint; DG_ERROR_INVALID_ARGUMENT (naming its line) when a size overflows.
+dg_status footprint_of(const ops::TuneProblem& p, Footprint* out);
+
+// The buffers every problem of a list shares, and the L2 flush buffer.
+struct TuneBuffers {
+  DeviceBuffer a, b, sfa, sfb, d, groups, flush;
+  int a_fill = -1, b_fill = -1;  // the GemmKind whose random values a and b hold (-1: none yet)
+  uint32_t flush_value = 0;
+};
+
+// Allocates the buffers for `max` (the largest of each role) and a flush buffer of twice the L2
+// size, and fills the scales with random values in [0.5, 2).
+dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffers* buffers);
+
+// The call of one problem with one kernel config.
+struct TuneCall {
+  const ops::TuneProblem* problem = nullptr;
+  dg_tensor_s a, sfa, b, sfb, d, groups;
+};
+
+// Fills a and b with the problem's random non-zero operand values (when they do not hold them
+// yet) and its group tensor, and describes its operands.
+dg_status bind_problem(const ops::TuneProblem& p, TuneBuffers* buffers, TuneCall* call);
+
+// The options that force `o` on the problem's entry point.
+dg_gemm_options options_for(const ops::TuneProblem& p, const ops::GemmOverride& o);
+
+// Compiles and loads the kernels of every (problem, config) pair, on up to `threads` threads.
+dg_status prepare_all(dg_stream* stream, const std::vector<ops::TuneProblem>& problems,
+                      const std::vector<std::vector<dg_gemm_options>>& options, int threads);
+
+// Runs each config once, then `reps` rounds of one timed run per config (flush, event, call,
+// event); the median milliseconds of each config.
+dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,
+                       TuneBuffers* buffers, std::vector<double>* medians_ms);
+
+}  // namespace dg::api

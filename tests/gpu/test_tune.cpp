@@ -1,0 +1,207 @@
+// dg_tune on the GPU (docs/tuning.md): a two-problem list is tuned into a table (progress reported,
+// winners among the heuristic's candidates, no slower than its choice), and later calls of nearby
+// problems on a stream that reads a table run the tuned configs (seen through DG_PRINT_CONFIGS).
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "gpu_fixture.h"
+#include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
+#include "ops/gemm_tuning.h"
+
+namespace {
+
+using dg::ops::GemmConfig;
+using dg::ops::GemmOverride;
+using dg::ops::TunedEntry;
+using dg::ops::TuningTable;
+using dg::test::DeviceBuffer;
+using dg::test::Gpu;
+using dg::test::Tensor;
+
+struct Progress {
+  std::vector<int64_t> done;
+  std::vector<std::string> lines;
+};
+void on_progress(int64_t done, int64_t total, const char* line, void* user) {
+  auto* p = static_cast<Progress*>(user);
+  p->done.push_back(done);
+  p->lines.push_back(std::to_string(done) + "/" + std::to_string(total) + " " + line);
+}
+
+std::vector<std::string>* g_configs = nullptr;
+void on_log(int32_t, const char* message, void*) {
+  if (g_configs != nullptr && std::strstr(message, "DG_PRINT_CONFIGS: ") == message)
+    g_configs->push_back(message + std::strlen("DG_PRINT_CONFIGS: "));
+}
+
+dg_stream* stream_with_table(const std::string& table, bool print_configs) {
+  dg_config* config = nullptr;
+  REQUIRE(dg_config_create(&config) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, table.c_str()) == DG_SUCCESS);
+  REQUIRE(dg_config_set_int(config, DG_CONFIG_PRINT_CONFIGS, print_configs ? 1 : 0) == DG_SUCCESS);
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, config) == DG_SUCCESS);
+  dg_config_destroy(config);
+  return stream;
+}
+
+// Random non-zero bytes: E4M3 values 0.5 .. ~2 with random signs, or FP32 scales 0.5 .. 2.
+void fill(DeviceBuffer& buf, bool scales, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<unsigned char> host(buf.bytes());
+  if (scales) {
+    for (size_t i = 0; i + 4 <= host.size(); i += 4) {
+      const float v = 0.5f + static_cast<float>(rng() % 1536) / 1024.0f;
+      std::memcpy(&host[i], &v, 4);
+    }
+  } else {
+    for (unsigned char& c : host) c = static_cast<unsigned char>(((rng() & 1u) << 7) | 0x30u | (rng() & 0xFu));
+  }
+  buf.upload(host);
+}
+
+// The config the tuned entry `e` gives the problem `s` (what DG_PRINT_CONFIGS must show).
+std::string tuned_description(const dg::ops::GemmShape& s, const TunedEntry& e, const dg::Device& device) {
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, device.sm_count, e.config, dg::ops::sm90_cost_model(device.name), &c) ==
+          DG_SUCCESS);
+  return dg::ops::describe(s, c);
+}
+
+std::string heuristic_description(const dg::ops::GemmShape& s, const dg::Device& device) {
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, device.sm_count, GemmOverride{}, dg::ops::sm90_cost_model(device.name), &c) ==
+          DG_SUCCESS);
+  return dg::ops::describe(s, c);
+}
+
+}  // namespace
+
+TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  char dir_template[] = "/tmp/dg_tune_gpu_XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/table.txt";
+  dg_stream* tuner = stream_with_table(path, false);
+  const int sms = gpu.device->sm_count;
+
+  // 1. Tune two problems: dense FP8 M = 256, masked FP8 decode (8 experts, 16 rows each).
+  const char* list = "dense fp8 nt n=2112 k=7168 m=256\nmasked fp8 n=4096 k=7168 g=8 m=16  # decode\n";
+  Progress progress;
+  dg_tune_options options = DG_TUNE_OPTIONS_INIT;
+  options.candidates = 3, options.repetitions = 5, options.progress = on_progress, options.user_data = &progress;
+  int64_t tuned = -1;
+  REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
+  CHECK(tuned == 2);
+  REQUIRE(progress.done.size() == 4);  // the compile line, one per problem, the table written
+  CHECK(progress.done[0] == 0);
+  CHECK(progress.done[2] == 2);
+  CHECK(progress.lines[3].find(path) != std::string::npos);
+  CHECK(progress.lines[1].find("dense fp8 nt m=256 n=2112 k=7168") != std::string::npos);
+  for (const std::string& l : progress.lines) MESSAGE(l);
+
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  TuningTable table;
+  std::string why;
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text.str(), &table, &why), why);
+  CHECK(table.gpu == gpu.device->name);
+  CHECK(table.sms == sms);
+  REQUIRE(table.entries.size() == 2);
+  std::vector<dg::ops::TuneProblem> problems;
+  REQUIRE(dg::ops::parse_problem_list(list, "list", &problems) == DG_SUCCESS);
+  for (size_t i = 0; i < 2; ++i) {
+    const TunedEntry& e = table.entries[i];
+    CAPTURE(i);
+    CHECK(dg::ops::same_tuning_key(e.shape, problems[i].shape));
+    CHECK(e.tuned_us > 0);
+    CHECK(e.tuned_us <= e.heuristic_us);
+    // The winner is one of the heuristic's three candidates.
+    std::vector<GemmConfig> ranked;
+    REQUIRE(dg::ops::rank_gemm_configs(e.shape, sms, GemmOverride{}, dg::ops::sm90_cost_model(gpu.device->name), 3,
+                                       &ranked) == DG_SUCCESS);
+    bool found = false;
+    for (const GemmConfig& c : ranked) {
+      const GemmOverride o = dg::ops::override_for(e.shape, c);
+      found = found || std::memcmp(&o, &e.config, sizeof(GemmOverride)) == 0;
+    }
+    CHECK(found);
+  }
+
+  // 2. Force the dense entry to a candidate that gives M = 320 another config than the heuristic's,
+  // so that the table's effect shows whatever won, and read the table through a second stream.
+  const int64_t m = 320, n = 2112, k = 7168, kb = (k + 127) / 128;
+  dg::ops::GemmShape dense_shape = table.entries[0].shape;
+  dense_shape.m = m;
+  const std::string heuristic_320 = heuristic_description(dense_shape, *gpu.device);
+  std::vector<GemmConfig> ranked;
+  REQUIRE(dg::ops::rank_gemm_configs(table.entries[0].shape, sms, GemmOverride{},
+                                     dg::ops::sm90_cost_model(gpu.device->name), 4, &ranked) == DG_SUCCESS);
+  bool forced_other = false;
+  for (auto c = ranked.rbegin(); c != ranked.rend() && !forced_other; ++c) {
+    table.entries[0].config = dg::ops::override_for(table.entries[0].shape, *c);
+    forced_other = tuned_description(dense_shape, table.entries[0], *gpu.device) != heuristic_320;
+  }
+  REQUIRE(forced_other);
+  const std::string forced = dir + "/forced.txt";
+  REQUIRE(dg::ops::write_tuning_table(forced, table) == DG_SUCCESS);
+  dg_stream* user = stream_with_table(forced, true);
+
+  // Dense M = 320: not tuned, within a factor of 2 of the tuned M = 256.
+  DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
+      sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
+  fill(a, false, 1), fill(b, false, 2), fill(sfa, true, 3), fill(sfb, true, 4);
+  d.poison();
+  Tensor ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n, k});
+  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, (m + 3) / 4 * 4});
+  Tensor tsfb(sfb.data(), DG_DTYPE_FLOAT32, {(n + 127) / 128, kb}), td(d.data(), DG_DTYPE_BFLOAT16, {m, n});
+  std::vector<std::string> configs;
+  g_configs = &configs;
+  REQUIRE(dg_set_log_callback(on_log, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_fp8_gemm_nt(user, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr) == DG_SUCCESS);
+
+  // Masked, expected_m 24: within a factor of 2 of the tuned 16 (its winner, as tuned).
+  const int64_t g = 8, max_m = 128, mn = 4096, mk = 7168, mkb = mk / 128, em = 24;
+  DeviceBuffer ma(gpu.device, g * max_m * mk), mb(gpu.device, g * mn * mk), msfa(gpu.device, g * max_m * mkb * 4),
+      msfb(gpu.device, g * (mn / 128) * mkb * 4), md(gpu.device, g * max_m * mn * 2), mm(gpu.device, g * 4);
+  fill(ma, false, 5), fill(mb, false, 6), fill(msfa, true, 7), fill(msfb, true, 8);
+  mm.upload(std::vector<int32_t>{24, 20, 28, 16, 30, 24, 22, 26});
+  Tensor tma(ma.data(), DG_DTYPE_FLOAT8_E4M3, {g, max_m, mk}), tmb(mb.data(), DG_DTYPE_FLOAT8_E4M3, {g, mn, mk});
+  Tensor tmsfa(msfa.data(), DG_DTYPE_FLOAT32, {g, max_m, mkb}, {max_m * mkb, 1, max_m});
+  Tensor tmsfb(msfb.data(), DG_DTYPE_FLOAT32, {g, mn / 128, mkb}), tmd(md.data(), DG_DTYPE_BFLOAT16, {g, max_m, mn});
+  Tensor tmm(mm.data(), DG_DTYPE_INT32, {g});
+  REQUIRE(dg_m_grouped_fp8_gemm_nt_masked(user, tma.t, tmsfa.t, tmb.t, tmsfb.t, tmd.t, tmm.t, em, nullptr) ==
+          DG_SUCCESS);
+  REQUIRE(dg_stream_synchronize(user) == DG_SUCCESS);
+  dg_set_log_callback(nullptr, nullptr);
+  g_configs = nullptr;
+
+  dg::ops::GemmShape masked_shape = table.entries[1].shape;
+  masked_shape.m = max_m, masked_shape.expected_m = em;
+  REQUIRE(configs.size() == 2);
+  CHECK(configs[0] == tuned_description(dense_shape, table.entries[0], *gpu.device));
+  CHECK(configs[0] != heuristic_320);
+  CHECK(configs[1] == tuned_description(masked_shape, table.entries[1], *gpu.device));
+  // The output is written everywhere (no NaN poison left in D).
+  const std::vector<uint16_t> out = d.download<uint16_t>();
+  size_t poisoned = 0;
+  for (uint16_t v : out) poisoned += v == 0xffff;
+  CHECK(poisoned == 0);
+
+  dg_stream_destroy(user);
+  dg_stream_destroy(tuner);
+  unlink(path.c_str()), unlink(forced.c_str()), rmdir(dir.c_str());
+}

@@ -1,0 +1,508 @@
+// GEMM tuning on the host (docs/tuning.md): the heuristic's ranked candidates and their round trip
+// through an override, the table's text form (round trip, corrupt, foreign, read-only), the M-bucket
+// lookup, the config choice with a table (tuned, near, overridden, capped, invalid entries), problem
+// lists, and dg_tune's argument checks (outputs untouched on error).
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
+#include "ops/gemm_tuning.h"
+#include "runtime/log_deferred.h"
+#include "runtime/stream.h"
+
+namespace {
+
+using dg::ops::GemmConfig;
+using dg::ops::GemmKind;
+using dg::ops::GemmOverride;
+using dg::ops::GemmShape;
+using dg::ops::GemmType;
+using dg::ops::Major;
+using dg::ops::TunedEntry;
+using dg::ops::TuningTable;
+
+constexpr int kSms = 132;
+
+GemmShape dense(GemmKind kind, int64_t m, int64_t n, int64_t k) {
+  GemmShape s;
+  s.kind = kind, s.m = m, s.n = n, s.k = k;
+  return s;
+}
+
+GemmShape masked(int64_t g, int64_t max_m, int64_t expected, int64_t n, int64_t k) {
+  GemmShape s = dense(GemmKind::kFp8_1D2D, max_m, n, k);
+  s.type = GemmType::kMGroupedMasked, s.num_groups = g, s.expected_m = expected;
+  return s;
+}
+
+GemmShape contiguous(int64_t g, int64_t per_group, int64_t n, int64_t k) {
+  GemmShape s = dense(GemmKind::kFp8_1D2D, g * ((per_group + 127) / 128 * 128), n, k);
+  s.type = GemmType::kMGroupedContiguous, s.num_groups = g, s.expected_m = per_group;
+  return s;
+}
+
+bool same(const GemmConfig& a, const GemmConfig& b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k && a.stages == b.stages &&
+         a.math_wg == b.math_wg && a.cluster == b.cluster && a.multicast_a == b.multicast_a &&
+         a.overlap == b.overlap && a.promote_split == b.promote_split && a.num_sms == b.num_sms && a.grid == b.grid &&
+         a.raster_band == b.raster_band && a.raster_along_n == b.raster_along_n && a.smem_bytes == b.smem_bytes &&
+         a.threads == b.threads && a.d_strip == b.d_strip && a.d_bufs == b.d_bufs && a.split_k == b.split_k &&
+         a.sfb_boundaries == b.sfb_boundaries && a.stage_aligned == b.stage_aligned;
+}
+
+std::vector<GemmShape> sample_shapes() {
+  std::vector<GemmShape> v = {dense(GemmKind::kFp8_1D2D, 1, 7168, 2048),
+                              dense(GemmKind::kFp8_1D2D, 128, 2112, 7168),
+                              dense(GemmKind::kFp8_1D2D, 4096, 24576, 1536),
+                              dense(GemmKind::kFp8_1D2D, 8192, 7168, 16384),
+                              dense(GemmKind::kBf16, 2048, 8192, 8192),
+                              masked(32, 128, 20, 4096, 7168),
+                              masked(8, 1024, 512, 7168, 2048),
+                              contiguous(8, 512, 4096, 7168)};
+  GemmShape nn = dense(GemmKind::kBf16, 1000, 4096, 1024);
+  nn.major_b = Major::kMN, nn.d_dtype = DG_DTYPE_FLOAT32;
+  v.push_back(nn);
+  GemmShape kg = dense(GemmKind::kFp8_1D1D, 4096, 7168, 2048);
+  kg.type = GemmType::kKGrouped, kg.num_groups = 4, kg.d_dtype = DG_DTYPE_FLOAT32, kg.accumulate = true;
+  v.push_back(kg);
+  return v;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// A fresh directory under the build's temp area.
+std::string temp_dir(const char* tag) {
+  char tmpl[256];
+  std::snprintf(tmpl, sizeof(tmpl), "/tmp/dg_tuning_%s_XXXXXX", tag);
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+TunedEntry entry(const GemmShape& s, int bm, int bn, int stages) {
+  TunedEntry e;
+  e.shape = s;
+  e.config.block_m = bm, e.config.block_n = bn, e.config.stages = stages, e.config.math_wg = bm == 64 ? 1 : 2;
+  e.config.cluster = 1, e.config.multicast_a = -1, e.config.split_k = 1;
+  e.config.fp8_promotion = s.kind == GemmKind::kBf16 ? 0 : DG_FP8_PROMOTION_OVERLAP;
+  e.config.promotion_slices = s.kind == GemmKind::kBf16 ? 0 : 1;
+  e.config.kernel = DG_GEMM_KERNEL_TILED;
+  e.tuned_us = 100.25, e.heuristic_us = 110.5;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("rank_gemm_configs: the heuristic's choice first, distinct, each chosen again through its override") {
+  const dg::ops::Sm90CostModel& model = dg::ops::hopper_cost_model();
+  for (const GemmShape& s : sample_shapes()) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    CAPTURE(static_cast<int>(s.type));
+    GemmConfig chosen;
+    REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, model, &chosen) == DG_SUCCESS);
+    std::vector<GemmConfig> ranked;
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 6, &ranked) == DG_SUCCESS);
+    REQUIRE(!ranked.empty());
+    CHECK(ranked.size() <= 6);
+    CHECK(same(ranked[0], chosen));
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) CHECK_FALSE(same(ranked[i], ranked[j]));
+      GemmConfig again;
+      const GemmOverride o = dg::ops::override_for(s, ranked[i]);
+      CHECK(dg::ops::has_config_override(o));
+      REQUIRE(dg::ops::choose_gemm_config(s, kSms, o, model, &again) == DG_SUCCESS);
+      CHECK(same(again, ranked[i]));
+    }
+    std::vector<GemmConfig> one;
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 1, &one) == DG_SUCCESS);
+    CHECK(one.size() == 1);
+  }
+  // Large problems have many legal candidates: the count is reached.
+  std::vector<GemmConfig> many;
+  REQUIRE(dg::ops::rank_gemm_configs(dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048), kSms, GemmOverride{}, model, 8,
+                                     &many) == DG_SUCCESS);
+  CHECK(many.size() == 8);
+  // The candidates are the search's: an override narrows them, and a bad one fails as choose does.
+  GemmOverride bn128;
+  bn128.block_n = 128;
+  REQUIRE(dg::ops::rank_gemm_configs(dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048), kSms, bn128, model, 8, &many) ==
+          DG_SUCCESS);
+  for (const GemmConfig& c : many) CHECK(c.block_n == 128);
+  GemmOverride bad;
+  bad.block_m = 96;
+  std::vector<GemmConfig> untouched(1);
+  CHECK(dg::ops::rank_gemm_configs(dense(GemmKind::kBf16, 256, 256, 256), kSms, bad, model, 4, &untouched) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(untouched.size() == 1);
+}
+
+TEST_CASE("tuning table: round trip of the text form") {
+  TuningTable t;
+  t.gpu = "NVIDIA H200", t.sms = 132, t.version = dg::ops::tuning_library_version();
+  t.entries.push_back(entry(dense(GemmKind::kFp8_1D2D, 4096, 24576, 1536), 128, 192, 5));
+  t.entries.push_back(entry(masked(32, 128, 20, 4096, 7168), 64, 128, 8));
+  GemmShape nn = dense(GemmKind::kBf16, 1000, 4096, 1024);
+  nn.major_b = Major::kMN, nn.d_dtype = DG_DTYPE_FLOAT32, nn.accumulate = true;
+  t.entries.push_back(entry(nn, 128, 128, 4));
+  t.entries.back().config.cluster = 2, t.entries.back().config.multicast_a = 1;
+  const std::string text = dg::ops::format_tuning_table(t);
+  TuningTable back;
+  std::string why;
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text, &back, &why), why);
+  CHECK(back.gpu == t.gpu);
+  CHECK(back.sms == t.sms);
+  CHECK(back.version == t.version);
+  REQUIRE(back.entries.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    const TunedEntry &a = t.entries[i], &b = back.entries[i];
+    CHECK(dg::ops::same_tuning_key(a.shape, b.shape));
+    CHECK(a.shape.m == b.shape.m);
+    CHECK(a.shape.expected_m == b.shape.expected_m);
+    CHECK(std::memcmp(&a.config, &b.config, sizeof(GemmOverride)) == 0);
+    CHECK(b.tuned_us == doctest::Approx(a.tuned_us));
+  }
+  CHECK(dg::ops::format_tuning_table(back) == text);
+}
+
+TEST_CASE("tuning table: malformed text is refused with the line") {
+  TuningTable t;
+  t.gpu = "NVIDIA H200", t.sms = 132, t.version = "0.7.0";
+  t.entries.push_back(entry(dense(GemmKind::kFp8_1D2D, 4096, 24576, 1536), 128, 192, 5));
+  const std::string good = dg::ops::format_tuning_table(t);
+  TuningTable out;
+  out.gpu = "kept";
+  std::string why;
+  CHECK_FALSE(dg::ops::parse_tuning_table("", &out, &why));
+  CHECK(why.find("header") != std::string::npos);
+  CHECK_FALSE(dg::ops::parse_tuning_table("libdg-tuning-table 2\nlibdg 0.7.0\ngpu X\nsms 1\n", &out, &why));
+  CHECK(why.find("line 1") != std::string::npos);
+  std::string bad_field = good;
+  bad_field.replace(bad_field.find(" 24576 "), 7, " 24x76 ");
+  CHECK_FALSE(dg::ops::parse_tuning_table(bad_field, &out, &why));
+  CHECK(why.find("line 6") != std::string::npos);
+  CHECK_FALSE(dg::ops::parse_tuning_table(good + "gemm fp8_1d2d bf16 nt dense 0 1 2\n", &out, &why));
+  CHECK(why.find("line 7") != std::string::npos);
+  CHECK_FALSE(dg::ops::parse_tuning_table(good.substr(0, good.size() - 10), &out, &why));
+  CHECK(out.gpu == "kept");
+  CHECK(dg::ops::parse_tuning_table(good + "\n# a comment\n\n", &out, &why));
+}
+
+TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 2") {
+  TuningTable t;
+  const GemmShape s1024 = dense(GemmKind::kFp8_1D2D, 1024, 7168, 2048);
+  const GemmShape s4096 = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
+  t.entries.push_back(entry(s1024, 128, 128, 6));
+  t.entries.push_back(entry(s4096, 128, 192, 5));
+  auto found_m = [&](int64_t m, int64_t n = 7168) -> int64_t {
+    const TunedEntry* e = dg::ops::find_tuned(t, dense(GemmKind::kFp8_1D2D, m, n, 2048));
+    return e ? e->shape.m : 0;
+  };
+  CHECK(found_m(1024) == 1024);
+  CHECK(found_m(4096) == 4096);
+  CHECK(found_m(2048) == 1024);  // a tie: the smaller M
+  CHECK(found_m(3000) == 4096);
+  CHECK(found_m(8192) == 4096);
+  CHECK(found_m(512) == 1024);
+  CHECK(found_m(511) == 0);
+  CHECK(found_m(8193) == 0);
+  CHECK(found_m(4096, 4096) == 0);  // another N
+  GemmShape bf16 = s4096;
+  bf16.kind = GemmKind::kBf16;
+  CHECK(dg::ops::find_tuned(t, bf16) == nullptr);
+  GemmShape fused = s4096;  // a fused epilogue is another problem
+  fused.epilogue.bias = dg::ops::BiasType::kFp32;
+  CHECK(dg::ops::find_tuned(t, fused) == nullptr);
+  // Grouped problems: the bucket is expected_m, G must match.
+  t.entries.push_back(entry(masked(32, 128, 16, 4096, 7168), 64, 128, 8));
+  CHECK(dg::ops::find_tuned(t, masked(32, 4096, 24, 4096, 7168)) != nullptr);
+  CHECK(dg::ops::find_tuned(t, masked(32, 128, 64, 4096, 7168)) == nullptr);
+  CHECK(dg::ops::find_tuned(t, masked(8, 128, 16, 4096, 7168)) == nullptr);
+}
+
+TEST_CASE("tuning table: default path beside the JIT cache") {
+  CHECK(dg::ops::default_tuning_table_path("/c", "NVIDIA H200", 132) == "/c/libdg/tuning-nvidia-h200-132sm.txt");
+  CHECK(dg::ops::default_tuning_table_path("/c", "NVIDIA H100 80GB HBM3", 132) ==
+        "/c/libdg/tuning-nvidia-h100-80gb-hbm3-132sm.txt");
+  CHECK(dg::ops::default_tuning_table_path("", "NVIDIA H200", 132).empty());
+}
+
+namespace {
+
+// An offline stream (no GPU needed) whose config points at `table`.
+struct OfflineStream {
+  dg_stream* stream = nullptr;
+  explicit OfflineStream(const std::string& table, int sms = kSms) {
+    dg_config* config = nullptr;
+    REQUIRE(dg_config_create(&config) == DG_SUCCESS);
+    REQUIRE(dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, table.c_str()) == DG_SUCCESS);
+    REQUIRE(dg_stream_create_offline(&stream, 9, 0, sms, config) == DG_SUCCESS);
+    dg_config_destroy(config);
+  }
+  ~OfflineStream() { dg_stream_destroy(stream); }
+  const dg_stream_s& s() const { return *stream; }
+};
+
+TuningTable table_for(const dg_stream_s& s) {
+  TuningTable t;
+  t.gpu = s.device->name, t.sms = s.device->sm_count, t.version = dg::ops::tuning_library_version();
+  return t;
+}
+
+// Log messages at warn level, collected.
+std::vector<std::string>* g_messages = nullptr;
+void collect(int32_t level, const char* message, void*) {
+  if (g_messages && level >= DG_LOG_WARN) g_messages->push_back(message);
+}
+
+}  // namespace
+
+TEST_CASE("tuning table: the config choice takes a tuned entry unless overridden, capped or invalid") {
+  const std::string dir = temp_dir("choose");
+  const std::string path = dir + "/table.txt";
+  OfflineStream os(path);
+  const GemmShape s = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
+  GemmConfig heuristic;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &heuristic) == DG_SUCCESS);
+  // A legal config the heuristic does not choose.
+  const int bn = heuristic.block_n == 96 ? 112 : 96;
+  TuningTable t = table_for(os.s());
+  t.entries.push_back(entry(s, 128, bn, 4));
+  GemmShape near = s;
+  near.m = 6000;
+  t.entries.push_back(entry(masked(32, 128, 16, 4096, 7168), 256, 128, 4));  // block_m 256: not for masked calls
+  REQUIRE(dg::ops::write_tuning_table(path, t) == DG_SUCCESS);
+
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(c.block_n == bn);
+  CHECK(c.stages == 4);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), near, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(c.block_n == bn);
+  // The caller's config fields win.
+  GemmOverride o;
+  o.block_n = 128;
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, o, &c) == DG_SUCCESS);
+  CHECK(c.block_n == 128);
+  // A capped call plans with the heuristic.
+  GemmOverride capped;
+  capped.num_sms = 100;
+  GemmConfig capped_heuristic;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, capped, &capped_heuristic) == DG_SUCCESS);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, capped, &c) == DG_SUCCESS);
+  CHECK(same(c, capped_heuristic));
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, 100, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(c.num_sms == 100);
+  // An entry that fails the override checks falls back to the heuristic.
+  const GemmShape m = masked(32, 128, 16, 4096, 7168);
+  GemmConfig masked_heuristic;
+  REQUIRE(dg::ops::choose_gemm_config(m, kSms, GemmOverride{}, &masked_heuristic) == DG_SUCCESS);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), m, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(same(c, masked_heuristic));
+  // Untuned problems keep the heuristic.
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), dense(GemmKind::kBf16, 4096, 7168, 2048), kSms, GemmOverride{},
+                                            &c) == DG_SUCCESS);
+  GemmConfig bf16;
+  REQUIRE(dg::ops::choose_gemm_config(dense(GemmKind::kBf16, 4096, 7168, 2048), kSms, GemmOverride{}, &bf16) ==
+          DG_SUCCESS);
+  CHECK(same(c, bf16));
+  // "off": no table.
+  OfflineStream off("off");
+  REQUIRE(dg::ops::choose_tuned_gemm_config(off.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(same(c, heuristic));
+}
+
+TEST_CASE("tuning table: corrupt, foreign and read-only tables") {
+  const std::string dir = temp_dir("foreign");
+  std::vector<std::string> messages;
+  g_messages = &messages;
+  REQUIRE(dg_set_log_callback(collect, nullptr) == DG_SUCCESS);
+  const GemmShape s = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
+  auto check_ignored = [&](const std::string& name, const std::string& text, const char* says) {
+    CAPTURE(name);
+    const std::string path = dir + "/" + name;
+    write_file(path, text);
+    OfflineStream os(path);
+    messages.clear();
+    GemmConfig c, h;
+    {
+      const dg::log::Deferred deliver;  // messages reach the callback when this scope ends
+      REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+      REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+    }
+    REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &h) == DG_SUCCESS);
+    CHECK(same(c, h));
+    REQUIRE(messages.size() == 1);  // once, however often the table is consulted
+    CHECK(messages[0].find(path) != std::string::npos);
+    CHECK(messages[0].find(says) != std::string::npos);
+  };
+  OfflineStream probe(dir + "/probe");
+  TuningTable t = table_for(probe.s());
+  t.entries.push_back(entry(s, 128, 96, 4));
+  const std::string good = dg::ops::format_tuning_table(t);
+  check_ignored("corrupt.txt", good.substr(0, good.size() - 20) + "x\n", "cannot read");
+  TuningTable other = t;
+  other.gpu = "NVIDIA H100 80GB HBM3";
+  check_ignored("gpu.txt", dg::ops::format_tuning_table(other), "NVIDIA H100 80GB HBM3");
+  other = t, other.sms = 114;
+  check_ignored("sms.txt", dg::ops::format_tuning_table(other), "114 SMs");
+  other = t, other.version = "0.6.9";
+  check_ignored("version.txt", dg::ops::format_tuning_table(other), "0.6.9");
+
+  // A missing file is quietly no table.
+  {
+    OfflineStream os(dir + "/missing.txt");
+    messages.clear();
+    GemmConfig c;
+    {
+      const dg::log::Deferred deliver;
+      REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+    }
+    CHECK(messages.empty());
+  }
+  // A table in a read-only directory serves.
+  const std::string ro = dir + "/ro";
+  REQUIRE(mkdir(ro.c_str(), 0755) == 0);
+  write_file(ro + "/table.txt", good);
+  REQUIRE(chmod((ro + "/table.txt").c_str(), 0444) == 0);
+  REQUIRE(chmod(ro.c_str(), 0555) == 0);
+  {
+    OfflineStream os(ro + "/table.txt");
+    GemmConfig c;
+    REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+    CHECK(c.block_n == 96);
+  }
+  dg_set_log_callback(nullptr, nullptr);
+  g_messages = nullptr;
+  // A path that cannot be written: an error naming it, the old file untouched.
+  const std::string blocked = dir + "/file";
+  write_file(blocked, "not a directory");
+  CHECK(dg::ops::write_tuning_table(blocked + "/table.txt", t) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find(blocked) != std::string::npos);
+  CHECK(read_file(blocked) == "not a directory");
+  chmod(ro.c_str(), 0755);
+}
+
+TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
+  std::vector<dg::ops::TuneProblem> p;
+  REQUIRE(dg::ops::parse_problem_list("# c\n\ndense fp8 nt n=7168 k=2048 m=128,4096  # o\n"
+                                      "dense bf16 tn n=256 k=512 m=64 d=f32\n"
+                                      "contiguous bf16 n=4096 k=7168 g=8,32 m=200\n"
+                                      "masked fp8 n=4096 k=7168 g=32 m=20\n"
+                                      "masked fp8 n=4096 k=7168 g=2 m=512 max_m=4096\n",
+                                      "problems", &p) == DG_SUCCESS);
+  REQUIRE(p.size() == 7);
+  CHECK(p[0].shape.m == 128);
+  CHECK(p[1].shape.m == 4096);
+  CHECK(p[1].line == 3);
+  CHECK(p[1].text == "dense fp8 nt m=4096 n=7168 k=2048");
+  CHECK(p[2].shape.major_a == Major::kMN);
+  CHECK(p[2].shape.major_b == Major::kMN);
+  CHECK(p[2].shape.d_dtype == DG_DTYPE_FLOAT32);
+  CHECK(p[3].shape.type == GemmType::kMGroupedContiguous);
+  CHECK(p[3].shape.m == 8 * 256);
+  CHECK(p[3].shape.expected_m == 200);
+  CHECK(p[4].shape.num_groups == 32);
+  CHECK(p[5].shape.type == GemmType::kMGroupedMasked);
+  CHECK(p[5].shape.m == 128);
+  CHECK(p[5].shape.expected_m == 20);
+  CHECK(p[6].shape.m == 4096);
+
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"sparse fp8 n=1 k=1 m=1", "line 1"},
+      {"\ndense fp4 n=8 k=16 m=1", "line 2"},
+      {"dense fp8 nn n=8 k=16 m=1", "nt layout"},
+      {"dense fp8 n=8 k=16", "required"},
+      {"dense fp8 n=8 k=16 m=0", "m=0"},
+      {"dense fp8 n=8 k=16 m=1,,2", "m=1,,2"},
+      {"dense fp8 n=8 k=16 m=1 g=4", "g=4"},
+      {"masked fp8 n=4096 k=7168 m=8", "g="},
+      {"masked fp8 n=4096 k=7168 g=2 m=8 max_m=100", "max_m=100"},
+      {"dense fp8 n=8 k=12 m=1", "K % 16"},
+      {"# nothing\n", "no problems"},
+  };
+  for (const auto& [text, says] : bad) {
+    CAPTURE(text);
+    std::vector<dg::ops::TuneProblem> untouched(1);
+    CHECK(dg::ops::parse_problem_list(text, "problems", &untouched) == DG_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(dg_last_error()).find(says) != std::string::npos);
+    CHECK(std::string(dg_last_error()).rfind("problems: ", 0) == 0);
+    CHECK(untouched.size() == 1);
+  }
+}
+
+TEST_CASE("problem lists: the committed DeepSeek-V3 and Llama-70B lists") {
+  for (const char* name : {"deepseek-v3.txt", "llama-70b.txt"}) {
+    CAPTURE(name);
+    const std::string text = read_file(std::string(DG_TEST_DATA_DIR) + "/../../tools/problems/" + name);
+    REQUIRE(!text.empty());
+    std::vector<dg::ops::TuneProblem> p;
+    REQUIRE(dg::ops::parse_problem_list(text, "problems", &p) == DG_SUCCESS);
+    CHECK(p.size() >= 50);
+    for (const dg::ops::TuneProblem& q : p) {
+      CAPTURE(q.text);
+      std::vector<GemmConfig> c;
+      CHECK(dg::ops::rank_gemm_configs(q.shape, kSms, GemmOverride{}, dg::ops::hopper_cost_model(), 4, &c) ==
+            DG_SUCCESS);
+    }
+  }
+}
+
+TEST_CASE("dg_tune: argument checks leave the outputs untouched") {
+  const std::string dir = temp_dir("args");
+  const std::string path = dir + "/table.txt";
+  OfflineStream os(path);
+  const char* list = "dense fp8 nt n=7168 k=2048 m=4096\n";
+  int64_t tuned = -7;
+  auto check = [&](dg_stream* stream, const char* problems, const dg_tune_options* options, dg_status expected,
+                   const char* says) {
+    CAPTURE(says);
+    CHECK(dg_tune(stream, problems, options, &tuned) == expected);
+    CHECK(std::string(dg_last_error()).find(says) != std::string::npos);
+    CHECK(tuned == -7);
+    CHECK(access(path.c_str(), F_OK) != 0);
+  };
+  check(nullptr, list, nullptr, DG_ERROR_INVALID_ARGUMENT, "stream");
+  check(os.stream, nullptr, nullptr, DG_ERROR_INVALID_ARGUMENT, "problems");
+  check(os.stream, "dense fp8 nt n=7168 k=2048\n", nullptr, DG_ERROR_INVALID_ARGUMENT, "problems: line 1");
+  dg_tune_options o = DG_TUNE_OPTIONS_INIT;
+  o.struct_size = 3;
+  check(os.stream, list, &o, DG_ERROR_INVALID_ARGUMENT, "DG_TUNE_OPTIONS_INIT");
+  o = DG_TUNE_OPTIONS_INIT;
+  o.candidates = 17;
+  check(os.stream, list, &o, DG_ERROR_INVALID_ARGUMENT, "options.candidates: 17");
+  o = DG_TUNE_OPTIONS_INIT;
+  o.repetitions = -1;
+  check(os.stream, list, &o, DG_ERROR_INVALID_ARGUMENT, "options.repetitions: -1");
+  o = DG_TUNE_OPTIONS_INIT;
+  o.replace = 2;
+  check(os.stream, list, &o, DG_ERROR_INVALID_ARGUMENT, "options.replace: 2");
+  OfflineStream off("off");
+  check(off.stream, list, nullptr, DG_ERROR_INVALID_ARGUMENT, "options.table_path");
+  // Valid arguments on an offline stream: no GPU to time on.
+  check(os.stream, list, nullptr, DG_ERROR_NO_DEVICE, "offline");
+  o = DG_TUNE_OPTIONS_INIT;
+  o.candidates = 2, o.repetitions = 3, o.table_path = path.c_str();
+  check(off.stream, list, &o, DG_ERROR_NO_DEVICE, "offline");
+  CHECK(dg_tune(os.stream, list, nullptr, nullptr) == DG_ERROR_NO_DEVICE);
+}
