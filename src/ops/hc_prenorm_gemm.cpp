@@ -177,6 +177,9 @@ void print_config(const dg_stream_s& stream, const HcPrenormParams& p, int split
 
 dg_status launch_tma(const dg_stream_s& stream, const Kernel& kernel, const HcPrenormConfig& c,
                      const HcPrenormParams& p, int splits, LaunchConfig lc) {
+  // cuTensorMapEncodeTiled needs the device's context current on this thread.
+  ContextScope scope;
+  DG_TRY(scope.enter(*stream.device));
   HcPrenormTmaParams arg{};
   DG_TRY(tma::encode_2d(&arg.a_map, p.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, uint64_t(p.k), uint64_t(p.m),
                         uint64_t(p.lda), kHcStageK, uint32_t(c.block_m()), kSwizzleBytes, "a"));

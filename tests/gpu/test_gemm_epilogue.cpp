@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dg.h"
@@ -57,8 +58,8 @@ struct SwiGluWeights {
     Tensor tsf0(sf0.data(), DG_DTYPE_FLOAT32, {g, i2 / 128, kb});
     REQUIRE(dg_quantize_fp8_per_block(gpu.stream, tw.t, tq0.t, tsf0.t, nullptr) == DG_SUCCESS);
     Tensor tq(q.data(), DG_DTYPE_FLOAT8_E4M3, {g, i2, k}), tsf(sf.data(), DG_DTYPE_FLOAT32, {g, i2 / 128, kb});
-    REQUIRE_MESSAGE(dg_swiglu_interleave(gpu.stream, tq0.t, tq.t, 128) == DG_SUCCESS, dg_last_error());
-    REQUIRE_MESSAGE(dg_swiglu_interleave(gpu.stream, tsf0.t, tsf.t, 1) == DG_SUCCESS, dg_last_error());
+    REQUIRE_MESSAGE(dg_swiglu_interleave(gpu.stream, tq0.t, tq.t, 128) == DG_SUCCESS, std::string(dg_last_error()));
+    REQUIRE_MESSAGE(dg_swiglu_interleave(gpu.stream, tsf0.t, tsf.t, 1) == DG_SUCCESS, std::string(dg_last_error()));
     uint8_t byte = 0;
     q.download(&byte, 1);  // finish the copies before the sources go
   }
@@ -193,10 +194,10 @@ TEST_CASE("fused bias on dense BF16 and FP8 GEMMs matches an FP64 reference") {
         Tensor tsfb(sfb.data(), DG_DTYPE_FLOAT32, {n / 128, (k + 127) / 128});
         REQUIRE(dg_quantize_fp8_per_block(gpu.stream, tb.t, tqb.t, tsfb.t, nullptr) == DG_SUCCESS);
         Tensor tqa(qa.q.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tsfa(qa.sf.data(), DG_DTYPE_FLOAT32, {m, (k + 127) / 128}, {1, align4(m)});
-        REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, nullptr, &o) == DG_SUCCESS, dg_last_error());
+        REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, nullptr, &o) == DG_SUCCESS, std::string(dg_last_error()));
       } else {
         Tensor ta(da.data(), DG_DTYPE_BFLOAT16, {m, k}), tb(db.data(), DG_DTYPE_BFLOAT16, {n, k});
-        REQUIRE_MESSAGE(dg_bf16_gemm_nt(gpu.stream, ta.t, tb.t, td.t, nullptr, &o) == DG_SUCCESS, dg_last_error());
+        REQUIRE_MESSAGE(dg_bf16_gemm_nt(gpu.stream, ta.t, tb.t, td.t, nullptr, &o) == DG_SUCCESS, std::string(dg_last_error()));
       }
       std::vector<uint16_t> d(size_t(m * n));
       dd.download(d.data(), d.size() * 2);
@@ -233,7 +234,7 @@ TEST_CASE("fused SwiGLU on a dense FP8 GEMM: BF16 D against FP64, FP8 D bit for 
   Buf dd(gpu.device, size_t(m * inter * 2));
   dd.poison();
   Tensor td(dd.data(), DG_DTYPE_BFLOAT16, {m, inter});
-  REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, nullptr, &o) == DG_SUCCESS, dg_last_error());
+  REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, nullptr, &o) == DG_SUCCESS, std::string(dg_last_error()));
   std::vector<uint16_t> d(size_t(m * inter));
   dd.download(d.data(), d.size() * 2);
   std::vector<double> ref(d.size()), got(d.size());
@@ -254,7 +255,7 @@ TEST_CASE("fused SwiGLU on a dense FP8 GEMM: BF16 D against FP64, FP8 D bit for 
     e8.d_scales = tsf.t;
     e8.pow2_scales = f.pow2;
     o.epilogue = &e8;
-    REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, nullptr, &o) == DG_SUCCESS, dg_last_error());
+    REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, nullptr, &o) == DG_SUCCESS, std::string(dg_last_error()));
     Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
     Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
     dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
@@ -300,7 +301,7 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
     dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
     o.epilogue = &e;
     REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_masked(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, tm.t, 64, &o) == DG_SUCCESS,
-                    dg_last_error());
+                    std::string(dg_last_error()));
     std::vector<uint16_t> d(size_t(g * max_m * inter));
     dd.download(d.data(), d.size() * 2);
     std::vector<double> ref, got;
@@ -321,7 +322,7 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
       e8.pow2_scales = f.pow2;
       o.epilogue = &e8;
       REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_masked(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, tm.t, 64, &o) == DG_SUCCESS,
-                      dg_last_error());
+                      std::string(dg_last_error()));
       Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
       Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
       dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
@@ -358,7 +359,7 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
     o.epilogue = &e;
     REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_contiguous(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, td.t, ti.t,
                                                         DG_M_GROUPED_LAYOUT_INDICES, 0, &o) == DG_SUCCESS,
-                    dg_last_error());
+                    std::string(dg_last_error()));
     std::vector<uint16_t> d(size_t(m * inter));
     dd.download(d.data(), d.size() * 2);
     std::vector<double> ref, got;
@@ -380,7 +381,7 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
       o.epilogue = &e8;
       REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_contiguous(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, ti.t,
                                                           DG_M_GROUPED_LAYOUT_INDICES, 0, &o) == DG_SUCCESS,
-                      dg_last_error());
+                      std::string(dg_last_error()));
       Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
       Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
       dg_quant_options qo = DG_QUANT_OPTIONS_INIT;

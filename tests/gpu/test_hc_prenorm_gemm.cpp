@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "dg.h"
@@ -76,7 +77,7 @@ std::vector<uint32_t> run_case(Gpu& gpu, const Case& c, uint32_t seed) {
   Tensor td(dd.data(), DG_DTYPE_FLOAT32, d_sizes, d_strides);
   Tensor ts(ds.data(), DG_DTYPE_FLOAT32, s_sizes);
   REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(gpu.stream, ta.t, tb.t, td.t, ts.t, c.splits) == DG_SUCCESS,
-                  dg_last_error());
+                  std::string(dg_last_error()));
   REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);
   std::vector<uint32_t> d_out = dd.download_words(size_t(S * c.m * ldd), 4);
   std::vector<uint32_t> s_out = ds.download_words(size_t(S * c.m), 4);
