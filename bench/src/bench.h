@@ -185,6 +185,9 @@ Case new_case(const char* suite, const Shape& s, std::string label);
 // then: what it captures by reference must live as long as the case.
 void run_contender(Context& ctx, Result& r, const Call& call, int nsets, void* poison, size_t poison_bytes,
                    const std::function<void(Result&)>& check);
+// The device copy of `bytes` from src to dst as a contender, unchecked (a suite's roofline peer);
+// the buffers must live until time_case.
+void time_copy_contender(Context& ctx, Result& r, void* dst, const void* src, size_t bytes);
 // Times the case's checked contenders together (measure); call it where everything their calls
 // capture is still alive.
 void time_case(Context& ctx);

@@ -29,6 +29,17 @@ void run_contender(Context& ctx, Result& r, const Call& call, int nsets, void* p
   }
 }
 
+// The device copy of `bytes` from src to dst as a contender (no output check): the roofline peer
+// of suites whose time is bound by memory traffic. The buffers must live until time_case.
+void time_copy_contender(Context& ctx, Result& r, void* dst, const void* src, size_t bytes) {
+  const cudaStream_t stream = ctx.cu_stream;
+  Call copy = [dst, src, bytes, stream](int) {
+    const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+    return e == cudaSuccess ? std::string() : std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e);
+  };
+  run_contender(ctx, r, copy, 1, nullptr, 0, [](Result&) {});
+}
+
 Case new_case(const char* suite, const Shape& s, std::string label) {
   Case c;
   c.suite = suite;
@@ -167,11 +178,7 @@ void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Ca
       });
       // Roofline peer: copying the input's bytes once.
       peer.bytes = 2.0 * in_elems * 4;
-      Call copy = [&](int) {
-        const cudaError_t e = cudaMemcpyAsync(scratch.ptr, in.ptr, in_elems * 4, cudaMemcpyDeviceToDevice, ctx.cu_stream);
-        return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
-      };
-      run_contender(ctx, peer, copy, 1, nullptr, 0, [](Result&) {});
+      time_copy_contender(ctx, peer, scratch.ptr, in.ptr, size_t(in_elems) * 4);
       time_case(ctx);
     } catch (const std::logic_error&) {
       r.status = "absent";

@@ -93,12 +93,7 @@ void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Cas
       run_contender(ctx, r, call, 1, q.ptr, q.bytes, [&](Result& res) {
         check_against_peer(ctx, q, sf, q_ref, sf_ref, g, m, k, res);
       });
-      Call memcpy_call = [&](int) {
-        const cudaError_t e =
-            cudaMemcpyAsync(copy_dst.ptr, copy_src.ptr, moved / 2, cudaMemcpyDeviceToDevice, ctx.cu_stream);
-        return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
-      };
-      run_contender(ctx, copy, memcpy_call, 1, nullptr, 0, [](Result&) {});
+      time_copy_contender(ctx, copy, copy_dst.ptr, copy_src.ptr, size_t(moved / 2));
       time_case(ctx);
     } catch (const std::logic_error&) {
       r.status = "absent";
