@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "runtime/status.h"
 
@@ -95,7 +95,10 @@ dg_status check_no_overlap(const dg_tensor_s& t, const char* arg) {
   int n = 0;
   for (int i = 0; i < t.rank; ++i)
     if (t.sizes[i] > 1) dims[n++] = i;
-  std::sort(dims, dims + n, [&t](int x, int y) { return t.strides[x] < t.strides[y]; });
+  // By stride, an insertion sort of at most DG_MAX_RANK entries (std::sort here trips GCC 12's
+  // -Warray-bounds: its 16-element insertion threshold exceeds the array).
+  for (int k = 1; k < n; ++k)
+    for (int j = k; j > 0 && t.strides[dims[j]] < t.strides[dims[j - 1]]; --j) std::swap(dims[j], dims[j - 1]);
   // dg_tensor_create checked that the sum of (size - 1) * stride over all dimensions fits in int64.
   int64_t reach = 0;  // offset of the farthest element the dimensions so far address
   for (int k = 0; k < n; ++k) {
