@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // wrap + v converts to int32 as v: without a range check libdg would be handed a valid value that
@@ -182,4 +183,19 @@ func TestIntArgumentsThatDoNotFitAreRefused(t *testing.T) {
 	if NumSMs() != before {
 		t.Errorf("SetNumSMs(2^32 + 66) changed the SM cap: %d -> %d", before, NumSMs())
 	}
+}
+
+func TestSliceLengthsThatDoNotFitAreRefused(t *testing.T) {
+	// A slice of 2^32 + 2 sizes is rank 2 once wrapped to int32: libdg would describe the first two
+	// and succeed. The slice is a header over four entries; a refusal reads none of them.
+	backing := [4]int64{128, 512, 1, 1}
+	long := unsafe.Slice(&backing[0], wrap+2)
+	_, err := NewTensor(0, BFloat16, long, nil)
+	wantRangeError(t, err, "rank", int32Range)
+	_, err = NewTensor(0, BFloat16, long, long)
+	wantRangeError(t, err, "rank", int32Range)
+	_, err = MNMajorTMAAlignedTensorLayout(long)
+	wantRangeError(t, err, "sizes", "(expected 1 to 4)")
+	_, err = MNMajorTMAAlignedPackedUE8M0TensorLayout(long)
+	wantRangeError(t, err, "sizes", "(expected 1 to 4)")
 }
