@@ -234,3 +234,16 @@ impl Stream {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slice_length_past_the_rank_range_is_refused() {
+        // Converted with `as i32`, 2^32 + 2 sizes would be rank 2.
+        for len in [0usize, 5, (1usize << 32) + 2] {
+            let e = super::check_rank(len).unwrap_err();
+            assert!(e.message().starts_with(&format!("sizes: rank {} (expected 1 to 4)", len)), "{}", e);
+        }
+        assert_eq!(super::check_rank(4).unwrap(), 4);
+    }
+}

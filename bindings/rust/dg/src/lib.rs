@@ -10,6 +10,14 @@
 //!   the kernel methods of [`Stream`] are then safe to call.
 //! - libdg never allocates device memory on a launch path: allocate with the CUDA runtime or
 //!   driver (or a framework) and describe it with [`Tensor::new`].
+//! - Integer arguments have the C types of libdg's parameters (`i32`, `i64`, `usize`), so a value
+//!   outside them does not compile; the only integers converted at run time are slice lengths,
+//!   and a rank that does not fit is refused.
+//!
+//! ```compile_fail
+//! // 2^64 + 100 is no i64: refused by the compiler, never wrapped to 100.
+//! let _ = dg::tma_aligned_size(18_446_744_073_709_551_716, 1);
+//! ```
 //!
 //! ```no_run
 //! use dg::{DType, Stream, Tensor};

@@ -112,7 +112,7 @@ impl Tensor {
                 ));
             }
         }
-        let rank = i32::try_from(sizes.len()).unwrap_or(i32::MAX);
+        let rank = rank_arg(sizes.len());
         let mut raw = ptr::null_mut();
         check(sys::dg_tensor_create(
             &mut raw,
@@ -188,4 +188,32 @@ impl fmt::Debug for Tensor {
 /// The raw pointer of an optional tensor (NULL for `None`).
 pub(crate) fn opt_tensor(t: Option<&Tensor>) -> *const sys::dg_tensor {
     t.map_or(ptr::null(), |t| t.as_raw() as *const _)
+}
+
+/// The `rank` argument for `len` sizes: a length past `i32` becomes `i32::MAX`, which libdg
+/// refuses naming the rank, never a small rank that wrapped.
+fn rank_arg(len: usize) -> i32 {
+    i32::try_from(len).unwrap_or(i32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_length_past_i32_is_refused_as_a_rank() {
+        assert_eq!(rank_arg(3), 3);
+        // Wrapped, 2^32 + 2 sizes would be described as rank 2.
+        let long = (1usize << 32) + 2;
+        assert_eq!(rank_arg(long), i32::MAX);
+        let sizes = [128i64, 512, 1, 1];
+        let mut raw = ptr::null_mut();
+        // SAFETY: libdg reads at most DG_MAX_RANK = 4 sizes, and none for a rank it refuses.
+        let e = check(unsafe {
+            sys::dg_tensor_create(&mut raw, ptr::null_mut(), DType::BFLOAT16.0, rank_arg(long), sizes.as_ptr(), ptr::null())
+        })
+        .unwrap_err();
+        assert!(raw.is_null());
+        assert!(e.message().starts_with("rank: "), "{}", e);
+    }
 }
