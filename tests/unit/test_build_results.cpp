@@ -2,12 +2,21 @@
 // waiters with an error and can be retried; failed builds keep no memory; a build that asks for
 // its own key fails instead of waiting for itself; and the user's log callback, which may call
 // libdg, runs only once the build has published its result (log::Deferred). Steps that would
-// hang on a regression run in a child process under alarm().
+// hang on a regression run in a child process under alarm(). A build whose nvcc scratch files
+// cannot be written (a full disk) is tested through the public API.
 #include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -79,6 +88,59 @@ TEST_CASE("a build that throws publishes its error to every waiter, and the key 
     if (map.get(9, [](std::string* out) { *out = "nine"; return DG_SUCCESS; }, &v, &hit) != DG_SUCCESS) return 4;
     if (hit || *v != "nine") return 5;
     return 0;
+  });
+  CHECK_MESSAGE(rc == 0, "child exit ", rc, hang_note(rc));
+}
+
+namespace {
+
+// An offline sm_90a stream that compiles with the nvcc at `nvcc` and keeps no disk cache.
+dg_stream* nvcc_stream(const std::string& nvcc) {
+  setenv("DG_JIT_NVCC_COMPILER", nvcc.c_str(), 1);  // read by dg_config_create
+  dg_config* cfg = nullptr;
+  if (dg_config_create(&cfg) != DG_SUCCESS) return nullptr;
+  dg_config_set_int(cfg, DG_CONFIG_COMPILER, DG_COMPILER_NVCC);
+  dg_config_set_string(cfg, DG_CONFIG_CACHE_DIR, "");
+  dg_stream* stream = nullptr;
+  dg_stream_create_offline(&stream, 9, 0, 132, cfg);
+  dg_config_destroy(cfg);
+  return stream;
+}
+
+dg_status prepare(dg_stream* stream) {
+  return dg_gemm_prepare(stream, DG_DTYPE_BFLOAT16, DG_GEMM_LAYOUT_NT, 256, 512, 384, DG_DTYPE_BFLOAT16, 0, nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("nvcc scratch files that cannot be written fail the build with the reason; the next call builds again") {
+  // The issue's full /tmp: the file-size limit makes every write of nvcc's scratch files fail
+  // (EFBIG). Such a build once threw past its slot, and the next call for the kernel waited forever.
+  const int rc = in_child([] {
+    char dir[] = "/tmp/dg-build-results-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return 1;
+    const std::string nvcc = std::string(dir) + "/nvcc";  // writes a cubin wherever -o points
+    std::ofstream(nvcc) << "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && printf cubin > \"$2\"; shift; done\n";
+    chmod(nvcc.c_str(), 0700);
+    dg_set_log_level(DG_LOG_OFF);
+    dg_stream* stream = nvcc_stream(nvcc);
+    if (stream == nullptr) return 2;
+    signal(SIGXFSZ, SIG_IGN);
+    rlimit old{};
+    getrlimit(RLIMIT_FSIZE, &old);
+    rlimit none = old;
+    none.rlim_cur = 0;
+    setrlimit(RLIMIT_FSIZE, &none);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (prepare(stream) != DG_ERROR_COMPILE) return 3 + attempt;
+      if (std::strstr(dg_last_error(), "for nvcc") == nullptr) return 5;
+    }
+    setrlimit(RLIMIT_FSIZE, &old);  // the disk has room again: the same kernels build
+    const dg_status s = prepare(stream);
+    dg_stream_destroy(stream);
+    std::remove(nvcc.c_str());
+    rmdir(dir);
+    return s == DG_SUCCESS ? 0 : 6;
   });
   CHECK_MESSAGE(rc == 0, "child exit ", rc, hang_note(rc));
 }
