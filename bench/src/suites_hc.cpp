@@ -88,12 +88,7 @@ void suite_hc_prenorm(Context& ctx, const std::vector<Shape>& shapes, std::vecto
       };
       run_contender(ctx, rd, read_call, 1, nullptr, 0, [](Result&) {});
       rd.config = "grid=" + std::to_string(grid) + " block=" + std::to_string(kReadBlock);
-      Call memcpy_call = [&](int) {
-        const cudaError_t e =
-            cudaMemcpyAsync(copy_dst.ptr, copy_src.ptr, moved / 2, cudaMemcpyDeviceToDevice, ctx.cu_stream);
-        return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
-      };
-      run_contender(ctx, copy, memcpy_call, 1, nullptr, 0, [](Result&) {});
+      time_copy_contender(ctx, copy, copy_dst.ptr, copy_src.ptr, size_t(moved / 2));
       time_case(ctx);
     } catch (const std::logic_error&) {
       r.status = "absent";
