@@ -21,12 +21,15 @@ ProgressCallback = Callable[[int, int, str], None]
 
 
 def _list_text(problems: Union[str, "os.PathLike[str]"]) -> bytes:
-    """The list's text: a path-like or the name of an existing file is read, other strings are the
-    list itself."""
-    names_file = isinstance(problems, str) and "\n" not in problems and os.path.isfile(problems)
-    if isinstance(problems, os.PathLike) or names_file:
+    """The list's text: a path-like or the name of an existing file is read, a one-line string that
+    looks like a path but names no file is refused, other strings are the list itself."""
+    one_line = isinstance(problems, str) and "\n" not in problems
+    if isinstance(problems, os.PathLike) or (one_line and os.path.isfile(problems)):
         with open(os.fspath(problems), "rb") as f:
             return f.read()
+    if one_line and (os.sep in problems or problems.endswith(".txt")):
+        # No problem line holds a path separator: this names a file that is not there.
+        raise FileNotFoundError("problems: no such problem-list file: %r" % problems)
     if isinstance(problems, str):
         return problems.encode()
     raise InvalidArgument("problems: %r (expected a problem-list file path or its text)" % (problems,))
