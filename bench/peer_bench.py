@@ -28,13 +28,15 @@ transforms them per call. Each result row also records calc_diff against an FP32
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed] [hc-prenorm]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
+                                   [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice; where the
 forced config cannot run a problem, the row says so and leaves that contender out.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
-every group it drew, `ks`). Writes NAME.json (rows) and NAME.txt (table + geometric means)
+every group it drew, `ks`), --masked the masked suite's (G, expected M) sets, --grouped-nk the
+contiguous and masked suites' (N, K) shapes. Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
 them (NAME.png) when matplotlib is installed.
@@ -642,6 +644,10 @@ def main():
                     % ",".join("%dx%d" % nk for nk in DENSE_NK))
     ap.add_argument("--kg", help="the k-grouped suite's sets, G:M:N:K (K the expected K per group) comma-separated "
                     "(default: %s)" % ",".join("%d:%d:%d:%d" % s for s in K_GROUPED))
+    ap.add_argument("--masked", help="the masked suite's sets, G:M (M the expected rows per group) comma-separated "
+                    "(default: %s)" % ",".join("%d:%d" % s for s in MASKED))
+    ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
+                    "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
@@ -654,12 +660,17 @@ def main():
         dense_nk = [tuple(int(v) for v in x.split("x")) for x in args.nk.split(",")] if args.nk else DENSE_NK
     except ValueError:
         ap.error("--nk: %r (expected NxK[,NxK...], e.g. 6144x4096,4096x14336)" % args.nk)
-    try:
-        k_sets = [tuple(int(v) for v in x.split(":")) for x in args.kg.split(",")] if args.kg else K_GROUPED
-        if any(len(t) != 4 or min(t) < 1 for t in k_sets):
-            raise ValueError
-    except ValueError:
-        ap.error("--kg: %r (expected G:M:N:K[,G:M:N:K...] of positive integers, e.g. 32:4096:7168:1024)" % args.kg)
+    def int_tuples(text, default, sep, arity, flag, example):
+        try:
+            sets = [tuple(int(v) for v in x.split(sep)) for x in text.split(",")] if text else default
+            if any(len(t) != arity or min(t) < 1 for t in sets):
+                raise ValueError
+            return sets
+        except ValueError:
+            ap.error("%s: %r (expected positive integers as %s)" % (flag, text, example))
+    masked_sets = int_tuples(args.masked, MASKED, ":", 2, "--masked", "G:M[,G:M...], e.g. 32:8,32:64")
+    grouped_nk = int_tuples(args.grouped_nk, NK, "x", 2, "--grouped-nk", "NxK[,NxK...], e.g. 4096x7168")
+    k_sets = int_tuples(args.kg, K_GROUPED, ":", 4, "--kg", "G:M:N:K[,G:M:N:K...], e.g. 32:4096:7168:1024")
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -698,12 +709,12 @@ def main():
                 for n, k in dense_nk:
                     dense(kind, m, n, k)
     for kind in kinds:
-        for n, k in NK:
+        for n, k in grouped_nk:
             if "contiguous" in args.suites:
                 for g, e in CONTIGUOUS:
                     contiguous(kind, g, e, n, k)
             if "masked" in args.suites:
-                for g, e in MASKED:
+                for g, e in masked_sets:
                     masked(kind, g, e, n, k)
     for kind in kinds:
         if "k-grouped" in args.suites:

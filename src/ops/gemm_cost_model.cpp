@@ -15,6 +15,11 @@ const Sm90CostModel kHopper = {
     /*bf16_flops_per_sm=*/5.9e12,
     // The DRAM floor: 2.8 TB/s, what the copy suite sustains of the H100's 3.35 TB/s peak.
     /*dram_bytes_per_s=*/2.8e12,
+    // A candidate under the floor still slows as its own operand traffic nears it: masked FP8 G = 32,
+    // m <= 64 (weights streamed once) ran 64x48 / 64x32 tiles, whose A re-reads ask 0.8-0.9 of the
+    // floor's time of the SMs' fill, 10-20% behind 64x256 (0.4 of it) on an H200, where a hard max
+    // rated them equal (bench/results/moe_layer.txt: the plain and the fused gate / up GEMM).
+    /*floor_sharpness=*/4.0,
     // Two cluster barriers and the DSMEM reduction's latency; split-K is chosen by a measured rule,
     // so this only shapes estimates of forced split-K configs.
     /*split_k_reduce_s=*/1.5e-6,

@@ -65,6 +65,7 @@ struct Sm90CostModel {
   double fp8_flops_per_sm;          // sustained tensor FLOP/s of one SM
   double bf16_flops_per_sm;
   double dram_bytes_per_s;          // the DRAM floor's rate
+  double floor_sharpness;           // p of the p-norm joining a candidate's time and the DRAM floor
   double split_k_reduce_s;          // split-K's fixed cost per tile (not fitted; shapes forced configs)
   SmallMCost small_m;
   LargeMCost large_m;

@@ -2,6 +2,7 @@
 // candidate, the shared-memory budget, the cost model that ranks the candidates (its parameters:
 // gemm_cost_model.h; docs/cost_model.md), and the grid and rasterisation of the chosen one.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -130,9 +131,13 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
   return nullptr;
 }
 
-// FP8 grouped problems whose tiles are capped at 192 columns (see choose_gemm_config): all but the
-// contiguous form with per-row indices, the one whose tile count the host knows.
+// FP8 grouped problems whose tiles are capped at 192 columns (see tiles()): all but the contiguous
+// form with per-row indices, the one whose tile count the host knows, and masked decoding (at most 64
+// rows per group: one row of tiles per group, weights streamed once, where 64x256 ran G = 32 faster
+// than the narrow tiles).
 bool fp8_grouped_cap(const GemmShape& s) {
+  constexpr int64_t kDecodeRows = 64;
+  if (s.type == GemmType::kMGroupedMasked && s.expected_m > 0 && s.expected_m <= kDecodeRows) return false;
   return is_fp8(s.kind) && s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous;
 }
 
@@ -262,6 +267,12 @@ double dram_floor_s(const Sm90CostModel& model, const GemmShape& s) {
          model.dram_bytes_per_s;
 }
 
+// The p-norm of (t, floor): the larger of the two, raised as the smaller nears it.
+double soft_max(double t, double floor, double p) {
+  const double hi = std::max(t, floor), lo = std::min(t, floor);
+  return hi * std::pow(1.0 + std::pow(lo / hi, p), 1.0 / p);
+}
+
 // Estimated microseconds of candidate `c` with `stages` stages and `d_bufs` epilogue strip buffers.
 double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candidate& c, int stages, int d_bufs,
                    int num_sms) {
@@ -288,7 +299,7 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   if (tail)
     t = t * m.masked_tail_factor - m.masked_tail_split_share * (double(kbs - cdiv(kbs, 2)) * t_kb - t_reduce);
   if (c.cluster == 2) t *= m.pair_factor;
-  return std::max(t, dram_floor_s(model, s)) * kMicrosecondsPerSecond;
+  return soft_max(t, dram_floor_s(model, s), model.floor_sharpness) * kMicrosecondsPerSecond;
 }
 
 }  // namespace
