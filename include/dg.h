@@ -543,9 +543,11 @@ DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n
 
 /* Compiles and loads (no launch, no device memory touched) every kernel the matching call would
  * use, for contiguous a and b in `layout`: ab_dtype BFLOAT16 or FLOAT8_E4M3 (recipe from options;
- * FP8 layouts other than NT load the transpose kernel too), d_dtype BFLOAT16 or FLOAT32, with_c 1
- * when a C term will be given (with C == D and beta == 1 the pre-pass kernel is loaded too,
- * unused). options.workspace is not read. Call it before capturing a CUDA graph. */
+ * FP8 layouts other than NT load the transpose kernel too), d_dtype BFLOAT16 or FLOAT32 (or
+ * FLOAT8_E4M3 with options.epilogue.d_scales), with_c 1 when a C term will be given (with C == D
+ * and beta == 1 the pre-pass kernel is loaded too, unused). options.workspace is not read;
+ * options.epilogue is checked as the call checks it, its tensors' descriptors (shape, dtype) but
+ * not their data. Call it before capturing a CUDA graph. */
 DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k,
                                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
 
@@ -625,7 +627,9 @@ DG_API dg_status dg_m_grouped_bf16_gemm_nt_masked(dg_stream* stream, const dg_te
 /* Compiles and loads (no launch, no device memory touched) the kernel that the matching M-grouped
  * call would use: ab_dtype BFLOAT16 or FLOAT8_E4M3, gemm_layout DG_GEMM_LAYOUT_NT or _NN (contiguous
  * a and b), `grouping` a DG_M_GROUPED_LAYOUT_*, num_groups G, m the rows of A (contiguous) or
- * max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph. */
+ * max_m (masked), n, k and expected_m as the call will pass them. d is BFLOAT16, or FLOAT8_E4M3
+ * when options.epilogue has d_scales; the epilogue is checked as the call checks it (descriptors,
+ * not data). Call it before capturing a graph. */
 DG_API dg_status dg_m_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int32_t grouping,
                                            int64_t num_groups, int64_t m, int64_t n, int64_t k, int64_t expected_m,
                                            const dg_gemm_options* options);

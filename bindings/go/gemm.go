@@ -228,8 +228,10 @@ func Fp8GemmWorkspaceSize(layout GemmLayout, m, n, k int64) (int, error) {
 
 // GemmPrepare compiles and loads, without launching or touching device memory, every kernel the
 // matching GEMM would use (dg_gemm_prepare), for contiguous a and b in layout: abDType BFloat16
-// or Float8E4M3, dDType BFloat16 or Float32, withC when a C term will be given. On an offline
-// stream it fills the disk cache with no GPU. Call it before capturing a CUDA graph.
+// or Float8E4M3, dDType BFloat16 or Float32 (Float8E4M3 with an epilogue's DScales), withC when a
+// C term will be given; opts.Epilogue is checked as the call checks it (its tensors' shapes and
+// dtypes, not their memory). On an offline stream it fills the disk cache with no GPU. Call it
+// before capturing a CUDA graph.
 func (s *Stream) GemmPrepare(abDType DType, layout GemmLayout, m, n, k int64, dDType DType, withC bool,
 	opts *GemmOptions) error {
 	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {

@@ -101,7 +101,8 @@ func (s *Stream) MGroupedBF16GemmNTMasked(a, b, d, maskedM *Tensor, expectedM in
 // MGroupedGemmPrepare compiles and loads, without launching, the kernel the matching M-grouped
 // call would use (dg_m_grouped_gemm_prepare): abDType BFloat16 or Float8E4M3, gemmLayout LayoutNT
 // or LayoutNN, grouping the call's layout, m the rows of A (contiguous) or max_m (masked), and
-// numGroups, n, k, expectedM as the call will pass them. Works on an offline stream.
+// numGroups, n, k, expectedM as the call will pass them; d is Float8E4M3 exactly when
+// opts.Epilogue has DScales. Works on an offline stream.
 func (s *Stream) MGroupedGemmPrepare(abDType DType, gemmLayout GemmLayout, grouping MGroupedLayout,
 	numGroups, m, n, k, expectedM int64, opts *GemmOptions) error {
 	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {

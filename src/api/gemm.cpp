@@ -151,14 +151,17 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   DG_TRY(dg::check_stream(stream, "stream"));
   dg_gemm_options opts;
   DG_TRY(read_options(options, &opts));
-  if (opts.epilogue != nullptr)
-    return dg::fail(DG_ERROR_UNSUPPORTED,
-                    "options.epilogue: dg_gemm_prepare does not take fused epilogues; one call loads the kernel");
+  dg::api::Epilogue epilogue;
+  DG_TRY(dg::api::read_epilogue(opts, &epilogue));
   if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
                     dg::dtype_name(ab_dtype));
-  if (d_dtype != DG_DTYPE_BFLOAT16 && d_dtype != DG_DTYPE_FLOAT32)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d_dtype: {} (expected bfloat16 or float32)", dg::dtype_name(d_dtype));
+  if (d_dtype == DG_DTYPE_FLOAT8_E4M3 && !epilogue.given)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "d_dtype: float8_e4m3 needs a fused epilogue with its scales (options.epilogue.d_scales)");
+  if (d_dtype != DG_DTYPE_BFLOAT16 && d_dtype != DG_DTYPE_FLOAT32 && d_dtype != DG_DTYPE_FLOAT8_E4M3)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d_dtype: {} (expected bfloat16, float32, or float8_e4m3 with an epilogue)",
+                    dg::dtype_name(d_dtype));
   if (layout < DG_GEMM_LAYOUT_NT || layout > DG_GEMM_LAYOUT_TT)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "layout: {} (expected DG_GEMM_LAYOUT_NT..TT)", layout);
   if (m < 0 || n < 0 || k < 0)
@@ -178,6 +181,9 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t 
   s.major_b = b_transposed(layout) ? Major::kMN : Major::kK;
   if (s.kind == GemmKind::kFp8_1D1D && d_dtype != DG_DTYPE_FLOAT32)
     return dg::fail(DG_ERROR_UNSUPPORTED, "d_dtype: the 1D1D recipe writes FLOAT32 on SM90");
+  int64_t d_cols = n;
+  DG_TRY(dg::api::epilogue_out_cols(epilogue, n, &d_cols));
+  DG_TRY(dg::api::apply_epilogue(epilogue, opts, d_dtype, with_c != 0, false, &args));
   if (m == 0 || n == 0) return DG_SUCCESS;
   // Preparing reads no memory: only whether C is given, and whether it is D, choose kernels. A
   // distinct non-NULL stand-in for C means "C given, not D"; no kernel runs, so none reads it.

@@ -28,7 +28,8 @@ const char* incompatible(const dg_gemm_options& o, const ops::GemmShape& s, bool
   return nullptr;
 }
 
-dg_status check_bias(const dg_tensor* bias, const ops::GemmShape& s, ops::GemmArgs* args) {
+// need_data: false for a prepare call, which reads the descriptors but never their memory.
+dg_status check_bias(const dg_tensor* bias, const ops::GemmShape& s, bool need_data, ops::GemmArgs* args) {
   DG_TRY(check_tensor(bias, "options.epilogue.bias"));
   if (s.type != GemmType::kNormal)
     return fail(DG_ERROR_UNSUPPORTED, "options.epilogue.bias: a bias is fused in dense GEMMs only (this call is M-grouped)");
@@ -37,7 +38,7 @@ dg_status check_bias(const dg_tensor* bias, const ops::GemmShape& s, ops::GemmAr
   if (bias->sizes[0] != s.n || (s.n > 1 && bias->strides[0] != 1))
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.epilogue.bias: shape {} (expected [N = {}] with stride 1)",
                 describe(*bias), s.n);
-  if (bias->data == nullptr || reinterpret_cast<uintptr_t>(bias->data) % 8 != 0)
+  if (need_data && (bias->data == nullptr || reinterpret_cast<uintptr_t>(bias->data) % 8 != 0))
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.epilogue.bias: data pointer {} is NULL or not 8-byte aligned",
                 bias->data);
   args->bias = bias->data;
@@ -46,14 +47,14 @@ dg_status check_bias(const dg_tensor* bias, const ops::GemmShape& s, ops::GemmAr
 }
 
 // d's scales: [(G,) rows, ceil(cols / 128)] as dg_quantize_fp8_per_token takes them for D.
-dg_status check_d_scales(const dg_tensor* sf, const ops::GemmShape& s, ops::GemmArgs* args) {
+dg_status check_d_scales(const dg_tensor* sf, const ops::GemmShape& s, bool need_data, ops::GemmArgs* args) {
   const char* arg = "options.epilogue.d_scales";
   if (sf == nullptr)
     return fail(DG_ERROR_INVALID_ARGUMENT, "{}: NULL, but d is FLOAT8_E4M3 (expected its per-(row, 128 columns) scales)",
                 arg);
   DG_TRY(check_tensor(sf, arg));
   DG_TRY(check_dtype(*sf, arg, {DG_DTYPE_FLOAT32, DG_DTYPE_INT32, DG_DTYPE_UE8M0X4}));
-  DG_TRY(check_alignment(*sf, arg, 16));
+  if (need_data) DG_TRY(check_alignment(*sf, arg, 16));
   const bool masked = s.type == GemmType::kMGroupedMasked, packed = sf->dtype != DG_DTYPE_FLOAT32;
   const int rank = masked ? 3 : 2;
   const int64_t sizes[3] = {s.num_groups, s.m, ceil_div(ops::out_n(s), ops::kScaleBlock)};
@@ -69,7 +70,7 @@ dg_status check_d_scales(const dg_tensor* sf, const ops::GemmShape& s, ops::Gemm
                 describe(want),
                 packed ? "dg_get_mn_major_tma_aligned_packed_ue8m0_tensor_layout" : "dg_get_mn_major_tma_aligned_tensor_layout");
   }
-  if (sf->data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", arg);
+  if (need_data && sf->data == nullptr) return fail(DG_ERROR_INVALID_ARGUMENT, "{}: data is NULL", arg);
   args->d_sf = sf->data;
   args->d_sf_ld = layout.strides[rank - 1];
   args->d_sf_batch = masked ? layout.strides[0] : 0;
@@ -121,17 +122,22 @@ dg_status epilogue_out_cols(const Epilogue& e, int64_t n, int64_t* cols) {
 
 dg_status apply_epilogue(const Epilogue& e, const dg_gemm_options& o, const dg_tensor_s& d, bool has_c,
                          ops::GemmArgs* args) {
+  return apply_epilogue(e, o, d.dtype, has_c, true, args);
+}
+
+dg_status apply_epilogue(const Epilogue& e, const dg_gemm_options& o, dg_dtype d_dtype, bool has_c, bool need_data,
+                         ops::GemmArgs* args) {
   if (!e.given) return DG_SUCCESS;
   ops::GemmShape& s = args->shape;
   if (const char* what = incompatible(o, s, has_c))
     return fail(DG_ERROR_UNSUPPORTED, "options.epilogue: fused epilogues do not run with {}", what);
   s.epilogue.act = e.e.activation == DG_ACTIVATION_SWIGLU ? ops::Activation::kSwiGlu : ops::Activation::kNone;
-  if (e.e.bias != nullptr) DG_TRY(check_bias(e.e.bias, s, args));
-  if (d.dtype == DG_DTYPE_FLOAT8_E4M3) {
-    DG_TRY(check_d_scales(e.e.d_scales, s, args));
+  if (e.e.bias != nullptr) DG_TRY(check_bias(e.e.bias, s, need_data, args));
+  if (d_dtype == DG_DTYPE_FLOAT8_E4M3) {
+    DG_TRY(check_d_scales(e.e.d_scales, s, need_data, args));
   } else if (e.e.d_scales != nullptr) {
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.epilogue.d_scales: given, but d is {} (scales go with a FLOAT8_E4M3 d)",
-                dtype_name(d.dtype));
+                dtype_name(d_dtype));
   }
   args->amax_floor = e.e.amax_floor;
   args->pow2_scales = e.e.pow2_scales != 0;

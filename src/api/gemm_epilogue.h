@@ -28,4 +28,10 @@ dg_status epilogue_out_cols(const Epilogue& e, int64_t n, int64_t* cols);
 dg_status apply_epilogue(const Epilogue& e, const dg_gemm_options& o, const dg_tensor_s& d, bool has_c,
                          ops::GemmArgs* args);
 
+// The same for a prepare call, which knows d's dtype but no memory: the descriptors of the bias and
+// d's scales are checked (their shapes and dtypes choose the kernel), their data is not
+// (need_data false).
+dg_status apply_epilogue(const Epilogue& e, const dg_gemm_options& o, dg_dtype d_dtype, bool has_c, bool need_data,
+                         ops::GemmArgs* args);
+
 }  // namespace dg::api

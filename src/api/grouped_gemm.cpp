@@ -327,9 +327,8 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   dg_gemm_options opts;
   DG_TRY(dg::api::read_options(options, &opts));
   DG_TRY(check_grouped_options(opts, grouping == DG_M_GROUPED_LAYOUT_MASKED));
-  if (opts.epilogue != nullptr)
-    return dg::fail(DG_ERROR_UNSUPPORTED,
-                    "options.epilogue: dg_m_grouped_gemm_prepare does not take fused epilogues; one call loads the kernel");
+  dg::api::Epilogue epilogue;
+  DG_TRY(dg::api::read_epilogue(opts, &epilogue));
   if (ab_dtype != DG_DTYPE_BFLOAT16 && ab_dtype != DG_DTYPE_FLOAT8_E4M3)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ab_dtype: {} (expected bfloat16 or float8_e4m3)",
                     dg::dtype_name(ab_dtype));
@@ -367,10 +366,15 @@ dg_status prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t gemm_layout, int
   s.m = m, s.n = n, s.k = k;
   s.major_a = Major::kK;
   s.major_b = gemm_layout == DG_GEMM_LAYOUT_NN ? Major::kMN : Major::kK;
-  s.d_dtype = DG_DTYPE_BFLOAT16;
   s.expected_m = expected_m > 0 ? (s.type == GemmType::kMGroupedMasked ? std::min(expected_m, m) : expected_m)
                                 : std::max<int64_t>(1, m / num_groups);
   args.alpha = opts.alpha;
+  // An epilogue with d's scales writes an FP8 d (the call's d is FLOAT8_E4M3).
+  const bool fp8_d = epilogue.given && epilogue.e.d_scales != nullptr;
+  s.d_dtype = fp8_d ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
+  int64_t d_cols = n;
+  DG_TRY(dg::api::epilogue_out_cols(epilogue, n, &d_cols));
+  DG_TRY(dg::api::apply_epilogue(epilogue, opts, s.d_dtype, false, false, &args));
   if (m == 0) return DG_SUCCESS;
   return dg::ops::run_gemm(*stream, args, grouped_override(opts, s.type == GemmType::kMGroupedMasked), true);
 }

@@ -161,6 +161,31 @@ dg_gemm_epilogue swiglu_epilogue() {
   return e;
 }
 
+// For each scale form: the GEMM with the SwiGLU + FP8 D epilogue (`gemm(epilogue, d)`) beside the
+// quantization of the same call's BF16 D (`quantize(options, q, sf)`), compared by check_same_fp8;
+// `also(fused)` checks more of the fused output.
+template <class Gemm, class Quantize, class Also>
+void check_fp8_forms(Gpu& gpu, int64_t groups, int64_t rows, int64_t cols, const std::vector<bool>& valid,
+                     bool check_foreign, Gemm gemm, Quantize quantize, Also also) {
+  for (const ScaleForm& f : kScaleForms) {
+    CAPTURE(f.name);
+    Fp8Out fused(gpu, groups, rows, cols, f.packed), ref(gpu, groups, rows, cols, f.packed);
+    Tensor tq(fused.d.data(), DG_DTYPE_FLOAT8_E4M3, fused.d_sizes());
+    Tensor tsf(fused.sf.data(), fused.sf_dtype(f.packed), fused.sf_sizes(), fused.sf_strides());
+    dg_gemm_epilogue e = swiglu_epilogue();
+    e.d_scales = tsf.t;
+    e.pow2_scales = f.pow2;
+    REQUIRE_MESSAGE(gemm(&e, tq.t) == DG_SUCCESS, std::string(dg_last_error()));
+    Tensor rq(ref.d.data(), DG_DTYPE_FLOAT8_E4M3, ref.d_sizes());
+    Tensor rsf(ref.sf.data(), ref.sf_dtype(f.packed), ref.sf_sizes(), ref.sf_strides());
+    dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
+    qo.pow2_scales = f.pow2;
+    REQUIRE_MESSAGE(quantize(&qo, rq.t, rsf.t) == DG_SUCCESS, std::string(dg_last_error()));
+    check_same_fp8(fused, ref, valid, check_foreign);
+    also(fused);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("fused bias on dense BF16 and FP8 GEMMs matches an FP64 reference") {
@@ -246,30 +271,24 @@ TEST_CASE("fused SwiGLU on a dense FP8 GEMM: BF16 D against FP64, FP8 D bit for 
   });
   CHECK(dg::test::calc_diff(ref, got) < 3e-3);
 
-  for (const ScaleForm& f : kScaleForms) {
-    CAPTURE(f.name);
-    Fp8Out fused(gpu, 1, m, inter, f.packed), ref8(gpu, 1, m, inter, f.packed);
-    Tensor tq(fused.d.data(), DG_DTYPE_FLOAT8_E4M3, fused.d_sizes());
-    Tensor tsf(fused.sf.data(), fused.sf_dtype(f.packed), fused.sf_sizes(), fused.sf_strides());
-    dg_gemm_epilogue e8 = swiglu_epilogue();
-    e8.d_scales = tsf.t;
-    e8.pow2_scales = f.pow2;
-    o.epilogue = &e8;
-    REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, nullptr, &o) == DG_SUCCESS, std::string(dg_last_error()));
-    Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
-    Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
-    dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
-    qo.pow2_scales = f.pow2;
-    REQUIRE(dg_quantize_fp8_per_token(gpu.stream, td.t, rq.t, rsf.t, &qo) == DG_SUCCESS);
-    // The layout's padding rows (m .. align4(m)) hold 0 in both.
-    std::vector<bool> valid(static_cast<size_t>(m), true);
-    check_same_fp8(fused, ref8, valid, false);
-    const std::vector<uint32_t> s1 = fused.sf.download<uint32_t>();
-    int64_t bad_padding = 0;
-    for (int64_t w2 = 0; w2 < fused.words; ++w2)
-      for (int64_t r = m; r < align4(m); ++r) bad_padding += s1[size_t(w2 * align4(m) + r)] != 0;
-    CHECK(bad_padding == 0);
-  }
+  // The layout's padding rows (m .. align4(m)) hold 0 in both.
+  const std::vector<bool> valid(static_cast<size_t>(m), true);
+  check_fp8_forms(
+      gpu, 1, m, inter, valid, false,
+      [&](const dg_gemm_epilogue* e8, const dg_tensor* d8) {
+        o.epilogue = e8;
+        return dg_fp8_gemm_nt(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, d8, nullptr, &o);
+      },
+      [&](const dg_quant_options* qo, const dg_tensor* q, const dg_tensor* sf) {
+        return dg_quantize_fp8_per_token(gpu.stream, td.t, q, sf, qo);
+      },
+      [&](Fp8Out& fused) {
+        const std::vector<uint32_t> s1 = fused.sf.download<uint32_t>();
+        int64_t bad_padding = 0;
+        for (int64_t w2 = 0; w2 < fused.words; ++w2)
+          for (int64_t r = m; r < align4(m); ++r) bad_padding += s1[size_t(w2 * align4(m) + r)] != 0;
+        CHECK(bad_padding == 0);
+      });
 }
 
 TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
@@ -312,24 +331,16 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
           got.push_back(bf2f(d[size_t((gi * max_m + r) * inter + j)]));
         }
     CHECK(dg::test::calc_diff(ref, got) < 3e-3);
-    for (const ScaleForm& f : kScaleForms) {
-      CAPTURE(f.name);
-      Fp8Out fused(gpu, g, max_m, inter, f.packed), ref8(gpu, g, max_m, inter, f.packed);
-      Tensor tq(fused.d.data(), DG_DTYPE_FLOAT8_E4M3, fused.d_sizes());
-      Tensor tsf(fused.sf.data(), fused.sf_dtype(f.packed), fused.sf_sizes(), fused.sf_strides());
-      dg_gemm_epilogue e8 = swiglu_epilogue();
-      e8.d_scales = tsf.t;
-      e8.pow2_scales = f.pow2;
-      o.epilogue = &e8;
-      REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_masked(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, tm.t, 64, &o) == DG_SUCCESS,
-                      std::string(dg_last_error()));
-      Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
-      Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
-      dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
-      qo.pow2_scales = f.pow2;
-      REQUIRE(dg_quantize_fp8_per_token_masked(gpu.stream, td.t, rq.t, rsf.t, tm.t, &qo) == DG_SUCCESS);
-      check_same_fp8(fused, ref8, valid, true);
-    }
+    check_fp8_forms(
+        gpu, g, max_m, inter, valid, true,
+        [&](const dg_gemm_epilogue* e8, const dg_tensor* d8) {
+          o.epilogue = e8;
+          return dg_m_grouped_fp8_gemm_nt_masked(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, d8, tm.t, 64, &o);
+        },
+        [&](const dg_quant_options* qo, const dg_tensor* q, const dg_tensor* sf) {
+          return dg_quantize_fp8_per_token_masked(gpu.stream, td.t, q, sf, tm.t, qo);
+        },
+        [](Fp8Out&) {});
   }
 
   SUBCASE("contiguous: groups of 100, 0 and 250 rows, -1 padding") {
@@ -370,27 +381,18 @@ TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
           got.push_back(bf2f(d[size_t(r * inter + j)]));
         }
     CHECK(dg::test::calc_diff(ref, got) < 3e-3);
-    for (const ScaleForm& f : kScaleForms) {
-      CAPTURE(f.name);
-      Fp8Out fused(gpu, 1, m, inter, f.packed), ref8(gpu, 1, m, inter, f.packed);
-      Tensor tq(fused.d.data(), DG_DTYPE_FLOAT8_E4M3, fused.d_sizes());
-      Tensor tsf(fused.sf.data(), fused.sf_dtype(f.packed), fused.sf_sizes(), fused.sf_strides());
-      dg_gemm_epilogue e8 = swiglu_epilogue();
-      e8.d_scales = tsf.t;
-      e8.pow2_scales = f.pow2;
-      o.epilogue = &e8;
-      REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_contiguous(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, tq.t, ti.t,
-                                                          DG_M_GROUPED_LAYOUT_INDICES, 0, &o) == DG_SUCCESS,
-                      std::string(dg_last_error()));
-      Tensor rq(ref8.d.data(), DG_DTYPE_FLOAT8_E4M3, ref8.d_sizes());
-      Tensor rsf(ref8.sf.data(), ref8.sf_dtype(f.packed), ref8.sf_sizes(), ref8.sf_strides());
-      dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
-      qo.pow2_scales = f.pow2;
-      REQUIRE(dg_quantize_fp8_per_token_contiguous(gpu.stream, td.t, rq.t, rsf.t, ti.t, DG_M_GROUPED_LAYOUT_INDICES, g,
-                                                   &qo) == DG_SUCCESS);
-      // Padding rows of the computed tiles (rows 0 .. 511 here: every row is in a computed tile).
-      check_same_fp8(fused, ref8, valid, true);
-    }
+    // Padding rows of the computed tiles (rows 0 .. 511 here: every row is in a computed tile).
+    check_fp8_forms(
+        gpu, 1, m, inter, valid, true,
+        [&](const dg_gemm_epilogue* e8, const dg_tensor* d8) {
+          o.epilogue = e8;
+          return dg_m_grouped_fp8_gemm_nt_contiguous(gpu.stream, tqa.t, tsfa.t, tqb.t, tsfb.t, d8, ti.t,
+                                                     DG_M_GROUPED_LAYOUT_INDICES, 0, &o);
+        },
+        [&](const dg_quant_options* qo, const dg_tensor* q, const dg_tensor* sf) {
+          return dg_quantize_fp8_per_token_contiguous(gpu.stream, td.t, q, sf, ti.t, DG_M_GROUPED_LAYOUT_INDICES, g, qo);
+        },
+        [](Fp8Out&) {});
   }
 }
 

@@ -146,3 +146,71 @@ TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare la
   dg_stream_destroy(stream);
   CHECK(fake.take().empty());
 }
+
+TEST_CASE("prepare with a fused epilogue loads the kernel its call launches; the epilogue is checked as the call's") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  auto message = [] { return std::string(dg_last_error()); };
+  auto loads = [] {  // kernels compiled or read from disk: a warm call does neither
+    int64_t compiled = 0, from_disk = 0;
+    REQUIRE(dg_jit_get_stats(&compiled, &from_disk, nullptr) == DG_SUCCESS);
+    return compiled + from_disk;
+  };
+  // Masked FP8 with SwiGLU and an FP8 D: G 4 x max_m 128, N 512 (D 256 columns), K 256.
+  const int64_t g = 4, max_m = 128, n = 512, k = 256, expected_m = 32, sf_k = 2, cols = n / 2, d_sf = cols / 128;
+  Tensor scales(fake_address(7), DG_DTYPE_FLOAT32, {g, max_m, d_sf}, {max_m * d_sf, 1, max_m});
+  dg_gemm_epilogue e = DG_GEMM_EPILOGUE_INIT;
+  e.activation = DG_ACTIVATION_SWIGLU;
+  e.d_scales = scales.t;
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.epilogue = &e;
+  REQUIRE_MESSAGE(dg_m_grouped_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, DG_M_GROUPED_LAYOUT_MASKED,
+                                            g, max_m, n, k, expected_m, &o) == DG_SUCCESS,
+                  message());
+  CHECK(fake.take().empty());
+  const int64_t prepared = loads();
+  Tensor a(fake_address(1), DG_DTYPE_FLOAT8_E4M3, {g, max_m, k});
+  Tensor sfa(fake_address(2), DG_DTYPE_FLOAT32, {g, max_m, sf_k}, {max_m * sf_k, 1, max_m});
+  Tensor b(fake_address(3), DG_DTYPE_FLOAT8_E4M3, {g, n, k});
+  Tensor sfb(fake_address(4), DG_DTYPE_FLOAT32, {g, n / 128, sf_k});
+  Tensor d(fake_address(5), DG_DTYPE_FLOAT8_E4M3, {g, max_m, cols});
+  Tensor counts(fake_address(6), DG_DTYPE_INT32, {g});
+  REQUIRE_MESSAGE(dg_m_grouped_fp8_gemm_nt_masked(stream, a.t, sfa.t, b.t, sfb.t, d.t, counts.t, expected_m, &o) ==
+                      DG_SUCCESS,
+                  message());
+  CHECK(loads() == prepared);
+  CHECK(fake.take().size() == 1);
+
+  // Dense FP8 with a bias and a BF16 D: descriptors are read, never their memory (data may be NULL).
+  Tensor bias(nullptr, DG_DTYPE_FLOAT32, {n});
+  dg_gemm_epilogue eb = DG_GEMM_EPILOGUE_INIT;
+  eb.bias = bias.t;
+  dg_gemm_options ob = DG_GEMM_OPTIONS_INIT;
+  ob.epilogue = &eb;
+  REQUIRE_MESSAGE(dg_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, 300, n, k, DG_DTYPE_BFLOAT16, 0, &ob) ==
+                      DG_SUCCESS,
+                  message());
+  CHECK(fake.take().empty());
+
+  // What the call refuses, prepare refuses, naming the same argument.
+  CHECK(dg_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, 300, n, k, DG_DTYPE_FLOAT8_E4M3, 0, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(message().rfind("d_dtype: ", 0) == 0);
+  CHECK(dg_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, 300, n, k, DG_DTYPE_BFLOAT16, 1, &ob) ==
+        DG_ERROR_UNSUPPORTED);
+  CHECK(message().find("C term") != std::string::npos);
+  CHECK(dg_m_grouped_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, DG_M_GROUPED_LAYOUT_MASKED, g, max_m,
+                                  n, k, expected_m, &ob) == DG_ERROR_UNSUPPORTED);
+  CHECK(message().rfind("options.epilogue.bias: ", 0) == 0);
+  CHECK(dg_m_grouped_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, DG_M_GROUPED_LAYOUT_MASKED, g, max_m,
+                                  384, k, expected_m, &o) == DG_ERROR_UNSUPPORTED);
+  CHECK(message().find("SwiGLU") != std::string::npos);
+  Tensor bad_scales(fake_address(7), DG_DTYPE_FLOAT32, {g, max_m, d_sf + 1});
+  e.d_scales = bad_scales.t;
+  CHECK(dg_m_grouped_gemm_prepare(stream, DG_DTYPE_FLOAT8_E4M3, DG_GEMM_LAYOUT_NT, DG_M_GROUPED_LAYOUT_MASKED, g, max_m,
+                                  n, k, expected_m, &o) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(message().rfind("options.epilogue.d_scales: ", 0) == 0);
+  CHECK(fake.take().empty());
+  dg_stream_destroy(stream);
+}

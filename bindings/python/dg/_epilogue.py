@@ -113,6 +113,16 @@ def with_epilogue(opts: Any, epilogue: Optional[GemmEpilogue], infos: Sequence[O
     return copy
 
 
+def for_prepare(opts: Any, epilogue: Optional[GemmEpilogue], ds: Descriptors) -> Any:
+    """``opts`` for a prepare call: with an epilogue, a copy pointing at its struct. A prepare reads
+    the epilogue's tensors' shapes and dtypes, never their memory: each may be a
+    :class:`dg.TensorInfo` without data."""
+    if epilogue is None:
+        return opts
+    infos = [describe(obj, name, role) for obj, name, role in tensors(epilogue)]
+    return with_epilogue(opts, epilogue, infos, ds)
+
+
 def swiglu_interleave(src: Tensor, dst: Optional[Tensor] = None, block: int = SWIGLU_BLOCK, *,
                       stream: StreamLike = None) -> Tensor:
     """Reorders SwiGLU weights for ``GemmEpilogue(activation="swiglu")`` (``dg_swiglu_interleave``).

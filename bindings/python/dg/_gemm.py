@@ -279,6 +279,7 @@ def gemm_prepare(
     device: Optional[int] = None,
     stream: StreamLike = None,
     options: Optional[Dict[str, int]] = None,
+    epilogue: Optional[GemmEpilogue] = None,
 ) -> None:
     """Compiles and loads (no launch, no device memory touched) every kernel the matching GEMM call
     would use, for contiguous operands: call it before capturing a CUDA graph.
@@ -287,11 +288,14 @@ def gemm_prepare(
         ab_dtype: ``torch.bfloat16`` / ``torch.float8_e4m3fn`` (or ``"bfloat16"``, ``"float8_e4m3fn"``).
         layout: ``"nt"``, ``"nn"``, ``"tn"`` or ``"tt"``.
         m, n, k: the problem.
-        d_dtype: ``torch.bfloat16`` or ``torch.float32``.
+        d_dtype: ``torch.bfloat16`` or ``torch.float32`` (``torch.float8_e4m3fn`` with an epilogue
+           with ``d_scales``).
         with_c: whether a C term will be given.
         recipe: FP8 only, as for :func:`fp8_gemm_nt` (default (1, 128, 128)).
         device, stream: where the kernels will run (default: torch's current device/stream).
         options: kernel-config overrides, as for the GEMM functions.
+        epilogue: the call's :class:`dg.GemmEpilogue`; its tensors' shapes and dtypes are read, not
+           their memory.
     """
     if layout not in _lib.GEMM_LAYOUTS:
         raise InvalidArgument("layout: expected one of nt, nn, tn, tt, got %r" % (layout,))
@@ -302,5 +306,8 @@ def gemm_prepare(
     lib = _lib.get()
     fn = lib.fn("dg_gemm_prepare")
     handle, _dev, _cu = _stream.resolve(stream, device)
-    status = fn(handle, ab, _lib.GEMM_LAYOUTS[layout], _int64(m, "m"), _int64(n, "n"), _int64(k, "k"), dd, 1 if with_c else 0, byref(opts))
+    with Descriptors() as ds:
+        o = _epilogue.for_prepare(opts, epilogue, ds)
+        status = fn(handle, ab, _lib.GEMM_LAYOUTS[layout], _int64(m, "m"), _int64(n, "n"), _int64(k, "k"), dd,
+                    1 if with_c else 0, byref(o))
     lib.check(status, "dg_gemm_prepare")

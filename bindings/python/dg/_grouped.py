@@ -304,10 +304,13 @@ def m_grouped_gemm_prepare(
     device: Optional[int] = None,
     stream: StreamLike = None,
     options: Optional[Dict[str, int]] = None,
+    epilogue: Optional[GemmEpilogue] = None,
 ) -> None:
     """Compiles and loads the kernel an M-grouped call will use, without running anything (call it
     before capturing a CUDA graph). ``grouping``: ``"contiguous"``, ``"psum"`` or ``"masked"``; ``m``:
-    rows of A (contiguous) or max_m (masked); other arguments as the call will pass them."""
+    rows of A (contiguous) or max_m (masked); other arguments as the call will pass them. With
+    ``epilogue`` (the call's :class:`dg.GemmEpilogue`; its tensors' shapes and dtypes are read, not
+    their memory), d is ``float8_e4m3fn`` exactly when the epilogue has ``d_scales``."""
     if grouping not in _GROUPINGS:
         raise InvalidArgument("grouping: %r (expected one of %s)" % (grouping, sorted(_GROUPINGS)))
     if layout not in _lib.GEMM_LAYOUTS:
@@ -316,7 +319,9 @@ def m_grouped_gemm_prepare(
     fn = lib.fn("dg_m_grouped_gemm_prepare")
     handle, _dev, _cu = _stream.resolve(stream, device)
     opts = _gemm_options(alpha, 1.0, options=options)
-    status = fn(handle, _dtype_arg(ab_dtype, "ab_dtype"), _lib.GEMM_LAYOUTS[layout], _GROUPINGS[grouping],
-                _int64(num_groups, "num_groups"), _int64(m, "m"), _int64(n, "n"), _int64(k, "k"),
-                _int64(expected_m, "expected_m"), byref(opts))
+    with Descriptors() as ds:
+        o = _epilogue.for_prepare(opts, epilogue, ds)
+        status = fn(handle, _dtype_arg(ab_dtype, "ab_dtype"), _lib.GEMM_LAYOUTS[layout], _GROUPINGS[grouping],
+                    _int64(num_groups, "num_groups"), _int64(m, "m"), _int64(n, "n"), _int64(k, "k"),
+                    _int64(expected_m, "expected_m"), byref(o))
     lib.check(status, "dg_m_grouped_gemm_prepare")

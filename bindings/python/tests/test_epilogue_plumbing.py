@@ -213,3 +213,26 @@ def test_swiglu_interleave_arguments(monkeypatch):
 def test_fp8_scales_like_needs_torch():
     with pytest.raises(dg.InvalidArgument, match="fp8_scales_like allocates with torch"):
         dg.fp8_scales_like(e4m3((128, 256), 0x1000))
+
+
+def test_prepare_calls_pass_the_epilogue(monkeypatch):
+    """dg.gemm_prepare / dg.m_grouped_gemm_prepare hand ``epilogue`` to libdg as the calls do; its
+    tensors may be bare descriptors (a prepare reads shapes and dtypes, not memory)."""
+    lib = _lib.get()
+    recs = {name: Recorder(0) for name in ("dg_gemm_prepare", "dg_m_grouped_gemm_prepare")}
+    for name, rec in recs.items():
+        monkeypatch.setitem(lib.functions, name, rec)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    g, max_m, n, k = 4, 128, 512, 256
+    sfd = dg.TensorInfo(0, T.FLOAT32, [g, max_m, 2], [max_m * 2, 1, max_m], 0)
+    dg.m_grouped_gemm_prepare("float8_e4m3fn", "masked", g, max_m, n, k, expected_m=32,
+                              epilogue=dg.GemmEpilogue("swiglu", d_scales=sfd, pow2_scales=True))
+    dg.m_grouped_gemm_prepare("float8_e4m3fn", "masked", g, max_m, n, k, expected_m=32)
+    (_, e), (_, plain) = recs["dg_m_grouped_gemm_prepare"].calls
+    assert e[:4] == (1, None, (0, T.FLOAT32, (g, max_m, 2), (max_m * 2, 1, max_m)), 1) and plain is None
+    bias = dg.TensorInfo(0, T.FLOAT32, [n], [1], 0)
+    dg.gemm_prepare("float8_e4m3fn", "nt", 300, n, k, "bfloat16", epilogue=dg.GemmEpilogue(bias=bias))
+    (_, e), = recs["dg_gemm_prepare"].calls
+    assert e[0] == 0 and e[1] == (0, T.FLOAT32, (n,), (1,)) and e[2] is None
+    with pytest.raises(dg.InvalidArgument, match="epilogue: expected dg.GemmEpilogue"):
+        dg.gemm_prepare("float8_e4m3fn", "nt", 300, n, k, "bfloat16", epilogue="swiglu")

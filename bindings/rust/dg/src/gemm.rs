@@ -284,9 +284,11 @@ impl Stream {
 
     /// Compiles and loads, without launching or touching device memory, every kernel the
     /// matching GEMM would use (`dg_gemm_prepare`), for contiguous a and b in `layout`:
-    /// `ab_dtype` BFLOAT16 or FLOAT8_E4M3, `d_dtype` BFLOAT16 or FLOAT32, `with_c` when a C term
-    /// will be given. On an [offline](Stream::offline) stream it fills the disk cache with no GPU.
-    /// Call it before capturing a CUDA graph.
+    /// `ab_dtype` BFLOAT16 or FLOAT8_E4M3, `d_dtype` BFLOAT16 or FLOAT32 (FLOAT8_E4M3 with an
+    /// epilogue's `d_scales`), `with_c` when a C term will be given; the options' epilogue is
+    /// checked as the call checks it (its tensors' shapes and dtypes, not their memory). On an
+    /// [offline](Stream::offline) stream it fills the disk cache with no GPU. Call it before
+    /// capturing a CUDA graph.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_prepare(&self, ab_dtype: DType, layout: GemmLayout, m: i64, n: i64, k: i64, d_dtype: DType,
                         with_c: bool, options: Option<&GemmOptions<'_>>) -> Result<()> {

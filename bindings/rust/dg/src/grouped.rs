@@ -123,8 +123,8 @@ impl Stream {
     /// Compiles and loads, without launching, the kernel the matching M-grouped call would use
     /// (`dg_m_grouped_gemm_prepare`): `ab_dtype` BFLOAT16 or FLOAT8_E4M3, `gemm_layout` NT or NN,
     /// `grouping` the call's layout, `m` the rows of A (contiguous) or max_m (masked), and
-    /// `num_groups`, `n`, `k`, `expected_m` as the call will pass them. Works on an
-    /// [offline](Stream::offline) stream.
+    /// `num_groups`, `n`, `k`, `expected_m` as the call will pass them; d is FLOAT8_E4M3 exactly
+    /// when the options' epilogue has `d_scales`. Works on an [offline](Stream::offline) stream.
     #[allow(clippy::too_many_arguments)]
     pub fn m_grouped_gemm_prepare(&self, ab_dtype: DType, gemm_layout: GemmLayout, grouping: MGroupedLayout,
                                   num_groups: i64, m: i64, n: i64, k: i64, expected_m: i64,
