@@ -758,9 +758,11 @@ extern "C" {
     /// ```text
     /// Compiles and loads (no launch, no device memory touched) every kernel the matching call would
     /// use, for contiguous a and b in `layout`: ab_dtype BFLOAT16 or FLOAT8_E4M3 (recipe from options;
-    /// FP8 layouts other than NT load the transpose kernel too), d_dtype BFLOAT16 or FLOAT32, with_c 1
-    /// when a C term will be given (with C == D and beta == 1 the pre-pass kernel is loaded too,
-    /// unused). options.workspace is not read. Call it before capturing a CUDA graph.
+    /// FP8 layouts other than NT load the transpose kernel too), d_dtype BFLOAT16 or FLOAT32 (or
+    /// FLOAT8_E4M3 with options.epilogue.d_scales), with_c 1 when a C term will be given (with C == D
+    /// and beta == 1 the pre-pass kernel is loaded too, unused). options.workspace is not read;
+    /// options.epilogue is checked as the call checks it, its tensors' descriptors (shape, dtype) but
+    /// not their data. Call it before capturing a CUDA graph.
     /// ```
     pub fn dg_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, layout: i32, m: i64, n: i64, k: i64, d_dtype: dg_dtype, with_c: i32, options: *const dg_gemm_options) -> dg_status;
 
@@ -810,7 +812,9 @@ extern "C" {
     /// Compiles and loads (no launch, no device memory touched) the kernel that the matching M-grouped
     /// call would use: ab_dtype BFLOAT16 or FLOAT8_E4M3, gemm_layout DG_GEMM_LAYOUT_NT or _NN (contiguous
     /// a and b), `grouping` a DG_M_GROUPED_LAYOUT_*, num_groups G, m the rows of A (contiguous) or
-    /// max_m (masked), n, k and expected_m as the call will pass them. Call it before capturing a graph.
+    /// max_m (masked), n, k and expected_m as the call will pass them. d is BFLOAT16, or FLOAT8_E4M3
+    /// when options.epilogue has d_scales; the epilogue is checked as the call checks it (descriptors,
+    /// not data). Call it before capturing a graph.
     /// ```
     pub fn dg_m_grouped_gemm_prepare(stream: *mut dg_stream, ab_dtype: dg_dtype, gemm_layout: i32, grouping: i32, num_groups: i64, m: i64, n: i64, k: i64, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
 
