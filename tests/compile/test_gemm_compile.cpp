@@ -511,6 +511,26 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
 
 // The kernel specialises its K loop on exactly the boundaries the host reports, and takes the last
 // candidate without a test: every tile of the problem must find its boundary in the set.
+// Masked decoding (G 32, a few rows per expert) streams each expert's weights once, so what
+// separates tiles is how often they re-read A: 64x48 and 64x32 tiles (what a hard DRAM floor in the
+// cost model left) ran 10-20% behind 64x256 on an H200 (docs/cost_model.md).
+TEST_CASE("sm90 gemm: masked decoding takes tiles of at least 128 columns") {
+  const int64_t shapes[2][2] = {{4096, 7168}, {7168, 2048}};
+  for (GemmKind kind : {GemmKind::kFp8_1D2D, GemmKind::kBf16})
+    for (int64_t em : {8, 16, 32, 64})
+      for (const auto& nk : shapes) {
+        GemmShape s;
+        s.kind = kind, s.type = GemmType::kMGroupedMasked, s.num_groups = 32, s.m = 4096;
+        s.n = nk[0], s.k = nk[1], s.expected_m = em;
+        s.major_a = s.major_b = Major::kK, s.d_dtype = DG_DTYPE_BFLOAT16;
+        dg::ops::GemmConfig c;
+        REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+        CAPTURE(dg::ops::describe(s, c));
+        CHECK(c.block_m == 64);
+        CHECK(c.block_n >= 128);
+      }
+}
+
 TEST_CASE("sm90 gemm: SFB boundary sets cover every tile of the problem") {
   for (int bn = 8; bn <= 256; bn += 8)
     for (int64_t n = 1; n <= 3000; ++n) {
