@@ -27,8 +27,9 @@ func TestGemmEpilogueValidation(t *testing.T) {
 		"options.epilogue.d_scales")
 	wantError(t, s.BF16GemmNT(a, b, d, d, with(GemmEpilogue{})), ErrUnsupported, "options.epilogue")
 	wantError(t, s.BF16GemmNT(a, b, d8, nil, nil), ErrInvalidArgument, "FLOAT8_E4M3 needs a fused epilogue")
-	wantError(t, s.GemmPrepare(BFloat16, LayoutNT, m, n, k, BFloat16, false, with(GemmEpilogue{})), ErrUnsupported,
-		"epilogue")
+	// Prepare checks the epilogue as the call does.
+	wantError(t, s.GemmPrepare(BFloat16, LayoutNT, m, n, k, BFloat16, true, with(GemmEpilogue{})), ErrUnsupported,
+		"C term")
 
 	// Grouped: no bias.
 	gb := mustTensor(t, fakeDevicePtr(6), BFloat16, []int64{4, n, k}, nil)

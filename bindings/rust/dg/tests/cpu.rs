@@ -602,11 +602,12 @@ fn offline_gemm_epilogue_validation() {
     // An FP8 d without an epilogue.
     let err = stream.bf16_gemm_nt(&a, &b, &d8, None, None).unwrap_err();
     assert!(err.message().contains("FLOAT8_E4M3 needs a fused epilogue"), "{}", err);
-    // The prepare calls load kernels without epilogues.
+    // The prepare calls check the epilogue as the calls do (here: no C term with an epilogue).
     let swiglu = GemmEpilogue::new().activation(Activation::SWIGLU);
     let with = GemmOptions::new().epilogue(&swiglu);
-    let err = stream.gemm_prepare(DType::BFLOAT16, GemmLayout::NT, m, n, k, DType::BFLOAT16, false, Some(&with)).unwrap_err();
+    let err = stream.gemm_prepare(DType::BFLOAT16, GemmLayout::NT, m, n, k, DType::BFLOAT16, true, Some(&with)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{}", err);
+    assert!(err.message().contains("C term"), "{}", err);
 }
 
 #[test]
