@@ -618,9 +618,7 @@ def report(out_dir, meta=None):
     lines = ["m: M (dense, K-grouped) or expected rows per group (M-grouped); k: K (dense, M-grouped) or expected K"
              " per group (K-grouped). mqa: G = H, m = S_q, n = S_kv, k = D. paged-mqa: G = H, m = B, n = the"
              " average context, k = next_n, and the cuBLAS column is a device copy moving as many bytes as the"
-             " call reads. mqa-compressed: as mqa with n = max_seqlen_k, the window of keys each row scores. quant: m = M,"
-             " k = K of the BF16 input, TFLOPS counts elements, and the cuBLAS column is a device copy moving the bytes"
-             " the quantization reads and writes.", "",
+             " call reads. mqa-compressed: as mqa with n = max_seqlen_k, the window of keys each row scores.", "",
              "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -638,7 +636,9 @@ def report(out_dir, meta=None):
     quantized = [r for r in rows if r["suite"] == "quant" and r.get("us_libdg")]
     if quantized:
         gm = geomean(quantized, "triton")
-        lines += ["", "quant (M x K: t_triton / t_libdg, t_copy / t_libdg, codes / scales that differ): " + ", ".join(
+        lines += ["", "quant rows: m = M and k = K of the BF16 input, TFLOPS counts elements, the cuBLAS column is a device"
+                  " copy moving the bytes the quantization reads and writes. Per M x K: t_triton / t_libdg, t_copy /"
+                  " t_libdg, codes / scales that differ between them: " + ", ".join(
             "%dx%d: %s, %s, %s / %s" % (r["expected_m"], r["k"],
                                        "%.3f" % (r["us_triton"] / r["us_libdg"]) if r.get("us_triton") else "-",
                                        "%.3f" % (r["us_cublas"] / r["us_libdg"]) if r.get("us_cublas") else "-",

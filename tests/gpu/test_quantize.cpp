@@ -3,7 +3,9 @@
 // deterministic), on fresh random inputs spanning 2^-20 .. 2^20 with all-zero groups, poisoned
 // outputs (0xff) so that unwritten bytes show, odd M / K tails, both input dtypes, FP32 / power-of-two
 // / packed UE8M0 scales, NaN and inf inputs, the contiguous (indices, psum) and masked layouts (also
-// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, and end to end:
+// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, the K-grouped form
+// (group tails padded to 128 rows, MN-major and K-major codes, host and device counts, a graph replayed
+// with new device counts), and end to end (also K-grouped quantize -> the K-grouped FP8 GEMMs):
 // quantize -> dg_fp8_gemm_nt and -> the M-grouped FP8 GEMMs (contiguous with NaN in the padding rows
 // that must not be read, masked) against reference GEMMs on the unquantized values.
 #include <dlfcn.h>
@@ -889,4 +891,77 @@ TEST_CASE("quantize K-grouped -> K-grouped FP8 GEMMs (nt and tn) match an FP64 r
     INFO("calc_diff " << diff);
     CHECK(diff < 2e-3);  // FP8 inputs against the unquantized values, as the other quantize -> GEMM tests
   }
+}
+
+TEST_CASE("quantize K-grouped: device counts replayed from a CUDA graph with new counts") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(31);
+  const int64_t mn = 256, x_rows = 300, out_rows = 768, blocks = out_rows / 128;
+  std::vector<float> x = wide_values(x_rows * mn, rng, true);
+  const std::vector<uint8_t> xb = to_bytes(x, true);
+  Buf dx(gpu.device, xb.size()), dout(gpu.device, mn * out_rows), dsf(gpu.device, blocks * mn * 4), dks(gpu.device, 12);
+  dx.upload(xb.data(), xb.size());
+  dks.upload(std::vector<int32_t>{128, 40, 0});
+  Tensor tx(dx.data(), DG_DTYPE_BFLOAT16, {x_rows, mn}), tout(dout.data(), DG_DTYPE_FLOAT8_E4M3, {mn * out_rows});
+  Tensor tsf(dsf.data(), DG_DTYPE_FLOAT32, {mn, blocks}, {1, mn}), tks(dks.data(), DG_DTYPE_INT32, {3});
+  REQUIRE(dg_quantize_fp8_k_grouped(gpu.stream, tx.t, tout.t, tsf.t, nullptr, 3, tks.t, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);  // the kernel is loaded before capture
+
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(cuda != nullptr);
+  const auto begin = reinterpret_cast<CUresult (*)(CUstream, CUstreamCaptureMode)>(dlsym(cuda, "cuStreamBeginCapture_v2"));
+  const auto end = reinterpret_cast<CUresult (*)(CUstream, CUgraph*)>(dlsym(cuda, "cuStreamEndCapture"));
+  const auto instantiate =
+      reinterpret_cast<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(dlsym(cuda, "cuGraphInstantiateWithFlags"));
+  const auto graph_launch = reinterpret_cast<CUresult (*)(CUgraphExec, CUstream)>(dlsym(cuda, "cuGraphLaunch"));
+  const auto exec_destroy = reinterpret_cast<CUresult (*)(CUgraphExec)>(dlsym(cuda, "cuGraphExecDestroy"));
+  const auto graph_destroy = reinterpret_cast<CUresult (*)(CUgraph)>(dlsym(cuda, "cuGraphDestroy"));
+  REQUIRE(bool(begin && end && instantiate && graph_launch && exec_destroy && graph_destroy));
+  void* raw = nullptr;
+  REQUIRE(dg_stream_get_cu_stream(gpu.stream, &raw) == DG_SUCCESS);
+  const CUstream s = static_cast<CUstream>(raw);
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*gpu.device) == DG_SUCCESS);
+    REQUIRE(begin(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+    const dg_status st = dg_quantize_fp8_k_grouped(gpu.stream, tx.t, tout.t, tsf.t, nullptr, 3, tks.t, nullptr);
+    REQUIRE(end(s, &graph) == CUDA_SUCCESS);
+    REQUIRE(st == DG_SUCCESS);
+    REQUIRE(instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  }
+  // Replayed with new counts: 5 rows, none, then 290 rows (padded: 128 + 0 + 384 rows, 4 blocks).
+  const std::vector<int64_t> counts = {5, 0, 290};
+  dks.upload(std::vector<int32_t>(counts.begin(), counts.end()));
+  dout.poison();
+  dsf.poison();
+  {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*gpu.device) == DG_SUCCESS);
+    REQUIRE(graph_launch(exec, s) == CUDA_SUCCESS);
+  }
+  REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);
+  const std::vector<uint8_t> out = dout.download<uint8_t>();
+  const std::vector<float> sf = dsf.download<float>();
+  int64_t bad = 0;
+  for (const GroupPlace& g : k_grouped_places(counts, x_rows, blocks))
+    for (int64_t b = 0; b < g.blocks; ++b)
+      for (int64_t col = 0; col < mn; ++col) {
+        uint32_t amax = 0;
+        const int64_t r0 = b * 128, r1 = std::min(g.rows, r0 + 128);
+        for (int64_t r = r0; r < r1; ++r) amax = std::max(amax, bits_of(x[(g.x_row + r) * mn + col]) & 0x7fffffffu);
+        const float want = ref_scale(amax, 1e-4f, false);
+        bad += !same_scale(sf[(g.blk + b) * mn + col], want);
+        for (int64_t r = r0; r < r0 + 128; ++r) {
+          const uint8_t got = out[g.blk * 128 * mn + col * g.blocks * 128 + r];
+          bad += r < r1 ? !same_code(got, ref_code(x[(g.x_row + r) * mn + col], want)) : got != 0;
+        }
+      }
+  for (int64_t i = 4 * 128 * mn; i < mn * out_rows; ++i) bad += out[i] != 0xff;  // past the groups: untouched
+  CHECK(bad == 0);
+  exec_destroy(exec);
+  graph_destroy(graph);
+  dlclose(cuda);
 }
