@@ -146,18 +146,28 @@ dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const Q
   return launch(stream, *kernel, lc, args);
 }
 
+int k_grouped_blocks_per_cta(int64_t out_blocks, int64_t mn, int num_sms) {
+  const int64_t ctas = out_blocks * ceil_div(mn, int64_t{kQuantGroup});
+  const int64_t want = int64_t{std::max(num_sms, 1)} * kQuantKGroupedCtasPerSm;
+  return static_cast<int>(std::clamp<int64_t>(ctas / want, 1, kQuantMaxBlocksPerCta));
+}
+
 dg_status run_quantize_k_grouped(const dg_stream_s& stream, const QuantVariant& v, const KGroupedQuantParams& p) {
+  int num_sms = 0;
+  DG_TRY(num_sms_of(stream, &num_sms));
   const jit::KernelKey key(jit::kFamilyElementwise, {kElementwiseQuantize, static_cast<int64_t>(v.op), v.fp32, v.vec,
                                                      static_cast<int64_t>(v.grouping), v.packed, v.transpose});
   const Kernel* kernel = nullptr;
   DG_TRY(jit::get_kernel(
       stream, key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, &kernel));
+  KGroupedQuantParams arg = p;
+  arg.blocks_per_cta = k_grouped_blocks_per_cta(p.out_blocks, p.mn, num_sms);
   LaunchConfig lc;
-  quantize_grid(QuantOp::kKGrouped, 1, p.out_blocks, p.mn, false, 0, lc.grid);
+  quantize_grid(QuantOp::kKGrouped, 1, ceil_div(int64_t{p.out_blocks}, int64_t{arg.blocks_per_cta}), p.mn, false, 0,
+                lc.grid);
   if (lc.grid[0] == 0 || lc.grid[1] == 0) return DG_SUCCESS;
   lc.block[0] = kQuantThreads;
   lc.pdl = config_of(stream).pdl;
-  KGroupedQuantParams arg = p;
   void* args[] = {&arg};
   return launch(stream, *kernel, lc, args);
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -637,6 +638,21 @@ struct KGroupedCase {
   int64_t x_rows = -1;    // device: x's rows; -1: sum(ks)
   int64_t out_rows = -1;  // device: out's rows; -1: sum(align(ks, 128))
   int64_t out_gap = 0;    // MN-major: bytes past MN in each row of out (stay poison)
+  int sm_cap = 0;         // > 0: a stream capped to that many SMs, so that CTAs take several blocks
+};
+
+// A stream whose config caps the SMs: the K-grouped kernel then gives each CTA several output
+// blocks (up to 8), walking from group to group.
+struct SmCappedStream {
+  dg_stream* stream = nullptr;
+  explicit SmCappedStream(int sms) {
+    dg_config* cfg = nullptr;
+    REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+    REQUIRE(dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, sms) == DG_SUCCESS);
+    REQUIRE_MESSAGE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, cfg) == DG_SUCCESS, dg_last_error());
+    dg_config_destroy(cfg);
+  }
+  ~SmCappedStream() { dg_stream_destroy(stream); }
 };
 
 // Where each group lands as docs/quantization.md states it: counts below 0 as 0, rows cut at x's
@@ -665,6 +681,7 @@ void run_k_grouped_case(Gpu& gpu, const KGroupedCase& c, std::mt19937& rng) {
   CAPTURE(c.pow2);
   CAPTURE(c.kmajor);
   CAPTURE(c.device);
+  CAPTURE(c.sm_cap);
   const int64_t mn = c.mn, ld_sf = align4(mn);
   int64_t sum = 0, padded = 0;
   for (int64_t k : c.ks) sum += std::max<int64_t>(k, 0), padded += (std::max<int64_t>(k, 0) + 127) / 128 * 128;
@@ -692,10 +709,14 @@ void run_k_grouped_case(Gpu& gpu, const KGroupedCase& c, std::mt19937& rng) {
   Tensor tks(dks.data(), DG_DTYPE_INT32, {int64_t(c.ks.size())});
   dg_quant_options o = DG_QUANT_OPTIONS_INIT;
   o.pow2_scales = c.pow2;
-  const dg_status st = dg_quantize_fp8_k_grouped(gpu.stream, tx.t, c.kmajor ? tout_k.t : tout_mn.t, tsf.t,
+  std::optional<SmCappedStream> capped;
+  if (c.sm_cap > 0) capped.emplace(c.sm_cap);
+  dg_stream* stream = capped ? capped->stream : gpu.stream;
+  const dg_status st = dg_quantize_fp8_k_grouped(stream, tx.t, c.kmajor ? tout_k.t : tout_mn.t, tsf.t,
                                                  c.device ? nullptr : c.ks.data(), int64_t(c.ks.size()),
                                                  c.device ? tks.t : nullptr, &o);
   REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+  REQUIRE(dg_stream_synchronize(stream) == DG_SUCCESS);
   const std::vector<uint8_t> out = dout.download<uint8_t>();
   const std::vector<uint32_t> sf = dsf.download<uint32_t>();
 
@@ -743,18 +764,20 @@ TEST_CASE("quantize K-grouped: codes and scales bit for bit, group tails, both o
   Gpu gpu;
   if (!gpu.sm90()) return;
   std::mt19937 rng(4049);
-  for (const bool kmajor : {false, true}) {
-    KGroupedCase c;
-    c.kmajor = kmajor;
-    c.mn = 256, c.ks = {128, 0, 300, 1, 129}, c.specials = true;
-    c.out_gap = kmajor ? 0 : 16;
-    run_k_grouped_case(gpu, c, rng);
-    c.mn = 200, c.ks = {70, 256, 0}, c.bf16 = false, c.out_gap = kmajor ? 0 : 3;  // element-wise path: MN % 16 != 0
-    run_k_grouped_case(gpu, c, rng);
-    c.mn = 4096, c.ks = {1000, 2048, 37}, c.bf16 = true, c.pow2 = true, c.out_gap = 0;
-    run_k_grouped_case(gpu, c, rng);
-    c.mn = 5, c.ks = {3, 130}, c.pow2 = false, c.specials = false;  // fewer columns than a lane's 16
-    run_k_grouped_case(gpu, c, rng);
+  for (const int sm_cap : {0, 1}) {
+    for (const bool kmajor : {false, true}) {
+      KGroupedCase c;
+      c.kmajor = kmajor, c.sm_cap = sm_cap;
+      c.mn = 256, c.ks = {128, 0, 300, 1, 129}, c.specials = true;
+      c.out_gap = kmajor ? 0 : 16;
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 200, c.ks = {70, 256, 0}, c.bf16 = false, c.out_gap = kmajor ? 0 : 3;  // element-wise path: MN % 16 != 0
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 4096, c.ks = {1000, 2048, 37}, c.bf16 = true, c.pow2 = true, c.out_gap = 0;
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 5, c.ks = {3, 130}, c.pow2 = false, c.specials = false;  // fewer columns than a lane's 16
+      run_k_grouped_case(gpu, c, rng);
+    }
   }
 }
 
@@ -766,28 +789,32 @@ TEST_CASE("quantize K-grouped: more groups than one launch carries (600 host cou
   KGroupedCase c;
   c.mn = 48;
   for (int g = 0; g < 600; ++g) c.ks.push_back(g % 9 == 4 ? 0 : count(rng));
-  for (const bool kmajor : {false, true}) {
-    c.kmajor = kmajor;
-    run_k_grouped_case(gpu, c, rng);
-  }
+  for (const int sm_cap : {0, 1})
+    for (const bool kmajor : {false, true}) {
+      c.kmajor = kmajor, c.sm_cap = sm_cap;
+      run_k_grouped_case(gpu, c, rng);
+    }
 }
 
 TEST_CASE("quantize K-grouped: device counts, capacities, negative counts, groups that do not fit") {
   Gpu gpu;
   if (!gpu.sm90()) return;
   std::mt19937 rng(77);
-  for (const bool kmajor : {false, true}) {
-    KGroupedCase c;
-    c.device = true, c.kmajor = kmajor;
-    // Exact sizes.
-    c.mn = 144, c.ks = {5, 0, 513, 128};
-    run_k_grouped_case(gpu, c, rng);
-    // x longer than the counts, out with spare blocks (not written), a negative count.
-    c.mn = 160, c.ks = {200, -7, 64}, c.x_rows = 400, c.out_rows = 1024;
-    run_k_grouped_case(gpu, c, rng);
-    // Counts past x's rows (cut there) and a last group that does not fit in out (not written).
-    c.mn = 64, c.ks = {100, 300, 500}, c.x_rows = 700, c.out_rows = 512;
-    run_k_grouped_case(gpu, c, rng);
+  for (const int sm_cap : {0, 1}) {
+    for (const bool kmajor : {false, true}) {
+      KGroupedCase c;
+      c.device = true, c.kmajor = kmajor, c.sm_cap = sm_cap;
+      // Exact sizes.
+      c.mn = 144, c.ks = {5, 0, 513, 128};
+      run_k_grouped_case(gpu, c, rng);
+      // x longer than the counts, out with spare blocks (not written), a negative count.
+      c.mn = 160, c.ks = {200, -7, 64}, c.x_rows = 400, c.out_rows = 1024;
+      run_k_grouped_case(gpu, c, rng);
+      // Counts past x's rows (cut there) and a last group that does not fit in out (not written;
+      // with the SM cap a CTA walks into it from the group before).
+      c.mn = 384, c.ks = {100, 300, 500}, c.x_rows = 700, c.out_rows = 640;
+      run_k_grouped_case(gpu, c, rng);
+    }
   }
 }
 

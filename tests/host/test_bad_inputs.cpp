@@ -919,7 +919,7 @@ std::vector<Entry> entries() {
     x.aligned = {"x", "sf"};
     if (k_major) x.aligned.push_back("out");
     x.options = "quant";
-    x.stops_at_sm_cap = false;
+    x.stops_at_sm_cap = true;  // its CTAs take more blocks on a device with fewer SMs
     x.stream = true;
     x.call = [](const Context& c, const Args& a, const Handles& h) {
       return dg_quantize_fp8_k_grouped(as_mut_stream(c, a), h["x"], h["out"], h["sf"], out_or_null(a, "ks", kQuantKs),

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dg.h"
@@ -398,6 +399,7 @@ TEST_CASE("K-grouped quantization: variant, grid, argument, launches of up to 51
       CHECK(p.mn == 4096);
       CHECK(p.num_groups == 4);
       CHECK(p.pow2 == 1);
+      CHECK(p.blocks_per_cta == 1);  // 160 CTAs: fewer than 4 per SM of the fake's 132
       CHECK(p.amax_floor == 1e-4f);
       for (int g = 0; g < 4; ++g) CHECK(p.ks[g] == ks[g]);
     }
@@ -442,6 +444,24 @@ TEST_CASE("K-grouped quantization: variant, grid, argument, launches of up to 51
     CHECK(p.out_blocks == 12);
     CHECK(p.num_groups == 7);
   }
+  {
+    // 256 blocks x 56 column chunks: CTAs of 8 blocks (1792 CTAs, over 4 per SM), 32 along the blocks.
+    const std::vector<int64_t> big = {20480, 12288};
+    Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {32768, 7168});
+    Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {32768 * 7168});
+    Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {7168, 256}, {1, 7168});
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, big.data(), 2, nullptr, nullptr) == DG_SUCCESS,
+                    dg_last_error());
+    std::vector<Launch> l = fake.take();
+    REQUIRE(l.size() == 1);
+    const KGroupedQuantParams p = k_grouped_params(l[0]);
+    check_grid(l[0], 32, 56, 1);
+    CHECK(p.blocks_per_cta == 8);
+    CHECK(p.out_blocks == 256);
+  }
+  for (const auto& [blocks, mn, sms, want] : {std::tuple<int64_t, int64_t, int, int>{4, 128, 132, 1},
+                                              {1056, 128, 132, 2}, {100000, 7168, 132, 8}, {7, 256, 1, 3}})
+    CHECK(dg::ops::k_grouped_blocks_per_cta(blocks, mn, sms) == want);
 }
 
 TEST_CASE("K-grouped quantization: empty problems launch nothing; bad shapes are refused naming the argument") {

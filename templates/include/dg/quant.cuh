@@ -58,6 +58,8 @@ struct KGroupedParams {
   int32_t num_groups;
   float amax_floor;
   int32_t pow2;           // scales rounded up to powers of two
+  int32_t blocks_per_cta; // consecutive 128-row output blocks per CTA
+  int32_t reserved;
   int32_t ks[kMaxHostGroups];
 };
 
