@@ -9,7 +9,10 @@ cuBLAS column), `mqa-compressed` (non-paged with DeepGEMM's compressed logits, `
 row scores a window of keys ending at its causal end and stores it from column 0), `hc-prenorm`
 (tf32_hc_prenorm_gemm at N 24 on the (M, K) of DeepGEMM's test and M 16384, num_splits none and 16;
 G = the splits, 0 for none; a device copy moving the bytes the call reads and writes stands in the
-cuBLAS column).
+cuBLAS column), `quant` (per-token 1 x 128 FP8 quantization of BF16 [M, K], M in QUANT_M x K in QUANT_K,
+beside a Triton kernel written as inference engines write it, one program per 1 x 128 group
+(`triton_group_quant`); a device copy moving the bytes the call reads and writes stands in the cuBLAS
+column, and both kernels must produce the same codes and scales bit for bit before they are timed).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -26,7 +29,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
-                                   [mqa-compressed] [hc-prenorm]
+                                   [mqa-compressed] [hc-prenorm] [quant]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
@@ -84,7 +87,10 @@ PAGED_MQA = [(256, 1, 8192), (256, 2, 8192), (1024, 1, 16384)]
 MQA_COMPRESSED = [(4096, 65536, 8192), (8192, 65536, 16384)]
 # The hyper-connection pre-norm GEMM: (M, K) at N 24, each with num_splits None and 16.
 HC_PRENORM = [(m, k) for m in (13, 137, 4096, 8192, 16384) for k in (28672, 7680, 7168)]
-SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm")
+# Per-token FP8 quantization of BF16 [M, K]: M x K.
+QUANT_M = [128, 4096, 16384]
+QUANT_K = [2048, 7168]
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm", "quant")
 NAME = "grouped"
 
 
@@ -533,6 +539,76 @@ def hc_prenorm(m, k, splits, n=24):
     race(row, contenders)
 
 
+_GROUP_QUANT = []
+
+
+def triton_group_quant(x, q, sf, amax_floor=1e-4):
+    """Per-token 1 x 128 FP8 quantization the way inference engines run it today: one Triton program
+    per group of 128 consecutive elements of a row (x [M, K] contiguous, K % 128 == 0), reading the
+    group, reducing its amax and writing its codes and its scale; the scales go to sf's strides (here
+    the MN-major TMA-aligned layout the GEMMs read, which engines write with a column-major option).
+    The numerics follow docs/quantization.md: scale = max(amax, floor) / 448 and codes E4M3(x * (1 /
+    scale)) with IEEE divisions, so that the codes and scales equal libdg's bit for bit."""
+    if not _GROUP_QUANT:
+        @triton.jit
+        def group_quant(x_ptr, q_ptr, sf_ptr, groups_per_row, sf_ld, floor, GROUP: tl.constexpr):
+            g = tl.program_id(0).to(tl.int64)
+            row = g // groups_per_row
+            kb = g - row * groups_per_row
+            offs = g * GROUP + tl.arange(0, GROUP)
+            v = tl.load(x_ptr + offs).to(tl.float32)
+            amax = tl.maximum(tl.max(tl.abs(v), axis=0), floor)
+            scale = tl.math.div_rn(amax, 448.0)  # 448: the largest E4M3 value
+            inv = tl.math.div_rn(1.0, scale)
+            y = tl.clamp(v * inv, -448.0, 448.0)
+            tl.store(q_ptr + offs, y.to(q_ptr.dtype.element_ty))
+            tl.store(sf_ptr + kb * sf_ld + row, scale)
+        _GROUP_QUANT.append(group_quant)
+    m, k = x.shape
+    groups = m * (k // 128)
+    return lambda: _GROUP_QUANT[0][(groups,)](x, q, sf, k // 128, sf.stride(1), amax_floor, GROUP=128, num_warps=1,
+                                               num_stages=1)
+
+
+def quant(m, k):
+    """dg.quantize_fp8_per_token of BF16 [M, K] (scales MN-major TMA-aligned) beside triton_group_quant on
+    the same tensors; row fields: m = M, k = K, n = 0, flops = M x K (elements). Both must give the same
+    codes and scales bit for bit (checked before timing, recorded as `mismatch_codes` / `mismatch_scales`).
+    The cuBLAS column is a device copy moving as many bytes as the quantization reads and writes (half
+    read, half written): t_cublas / t_libdg is libdg's fraction of the device copy rate. Both kernels
+    run as replays of a CUDA graph, so that host time of the Python launch paths stays out."""
+    x = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    x[:, :128] *= 1e-3  # groups of another magnitude
+    x[1, 128:256] = 0   # an all-zero group
+    q1, sf1 = dg.quantize_fp8_per_token(x)
+    q2 = torch.empty_like(q1)
+    sf2 = torch.empty_strided(sf1.size(), sf1.stride(), dtype=sf1.dtype, device="cuda")
+    moved = x.numel() * 3 + sf1.stride(1) * sf1.size(1) * 4
+    src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    row = dict(suite="quant", kind="bf16", groups=1, expected_m=m, n=0, k=k, flops=float(m * k), bytes=moved)
+    contenders = {"libdg": lambda: dg.quantize_fp8_per_token(x, q1, sf1),
+                  "triton": triton_group_quant(x, q2, sf2)}
+    for t in (q1, q2):
+        t.view(torch.uint8).fill_(0xff)
+    for t in (sf1, sf2):
+        t.fill_(float("nan"))
+    for fn in contenders.values():
+        fn()
+    torch.cuda.synchronize()
+    row["mismatch_codes"] = int((q1.view(torch.uint8) != q2.view(torch.uint8)).sum())
+    row["mismatch_scales"] = int((sf1.view(torch.int32) != sf2.view(torch.int32)).sum())
+    if row["mismatch_codes"] or row["mismatch_scales"]:
+        print("quant m=%d k=%d: libdg and Triton differ in %d codes and %d scales" % (
+            m, k, row["mismatch_codes"], row["mismatch_scales"]), flush=True)
+    deq = (q1.float().view(m, k // 128, 128) * sf1.unsqueeze(-1)).view(m, k)
+    row["diff_libdg"] = "%.1e" % calc_diff(deq, x.float())
+    del deq
+    timed = {name: graphed(fn) for name, fn in contenders.items()}
+    timed["cublas"] = lambda: dst.copy_(src)
+    race(row, timed)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -557,6 +633,17 @@ def report(out_dir, meta=None):
     if gathered:
         lines += ["", "paged-mqa, a read of the same cache blocks with no work (gather_read) against libdg's call, "
                   "t_gather / t_libdg: " + ", ".join("%.3f" % (r["us_gather"] / r["us_libdg"]) for r in gathered)]
+    quantized = [r for r in rows if r["suite"] == "quant" and r.get("us_libdg")]
+    if quantized:
+        gm = geomean(quantized, "triton")
+        lines += ["", "quant rows: m = M and k = K of the BF16 input, TFLOPS counts elements, the cuBLAS column is a device"
+                  " copy moving the bytes the quantization reads and writes. Per M x K: t_triton / t_libdg, t_copy /"
+                  " t_libdg, codes / scales that differ between them: " + ", ".join(
+            "%dx%d: %s, %s, %s / %s" % (r["expected_m"], r["k"],
+                                       "%.3f" % (r["us_triton"] / r["us_libdg"]) if r.get("us_triton") else "-",
+                                       "%.3f" % (r["us_cublas"] / r["us_libdg"]) if r.get("us_cublas") else "-",
+                                       r.get("mismatch_codes"), r.get("mismatch_scales")) for r in quantized)
+                  + ("; vs Triton (geomean, n, min): %.3f, %d, %.3f" % gm if gm else "")]
     for name in ALT:
         lines += ["", "libdg_%s (%s) against the heuristic's choice, t_libdg / t_libdg_%s: " % (name, ALT[name], name)
                   + ", ".join("%.3f" % (r["us_libdg"] / r["us_libdg_" + name]) for r in rows
@@ -613,8 +700,9 @@ def plot(out_dir, title):
         labels = ["%s G%d m%d\n%dx%d" % (r["kind"], r["groups"], r["expected_m"], r["n"], r["k"]) for r in sel]
         x = range(len(sel))
         # paged-mqa's and hc-prenorm's cuBLAS column is the device copy of the bytes the call moves.
-        second = "copy" if suite in ("paged-mqa", "hc-prenorm") else "cublas"
-        for off, peer, name, color in ((-0.2, "deepgemm", "deepgemm", "tab:blue"), (0.2, "cublas", second, "tab:gray")):
+        second = "copy" if suite in ("paged-mqa", "hc-prenorm", "quant") else "cublas"
+        first = "triton" if suite == "quant" else "deepgemm"
+        for off, peer, name, color in ((-0.2, first, first, "tab:blue"), (0.2, "cublas", second, "tab:gray")):
             ax.bar([i + off for i in x], [r["us_" + peer] / r["us_libdg"] if r.get("us_" + peer) else 0 for r in sel],
                    width=0.4, color=color, label="t_%s / t_libdg" % name)
         ax.axhline(1.0, color="black", linewidth=0.8)
@@ -733,6 +821,10 @@ def main():
         for m, k in HC_PRENORM:
             for splits in (0, 16):
                 hc_prenorm(m, k, splits)
+    if "quant" in args.suites and not args.fp8_only:
+        for m in QUANT_M:
+            for k in QUANT_K:
+                quant(m, k)
     report(args.out)
 
 

@@ -208,6 +208,9 @@ static inline dgw_result dgw_quantize_fp8_per_block(dg_stream* stream, const dg_
 static inline dgw_result dgw_quantize_fp8_mn_major(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
   return dgw_result_of(dg_quantize_fp8_mn_major(stream, x, out, sf, options));
 }
+static inline dgw_result dgw_quantize_fp8_k_grouped(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const int64_t* ks, int64_t num_groups, const dg_tensor* ks_tensor, const dg_quant_options* options) {
+  return dgw_result_of(dg_quantize_fp8_k_grouped(stream, x, out, sf, ks, num_groups, ks_tensor, options));
+}
 static inline dgw_result dgw_swiglu_interleave(dg_stream* stream, const dg_tensor* src, const dg_tensor* dst, int64_t block) {
   return dgw_result_of(dg_swiglu_interleave(stream, src, dst, block));
 }

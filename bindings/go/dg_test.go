@@ -267,6 +267,32 @@ func TestOfflineStreamValidatesAndRefusesLaunches(t *testing.T) {
 	}
 }
 
+func TestOfflineKGroupedQuantization(t *testing.T) {
+	s, err := NewOfflineStream(9, 0, 132, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ks := []int64{100, 30}
+	if p := KGroupedPaddedKs(ks); p[0] != 128 || p[1] != 128 {
+		t.Errorf("KGroupedPaddedKs(%v) = %v", ks, p)
+	}
+	x := mustTensor(t, fakeDevicePtr(1), BFloat16, []int64{130, 64}, nil)
+	out := mustTensor(t, fakeDevicePtr(2), Float8E4M3, []int64{256, 64}, nil)
+	flat := mustTensor(t, fakeDevicePtr(2), Float8E4M3, []int64{256 * 64}, nil)
+	sf := mustTensor(t, fakeDevicePtr(3), Float32, []int64{64, 2}, []int64{1, 64})
+	unpadded := mustTensor(t, fakeDevicePtr(2), Float8E4M3, []int64{130, 64}, nil)
+	ksT := mustTensor(t, fakeDevicePtr(4), Int32, []int64{2}, nil)
+	// Valid calls get past validation: the offline device compiles the kernel and cannot run it.
+	opts := QuantOptions{Pow2Scales: true}
+	wantError(t, s.QuantizeFP8KGrouped(x, out, sf, ks, ksT, &opts), ErrNoDevice)
+	wantError(t, s.QuantizeFP8KGrouped(x, flat, sf, ks, nil, nil), ErrNoDevice)
+	wantError(t, s.QuantizeFP8KGroupedDevice(x, out, sf, ksT, 2, nil), ErrNoDevice)
+	wantError(t, s.QuantizeFP8KGrouped(x, unpadded, sf, ks, nil, nil), ErrInvalidArgument, "out:")
+	wantError(t, s.QuantizeFP8KGrouped(x, out, sf, []int64{100, 31}, nil, nil), ErrInvalidArgument, "x:")
+	wantError(t, s.QuantizeFP8KGroupedDevice(x, out, sf, ksT, 3, nil), ErrInvalidArgument, "ks_tensor:")
+}
+
 func TestOfflinePrepareCompilesAKernel(t *testing.T) {
 	processState.Lock()
 	defer processState.Unlock()

@@ -78,3 +78,42 @@ func (s *Stream) QuantizeFP8MNMajor(x, out, sf *Tensor, opts *QuantOptions) erro
 	keep(s, x, out, sf)
 	return err
 }
+
+// QuantizeFP8KGrouped is 1 x 128 quantization along K of the K-grouped GEMMs' operands
+// (dg_quantize_fp8_k_grouped), counts from the host: x BFloat16 or Float32 [rows, MN] (stride 1
+// along MN) holds group g's ks[g] rows (any count) after the previous groups'; each group is padded
+// to a multiple of 128 rows in the output. out Float8E4M3 [P, MN] (MN-major, the tn GEMM's operand)
+// or rank 1 [MN * P] (group g's [MN, align(k_g, 128)] K-major, the nt GEMM's operand), P the sum of
+// KGroupedPaddedKs(ks); sf Float32 [MN, P / 128] MN-major TMA-aligned. Call the K-grouped GEMM with
+// the padded counts. ksTensor (may be nil): the Int32 device copy, checked, not read. opts may be nil.
+func (s *Stream) QuantizeFP8KGrouped(x, out, sf *Tensor, ks []int64, ksTensor *Tensor, opts *QuantOptions) error {
+	var o C.dg_quant_options
+	po := quantOptions(opts, &o)
+	err := check(C.dgw_quantize_fp8_k_grouped(s.ptr, x.raw(), out.raw(), sf.raw(), int64Ptr(ks), C.int64_t(len(ks)),
+		ksTensor.raw(), po))
+	keep(s, x, out, sf, ksTensor)
+	return err
+}
+
+// QuantizeFP8KGroupedDevice is QuantizeFP8KGrouped with the counts read on the device from ksTensor
+// (Int32 [numGroups]; no host read, so a captured graph replays with new counts). x's and out's rows
+// are then capacities (out's a multiple of 128): a group that does not fit is not written;
+// align(rows, 128) + 128 * numGroups rows of out always suffice. opts may be nil.
+func (s *Stream) QuantizeFP8KGroupedDevice(x, out, sf, ksTensor *Tensor, numGroups int64, opts *QuantOptions) error {
+	var o C.dg_quant_options
+	po := quantOptions(opts, &o)
+	err := check(C.dgw_quantize_fp8_k_grouped(s.ptr, x.raw(), out.raw(), sf.raw(), nil, C.int64_t(numGroups),
+		ksTensor.raw(), po))
+	keep(s, x, out, sf, ksTensor)
+	return err
+}
+
+// KGroupedPaddedKs rounds each count up to 128: the ks of the K-grouped GEMMs that read
+// QuantizeFP8KGrouped's output.
+func KGroupedPaddedKs(ks []int64) []int64 {
+	out := make([]int64, len(ks))
+	for i, k := range ks {
+		out[i] = (k + 127) / 128 * 128
+	}
+	return out
+}

@@ -17,6 +17,7 @@ const char* op_name(QuantOp op) {
   switch (op) {
     case QuantOp::kPerBlock: return "per_block";
     case QuantOp::kMnMajor: return "mn_major";
+    case QuantOp::kKGrouped: return "k_grouped";
     default: return "per_token";
   }
 }
@@ -37,15 +38,17 @@ jit::KernelSpec quantize_kernel_spec(const QuantVariant& v) {
   jit::KernelSpec spec;
   spec.template_name = "kernels/quantize.cu.j2";
   const bool grouped = per_token && v.grouping != QuantGrouping::kNone;
-  spec.kernel_name = fmt::format("dg_quantize_fp8_{}_{}{}{}{}", op_name(v.op), v.fp32 ? "f32" : "bf16",
+  const bool transpose = v.op == QuantOp::kKGrouped && v.transpose;
+  spec.kernel_name = fmt::format("dg_quantize_fp8_{}_{}{}{}{}{}", op_name(v.op), v.fp32 ? "f32" : "bf16",
                                  v.vec ? "_v16" : "_v1", grouped ? fmt::format("_{}", grouping_name(v.grouping)) : "",
-                                 per_token && v.packed ? "_ue8m0x4" : "");
+                                 per_token && v.packed ? "_ue8m0x4" : "", transpose ? "_kmajor" : "");
   spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
                                       {"op", op_name(v.op)},
                                       {"fp32", v.fp32},
                                       {"vec", v.vec},
                                       {"grouping", grouping_name(per_token ? v.grouping : QuantGrouping::kNone)},
-                                      {"packed", per_token && v.packed}});
+                                      {"packed", per_token && v.packed},
+                                      {"transpose", transpose}});
   return spec;
 }
 
@@ -61,6 +64,7 @@ int quantize_variants(QuantVariant* out, int capacity) {
         for (bool packed : {false, true}) add({QuantOp::kPerToken, fp32, vec, static_cast<QuantGrouping>(g), packed});
       add({QuantOp::kPerBlock, fp32, vec, QuantGrouping::kNone, false});
       add({QuantOp::kMnMajor, fp32, vec, QuantGrouping::kNone, false});
+      for (bool transpose : {false, true}) add({QuantOp::kKGrouped, fp32, vec, QuantGrouping::kNone, false, transpose});
     }
   return n;
 }
@@ -101,6 +105,11 @@ void quantize_grid(QuantOp op, int64_t batch, int64_t rows, int64_t cols, bool m
       grid[1] = static_cast<unsigned>(ceil_div(cols, int64_t{kQuantGroup}));
       grid[2] = 1;
       return;
+    case QuantOp::kKGrouped:
+      grid[0] = static_cast<unsigned>(rows);
+      grid[1] = static_cast<unsigned>(ceil_div(cols, int64_t{kQuantGroup}));
+      grid[2] = 1;
+      return;
   }
 }
 
@@ -133,6 +142,32 @@ dg_status run_quantize(const dg_stream_s& stream, const QuantVariant& v, const Q
   lc.block[0] = kQuantThreads;
   lc.pdl = config_of(stream).pdl;
   QuantParams arg = p;
+  void* args[] = {&arg};
+  return launch(stream, *kernel, lc, args);
+}
+
+int k_grouped_blocks_per_cta(int64_t out_blocks, int64_t mn, int num_sms) {
+  const int64_t ctas = out_blocks * ceil_div(mn, int64_t{kQuantGroup});
+  const int64_t want = int64_t{std::max(num_sms, 1)} * kQuantKGroupedCtasPerSm;
+  return static_cast<int>(std::clamp<int64_t>(ctas / want, 1, kQuantMaxBlocksPerCta));
+}
+
+dg_status run_quantize_k_grouped(const dg_stream_s& stream, const QuantVariant& v, const KGroupedQuantParams& p) {
+  int num_sms = 0;
+  DG_TRY(num_sms_of(stream, &num_sms));
+  const jit::KernelKey key(jit::kFamilyElementwise, {kElementwiseQuantize, static_cast<int64_t>(v.op), v.fp32, v.vec,
+                                                     static_cast<int64_t>(v.grouping), v.packed, v.transpose});
+  const Kernel* kernel = nullptr;
+  DG_TRY(jit::get_kernel(
+      stream, key, [&](jit::KernelSpec* spec) { *spec = quantize_kernel_spec(v); return DG_SUCCESS; }, &kernel));
+  KGroupedQuantParams arg = p;
+  arg.blocks_per_cta = k_grouped_blocks_per_cta(p.out_blocks, p.mn, num_sms);
+  LaunchConfig lc;
+  quantize_grid(QuantOp::kKGrouped, 1, ceil_div(int64_t{p.out_blocks}, int64_t{arg.blocks_per_cta}), p.mn, false, 0,
+                lc.grid);
+  if (lc.grid[0] == 0 || lc.grid[1] == 0) return DG_SUCCESS;
+  lc.block[0] = kQuantThreads;
+  lc.pdl = config_of(stream).pdl;
   void* args[] = {&arg};
   return launch(stream, *kernel, lc, args);
 }

@@ -3,7 +3,9 @@
 // deterministic), on fresh random inputs spanning 2^-20 .. 2^20 with all-zero groups, poisoned
 // outputs (0xff) so that unwritten bytes show, odd M / K tails, both input dtypes, FP32 / power-of-two
 // / packed UE8M0 scales, NaN and inf inputs, the contiguous (indices, psum) and masked layouts (also
-// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, and end to end:
+// replayed from a CUDA graph with new counts), per-block weights, the MN-major form, the K-grouped form
+// (group tails padded to 128 rows, MN-major and K-major codes, host and device counts, a graph replayed
+// with new device counts), and end to end (also K-grouped quantize -> the K-grouped FP8 GEMMs):
 // quantize -> dg_fp8_gemm_nt and -> the M-grouped FP8 GEMMs (contiguous with NaN in the padding rows
 // that must not be read, masked) against reference GEMMs on the unquantized values.
 #include <dlfcn.h>
@@ -12,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -623,4 +626,369 @@ TEST_CASE("quantize -> M-grouped FP8 GEMMs (contiguous with padding rows, masked
     for (int64_t gi = 0; gi < g; ++gi) check_rows(x, d, gi * max_m, counts[gi], gi, ref, got);
     CHECK(dg::test::calc_diff(ref, got) < 2e-3);
   }
+}
+
+// ---------------------------------------------------------------- K-grouped (dg_quantize_fp8_k_grouped)
+namespace {
+
+struct KGroupedCase {
+  int64_t mn = 0;
+  std::vector<int64_t> ks;  // as passed (device counts may be negative or run past x)
+  bool bf16 = true, pow2 = false, kmajor = false, device = false, specials = false;
+  int64_t x_rows = -1;    // device: x's rows; -1: sum(ks)
+  int64_t out_rows = -1;  // device: out's rows; -1: sum(align(ks, 128))
+  int64_t out_gap = 0;    // MN-major: bytes past MN in each row of out (stay poison)
+  int sm_cap = 0;         // > 0: a stream capped to that many SMs, so that CTAs take several blocks
+};
+
+// A stream whose config caps the SMs: the K-grouped kernel then gives each CTA several output
+// blocks (up to 8), walking from group to group.
+struct SmCappedStream {
+  dg_stream* stream = nullptr;
+  explicit SmCappedStream(int sms) {
+    dg_config* cfg = nullptr;
+    REQUIRE(dg_config_create(&cfg) == DG_SUCCESS);
+    REQUIRE(dg_config_set_int(cfg, DG_CONFIG_NUM_SMS, sms) == DG_SUCCESS);
+    REQUIRE_MESSAGE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, cfg) == DG_SUCCESS, dg_last_error());
+    dg_config_destroy(cfg);
+  }
+  ~SmCappedStream() { dg_stream_destroy(stream); }
+};
+
+// Where each group lands as docs/quantization.md states it: counts below 0 as 0, rows cut at x's
+// end, output blocks one group after another, a group that does not fit in out not written.
+struct GroupPlace {
+  int64_t x_row, rows, blk, blocks;
+  bool written;
+};
+std::vector<GroupPlace> k_grouped_places(const std::vector<int64_t>& ks, int64_t x_rows, int64_t out_blocks) {
+  std::vector<GroupPlace> places;
+  int64_t end = 0, blk = 0;
+  for (int64_t k : ks) {
+    const int64_t r0 = std::min(end, x_rows);
+    end += std::max<int64_t>(k, 0);
+    const int64_t rows = std::min(end, x_rows) - r0, blocks = (rows + 127) / 128;
+    places.push_back({r0, rows, blk, blocks, blk + blocks <= out_blocks});
+    blk += blocks;
+  }
+  return places;
+}
+
+void run_k_grouped_case(Gpu& gpu, const KGroupedCase& c, std::mt19937& rng) {
+  CAPTURE(c.mn);
+  CAPTURE(c.ks.size());
+  CAPTURE(c.bf16);
+  CAPTURE(c.pow2);
+  CAPTURE(c.kmajor);
+  CAPTURE(c.device);
+  CAPTURE(c.sm_cap);
+  const int64_t mn = c.mn, ld_sf = align4(mn);
+  int64_t sum = 0, padded = 0;
+  for (int64_t k : c.ks) sum += std::max<int64_t>(k, 0), padded += (std::max<int64_t>(k, 0) + 127) / 128 * 128;
+  const int64_t x_rows = c.x_rows >= 0 ? c.x_rows : sum, out_rows = c.out_rows >= 0 ? c.out_rows : padded;
+  const int64_t blocks = out_rows / 128, ld_out = mn + c.out_gap;
+  std::vector<float> x = wide_values(x_rows * mn, rng, c.bf16);
+  if (c.specials && x_rows > 3 && mn > 3) {
+    for (int64_t r = 0; r < std::min<int64_t>(x_rows, 128); ++r) x[r * mn + 1] = 0.0f;  // an all-zero block
+    x[2 * mn + 2] = NAN;                                                                 // a NaN column block
+    x[3 * mn + 3] = -INFINITY;                                                           // an inf one
+  }
+  const std::vector<uint8_t> xb = to_bytes(x, c.bf16);
+  const int64_t out_bytes = c.kmajor ? mn * out_rows : out_rows * ld_out;
+  Buf dx(gpu.device, xb.size() + 16), dout(gpu.device, out_bytes + 16), dsf(gpu.device, blocks * ld_sf * 4 + 16);
+  Buf dks(gpu.device, c.ks.size() * 4 + 4);
+  if (!xb.empty()) dx.upload(xb.data(), xb.size());
+  std::vector<int32_t> ks32(c.ks.begin(), c.ks.end());
+  dks.upload(ks32);
+  dout.poison(kPoison);
+  dsf.poison(kPoison);
+  Tensor tx(dx.data(), c.bf16 ? DG_DTYPE_BFLOAT16 : DG_DTYPE_FLOAT32, {x_rows, mn});
+  Tensor tout_mn(dout.data(), DG_DTYPE_FLOAT8_E4M3, {out_rows, mn}, {ld_out, 1});
+  Tensor tout_k(dout.data(), DG_DTYPE_FLOAT8_E4M3, {mn * out_rows});
+  Tensor tsf(dsf.data(), DG_DTYPE_FLOAT32, {mn, blocks}, {1, ld_sf});
+  Tensor tks(dks.data(), DG_DTYPE_INT32, {int64_t(c.ks.size())});
+  dg_quant_options o = DG_QUANT_OPTIONS_INIT;
+  o.pow2_scales = c.pow2;
+  std::optional<SmCappedStream> capped;
+  if (c.sm_cap > 0) capped.emplace(c.sm_cap);
+  dg_stream* stream = capped ? capped->stream : gpu.stream;
+  const dg_status st = dg_quantize_fp8_k_grouped(stream, tx.t, c.kmajor ? tout_k.t : tout_mn.t, tsf.t,
+                                                 c.device ? nullptr : c.ks.data(), int64_t(c.ks.size()),
+                                                 c.device ? tks.t : nullptr, &o);
+  REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+  REQUIRE(dg_stream_synchronize(stream) == DG_SUCCESS);
+  const std::vector<uint8_t> out = dout.download<uint8_t>();
+  const std::vector<uint32_t> sf = dsf.download<uint32_t>();
+
+  // Expected bytes and words; kind 0: untouched (poison), 1: a code or scale (NaN as NaN).
+  std::vector<uint8_t> want_out(out.size(), kPoison), kind_out(out.size(), 0);
+  std::vector<uint32_t> want_sf(sf.size(), 0xffffffffu);
+  std::vector<uint8_t> kind_sf(sf.size(), 0);
+  for (const GroupPlace& g : k_grouped_places(c.ks, x_rows, blocks)) {
+    if (!g.written) continue;
+    for (int64_t b = 0; b < g.blocks; ++b) {
+      for (int64_t col = 0; col < ld_sf; ++col) {
+        const int64_t at = (g.blk + b) * ld_sf + col;
+        kind_sf[at] = 1;
+        want_sf[at] = 0;  // padding columns
+        if (col >= mn) continue;
+        const int64_t r0 = b * 128, r1 = std::min(g.rows, r0 + 128);
+        uint32_t amax = 0;
+        for (int64_t r = r0; r < r1; ++r) amax = std::max(amax, bits_of(x[(g.x_row + r) * mn + col]) & 0x7fffffffu);
+        const float scale = ref_scale(amax, 1e-4f, c.pow2);
+        want_sf[at] = bits_of(scale);
+        for (int64_t r = r0; r < r0 + 128; ++r) {
+          const int64_t pos = c.kmajor ? g.blk * 128 * mn + col * g.blocks * 128 + r : (g.blk * 128 + r) * ld_out + col;
+          kind_out[pos] = 1;
+          want_out[pos] = r < r1 ? ref_code(x[(g.x_row + r) * mn + col], scale) : 0;
+        }
+      }
+    }
+  }
+  int64_t bad_codes = 0, bad_scales = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool ok = kind_out[i] ? same_code(out[i], want_out[i]) : out[i] == kPoison;
+    if (!ok && bad_codes++ < 5) MESSAGE("out byte ", i, ": got ", int(out[i]), " want ", int(want_out[i]));
+  }
+  for (size_t i = 0; i < sf.size(); ++i) {
+    const bool ok = kind_sf[i] ? same_scale(from_bits(sf[i]), from_bits(want_sf[i])) : sf[i] == want_sf[i];
+    if (!ok && bad_scales++ < 5) MESSAGE("sf word ", i, ": got ", from_bits(sf[i]), " want ", from_bits(want_sf[i]));
+  }
+  CHECK(bad_codes == 0);
+  CHECK(bad_scales == 0);
+}
+
+}  // namespace
+
+TEST_CASE("quantize K-grouped: codes and scales bit for bit, group tails, both output forms, host counts") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(4049);
+  for (const int sm_cap : {0, 1}) {
+    for (const bool kmajor : {false, true}) {
+      KGroupedCase c;
+      c.kmajor = kmajor, c.sm_cap = sm_cap;
+      c.mn = 256, c.ks = {128, 0, 300, 1, 129}, c.specials = true;
+      c.out_gap = kmajor ? 0 : 16;
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 200, c.ks = {70, 256, 0}, c.bf16 = false, c.out_gap = kmajor ? 0 : 3;  // element-wise path: MN % 16 != 0
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 4096, c.ks = {1000, 2048, 37}, c.bf16 = true, c.pow2 = true, c.out_gap = 0;
+      run_k_grouped_case(gpu, c, rng);
+      c.mn = 5, c.ks = {3, 130}, c.pow2 = false, c.specials = false;  // fewer columns than a lane's 16
+      run_k_grouped_case(gpu, c, rng);
+    }
+  }
+}
+
+TEST_CASE("quantize K-grouped: more groups than one launch carries (600 host counts)") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(600);
+  std::uniform_int_distribution<int> count(0, 140);
+  KGroupedCase c;
+  c.mn = 48;
+  for (int g = 0; g < 600; ++g) c.ks.push_back(g % 9 == 4 ? 0 : count(rng));
+  for (const int sm_cap : {0, 1})
+    for (const bool kmajor : {false, true}) {
+      c.kmajor = kmajor, c.sm_cap = sm_cap;
+      run_k_grouped_case(gpu, c, rng);
+    }
+}
+
+TEST_CASE("quantize K-grouped: device counts, capacities, negative counts, groups that do not fit") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(77);
+  for (const int sm_cap : {0, 1}) {
+    for (const bool kmajor : {false, true}) {
+      KGroupedCase c;
+      c.device = true, c.kmajor = kmajor, c.sm_cap = sm_cap;
+      // Exact sizes.
+      c.mn = 144, c.ks = {5, 0, 513, 128};
+      run_k_grouped_case(gpu, c, rng);
+      // x longer than the counts, out with spare blocks (not written), a negative count.
+      c.mn = 160, c.ks = {200, -7, 64}, c.x_rows = 400, c.out_rows = 1024;
+      run_k_grouped_case(gpu, c, rng);
+      // Counts past x's rows (cut there) and a last group that does not fit in out (not written;
+      // with the SM cap a CTA walks into it from the group before).
+      c.mn = 384, c.ks = {100, 300, 500}, c.x_rows = 700, c.out_rows = 640;
+      run_k_grouped_case(gpu, c, rng);
+    }
+  }
+}
+
+TEST_CASE("quantize K-grouped: counts a multiple of 128 give dg_quantize_fp8_mn_major's bytes") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(128);
+  const int64_t mn = 384, kb = 6;
+  const std::vector<int64_t> ks = {256, 0, 384, 128};
+  std::vector<float> x = wide_values(kb * 128 * mn, rng, true);
+  const std::vector<uint8_t> xb = to_bytes(x, true);
+  Buf dx(gpu.device, xb.size()), o1(gpu.device, kb * 128 * mn), o2(gpu.device, kb * 128 * mn);
+  Buf s1(gpu.device, kb * mn * 4), s2(gpu.device, kb * mn * 4);
+  dx.upload(xb.data(), xb.size());
+  o1.poison();
+  o2.poison(0);
+  s1.poison();
+  s2.poison(0);
+  Tensor tx(dx.data(), DG_DTYPE_BFLOAT16, {kb * 128, mn});
+  Tensor t1(o1.data(), DG_DTYPE_FLOAT8_E4M3, {kb * 128, mn}), t2(o2.data(), DG_DTYPE_FLOAT8_E4M3, {kb * 128, mn});
+  Tensor ts1(s1.data(), DG_DTYPE_FLOAT32, {mn, kb}, {1, mn}), ts2(s2.data(), DG_DTYPE_FLOAT32, {mn, kb}, {1, mn});
+  REQUIRE(dg_quantize_fp8_mn_major(gpu.stream, tx.t, t1.t, ts1.t, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_quantize_fp8_k_grouped(gpu.stream, tx.t, t2.t, ts2.t, ks.data(), 4, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(o1.download<uint8_t>() == o2.download<uint8_t>());
+  CHECK(s1.download<uint32_t>() == s2.download<uint32_t>());
+}
+
+TEST_CASE("quantize K-grouped -> K-grouped FP8 GEMMs (nt and tn) match an FP64 reference on the BF16 values") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(2049);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t m = 256, n = 192;
+  const std::vector<int64_t> ks = {200, 0, 384, 77, 129};  // tokens per expert, not multiples of 128
+  std::vector<int64_t> aligned;
+  int64_t rows = 0, padded = 0;
+  for (int64_t k : ks) rows += k, padded += (k + 127) / 128 * 128, aligned.push_back((k + 127) / 128 * 128);
+  const int64_t g = int64_t(ks.size()), kb = padded / 128;
+  std::vector<float> a(rows * m), b(rows * n);
+  for (float& v : a) v = bf2f(f2bf(nd(rng)));
+  for (float& v : b) v = bf2f(f2bf(nd(rng) * 0.05f));
+  std::vector<double> ref(g * m * n, 0.0);
+  dg::test::parallel_for(g * m, [&](int64_t gi_i) {
+    const int64_t gi = gi_i / m, i = gi_i % m;
+    int64_t r0 = 0;
+    for (int64_t j = 0; j < gi; ++j) r0 += ks[j];
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t r = r0; r < r0 + ks[gi]; ++r) acc += double(a[r * m + i]) * b[r * n + j];
+      ref[(gi * m + i) * n + j] = acc;
+    }
+  });
+  Buf da(gpu.device, a.size() * 2), db(gpu.device, b.size() * 2), qa(gpu.device, padded * m), qb(gpu.device, padded * n);
+  Buf sfa(gpu.device, kb * m * 4), sfb(gpu.device, kb * n * 4), dd(gpu.device, g * m * n * 4);
+  da.upload(to_bytes(a, true));
+  db.upload(to_bytes(b, true));
+  Tensor ta(da.data(), DG_DTYPE_BFLOAT16, {rows, m}), tb(db.data(), DG_DTYPE_BFLOAT16, {rows, n});
+  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, m}), tsfb(sfb.data(), DG_DTYPE_FLOAT32, {n, kb}, {1, n});
+  Tensor td(dd.data(), DG_DTYPE_FLOAT32, {g, m, n});
+  for (const bool kmajor : {true, false}) {
+    CAPTURE(kmajor);
+    Tensor flat_a(qa.data(), DG_DTYPE_FLOAT8_E4M3, {padded * m}), flat_b(qb.data(), DG_DTYPE_FLOAT8_E4M3, {padded * n});
+    Tensor mn_a(qa.data(), DG_DTYPE_FLOAT8_E4M3, {padded, m}), mn_b(qb.data(), DG_DTYPE_FLOAT8_E4M3, {padded, n});
+    qa.poison();
+    qb.poison();
+    sfa.poison();
+    sfb.poison();
+    dd.poison();
+    dg_quant_options qo = DG_QUANT_OPTIONS_INIT;
+    qo.pow2_scales = kmajor ? 0 : 1;
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(gpu.stream, ta.t, kmajor ? flat_a.t : mn_a.t, tsfa.t, ks.data(), g, nullptr,
+                                              &qo) == DG_SUCCESS,
+                    dg_last_error());
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(gpu.stream, tb.t, kmajor ? flat_b.t : mn_b.t, tsfb.t, ks.data(), g, nullptr,
+                                              &qo) == DG_SUCCESS,
+                    dg_last_error());
+    dg_status st;
+    if (kmajor) {
+      st = dg_k_grouped_fp8_gemm_nt_contiguous(gpu.stream, flat_a.t, tsfa.t, flat_b.t, tsfb.t, td.t, nullptr,
+                                               aligned.data(), g, nullptr, nullptr);
+    } else {
+      size_t ws_bytes = 0;
+      REQUIRE(dg_fp8_gemm_workspace_size(DG_GEMM_LAYOUT_TN, m, n, padded, &ws_bytes) == DG_SUCCESS);
+      Buf ws(gpu.device, ws_bytes);
+      dg_gemm_options go = DG_GEMM_OPTIONS_INIT;
+      go.workspace = ws.data();
+      go.workspace_size = ws_bytes;
+      st = dg_k_grouped_fp8_gemm_tn_contiguous(gpu.stream, mn_a.t, tsfa.t, mn_b.t, tsfb.t, td.t, nullptr, aligned.data(),
+                                               g, nullptr, &go);
+      REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);  // before ws is freed
+    }
+    REQUIRE_MESSAGE(st == DG_SUCCESS, dg_last_error());
+    const std::vector<float> d = dd.download<float>();
+    std::vector<double> got(d.begin(), d.begin() + g * m * n);
+    int64_t nonfinite = 0, nonzero_empty = 0;
+    for (int64_t i = 0; i < g * m * n; ++i) nonfinite += !std::isfinite(got[i]);
+    for (int64_t i = m * n; i < 2 * m * n; ++i) nonzero_empty += got[i] != 0.0;  // group 1 has no rows
+    CHECK(nonfinite == 0);
+    CHECK(nonzero_empty == 0);
+    const double diff = dg::test::calc_diff(ref, got);
+    INFO("calc_diff " << diff);
+    CHECK(diff < 2e-3);  // FP8 inputs against the unquantized values, as the other quantize -> GEMM tests
+  }
+}
+
+TEST_CASE("quantize K-grouped: device counts replayed from a CUDA graph with new counts") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(31);
+  const int64_t mn = 256, x_rows = 300, out_rows = 768, blocks = out_rows / 128;
+  std::vector<float> x = wide_values(x_rows * mn, rng, true);
+  const std::vector<uint8_t> xb = to_bytes(x, true);
+  Buf dx(gpu.device, xb.size()), dout(gpu.device, mn * out_rows), dsf(gpu.device, blocks * mn * 4), dks(gpu.device, 12);
+  dx.upload(xb.data(), xb.size());
+  dks.upload(std::vector<int32_t>{128, 40, 0});
+  Tensor tx(dx.data(), DG_DTYPE_BFLOAT16, {x_rows, mn}), tout(dout.data(), DG_DTYPE_FLOAT8_E4M3, {mn * out_rows});
+  Tensor tsf(dsf.data(), DG_DTYPE_FLOAT32, {mn, blocks}, {1, mn}), tks(dks.data(), DG_DTYPE_INT32, {3});
+  REQUIRE(dg_quantize_fp8_k_grouped(gpu.stream, tx.t, tout.t, tsf.t, nullptr, 3, tks.t, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);  // the kernel is loaded before capture
+
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(cuda != nullptr);
+  const auto begin = reinterpret_cast<CUresult (*)(CUstream, CUstreamCaptureMode)>(dlsym(cuda, "cuStreamBeginCapture_v2"));
+  const auto end = reinterpret_cast<CUresult (*)(CUstream, CUgraph*)>(dlsym(cuda, "cuStreamEndCapture"));
+  const auto instantiate =
+      reinterpret_cast<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(dlsym(cuda, "cuGraphInstantiateWithFlags"));
+  const auto graph_launch = reinterpret_cast<CUresult (*)(CUgraphExec, CUstream)>(dlsym(cuda, "cuGraphLaunch"));
+  const auto exec_destroy = reinterpret_cast<CUresult (*)(CUgraphExec)>(dlsym(cuda, "cuGraphExecDestroy"));
+  const auto graph_destroy = reinterpret_cast<CUresult (*)(CUgraph)>(dlsym(cuda, "cuGraphDestroy"));
+  REQUIRE(bool(begin && end && instantiate && graph_launch && exec_destroy && graph_destroy));
+  void* raw = nullptr;
+  REQUIRE(dg_stream_get_cu_stream(gpu.stream, &raw) == DG_SUCCESS);
+  const CUstream s = static_cast<CUstream>(raw);
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*gpu.device) == DG_SUCCESS);
+    REQUIRE(begin(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+    const dg_status st = dg_quantize_fp8_k_grouped(gpu.stream, tx.t, tout.t, tsf.t, nullptr, 3, tks.t, nullptr);
+    REQUIRE(end(s, &graph) == CUDA_SUCCESS);
+    REQUIRE(st == DG_SUCCESS);
+    REQUIRE(instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  }
+  // Replayed with new counts: 5 rows, none, then 290 rows (padded: 128 + 0 + 384 rows, 4 blocks).
+  const std::vector<int64_t> counts = {5, 0, 290};
+  dks.upload(std::vector<int32_t>(counts.begin(), counts.end()));
+  dout.poison();
+  dsf.poison();
+  {
+    dg::ContextScope scope;
+    REQUIRE(scope.enter(*gpu.device) == DG_SUCCESS);
+    REQUIRE(graph_launch(exec, s) == CUDA_SUCCESS);
+  }
+  REQUIRE(dg_stream_synchronize(gpu.stream) == DG_SUCCESS);
+  const std::vector<uint8_t> out = dout.download<uint8_t>();
+  const std::vector<float> sf = dsf.download<float>();
+  int64_t bad = 0;
+  for (const GroupPlace& g : k_grouped_places(counts, x_rows, blocks))
+    for (int64_t b = 0; b < g.blocks; ++b)
+      for (int64_t col = 0; col < mn; ++col) {
+        uint32_t amax = 0;
+        const int64_t r0 = b * 128, r1 = std::min(g.rows, r0 + 128);
+        for (int64_t r = r0; r < r1; ++r) amax = std::max(amax, bits_of(x[(g.x_row + r) * mn + col]) & 0x7fffffffu);
+        const float want = ref_scale(amax, 1e-4f, false);
+        bad += !same_scale(sf[(g.blk + b) * mn + col], want);
+        for (int64_t r = r0; r < r0 + 128; ++r) {
+          const uint8_t got = out[g.blk * 128 * mn + col * g.blocks * 128 + r];
+          bad += r < r1 ? !same_code(got, ref_code(x[(g.x_row + r) * mn + col], want)) : got != 0;
+        }
+      }
+  for (int64_t i = 4 * 128 * mn; i < mn * out_rows; ++i) bad += out[i] != 0xff;  // past the groups: untouched
+  CHECK(bad == 0);
+  exec_destroy(exec);
+  graph_destroy(graph);
+  dlclose(cuda);
 }

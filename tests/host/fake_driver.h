@@ -68,7 +68,8 @@ class FakeDriver {
     if (r.kernel == "dg_hc_prenorm_gemm") r.params.assign(p, p + sizeof(dg::ops::HcPrenormParams));
     if (r.kernel == "dg_hc_prenorm_gemm_tma") r.params.assign(p, p + sizeof(dg::ops::HcPrenormTmaParams));
     if (r.kernel.rfind("dg_k_grouped_pack_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::KGroupedPackParams));
-    if (r.kernel.rfind("dg_quantize_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::QuantParams));
+    if (r.kernel.rfind("dg_quantize_fp8_k_grouped_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::KGroupedQuantParams));
+    else if (r.kernel.rfind("dg_quantize_", 0) == 0) r.params.assign(p, p + sizeof(dg::ops::QuantParams));
     self->launches_.push_back(std::move(r));
   }
 

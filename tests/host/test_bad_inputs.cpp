@@ -901,6 +901,32 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
+  // K-grouped quantization: x [130, 256] BF16 in groups of 100 and 30 rows, out and sf padded to
+  // 256 rows, out MN-major [256, 256] or K-major [256 * 256]. ks is listed with the out-pointers for
+  // the NULL class (NULL ks with no ks_tensor: no counts at all).
+  static const int64_t kQuantKs[2] = {100, 30};
+  for (const bool k_major : {false, true}) {
+    Entry x;
+    x.name = "dg_quantize_fp8_k_grouped";
+    Args& a = x.baseline;
+    a.tensors["x"] = bf16(1, {130, 256});
+    a.tensors["out"] = k_major ? fp8(2, {256 * 256}) : fp8(2, {256, 256});
+    a.tensors["sf"] = f32(3, {256, 2}, {1, 256});
+    a.ints = {{"num_groups", 2}};
+    x.sizes = {"num_groups"};
+    x.outs = {"ks"};
+    x.operands = {"x", "out", "sf"};
+    x.aligned = {"x", "sf"};
+    if (k_major) x.aligned.push_back("out");
+    x.options = "quant";
+    x.stops_at_sm_cap = true;  // its CTAs take more blocks on a device with fewer SMs
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_quantize_fp8_k_grouped(as_mut_stream(c, a), h["x"], h["out"], h["sf"], out_or_null(a, "ks", kQuantKs),
+                                       a.ints.at("num_groups"), h["ks_tensor"], &a.quant);
+    };
+    e.push_back(std::move(x));
+  }
   // Paged MQA logits: B 4, next_n 2, H 64, D 128, 40 cache blocks, 10 per sequence, 600 keys.
   {
     Entry x;

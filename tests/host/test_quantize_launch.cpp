@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dg.h"
@@ -343,5 +344,191 @@ TEST_CASE("quantization: layouts, overlapping rows and limits are refused naming
     CHECK(dg_quantize_fp8_per_token(stream.s, x.t, out.t, sf.t, &o) == DG_ERROR_INVALID_ARGUMENT);
     CHECK(opens("options.amax_floor"));
   }
+  CHECK(fake.take().empty());
+}
+
+namespace {
+
+using dg::ops::KGroupedQuantParams;
+
+KGroupedQuantParams k_grouped_params(const Launch& l) {
+  KGroupedQuantParams p;
+  REQUIRE(l.params.size() == sizeof(KGroupedQuantParams));
+  std::memcpy(&p, l.params.data(), sizeof p);
+  CHECK(l.config.block[0] == 256);
+  return p;
+}
+
+const char* at(int i, int64_t bytes) { return static_cast<const char*>(fake_address(i)) + bytes; }
+
+}  // namespace
+
+TEST_CASE("K-grouped quantization: variant, grid, argument, launches of up to 512 host groups, device counts") {
+  FakeDriver fake(0);
+  Stream stream;
+  const std::vector<int64_t> ks = {300, 0, 128, 5};  // padded: 384 + 0 + 128 + 128 rows, 5 blocks
+  for (const bool kmajor : {false, true})
+    for (const bool fp32 : {false, true}) {
+      CAPTURE(kmajor);
+      CAPTURE(fp32);
+      Tensor x(fake_address(1), fp32 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, {433, 4096});
+      Tensor out_mn(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {640, 4096}, {4112, 1});
+      Tensor out_k(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {640 * 4096});
+      Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {4096, 5}, {1, 4096});
+      Tensor ks_t(fake_address(4), DG_DTYPE_INT32, {4});
+      dg_quant_options o = DG_QUANT_OPTIONS_INIT;
+      o.pow2_scales = 1;
+      REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(stream.s, x.t, kmajor ? out_k.t : out_mn.t, sf.t, ks.data(), 4, ks_t.t,
+                                                &o) == DG_SUCCESS,
+                      dg_last_error());
+      std::vector<Launch> l = fake.take();
+      REQUIRE(l.size() == 1);
+      const KGroupedQuantParams p = k_grouped_params(l[0]);
+      CHECK(l[0].kernel == std::string("dg_quantize_fp8_k_grouped_") + (fp32 ? "f32" : "bf16") + "_v16" +
+                               (kmajor ? "_kmajor" : ""));
+      check_grid(l[0], 5, 32, 1);
+      CHECK(p.x == fake_address(1));
+      CHECK(p.out == fake_address(2));
+      CHECK(p.sf == fake_address(3));
+      CHECK(p.ks_dev == nullptr);  // host counts govern; ks_tensor is only checked
+      CHECK(p.x_ld == 4096);
+      CHECK(p.out_ld == (kmajor ? 4096 : 4112));
+      CHECK(p.sf_ld == 4096);
+      CHECK(p.x_rows == 433);
+      CHECK(p.out_blocks == 5);
+      CHECK(p.mn == 4096);
+      CHECK(p.num_groups == 4);
+      CHECK(p.pow2 == 1);
+      CHECK(p.blocks_per_cta == 1);  // 160 CTAs: fewer than 4 per SM of the fake's 132
+      CHECK(p.amax_floor == 1e-4f);
+      for (int g = 0; g < 4; ++g) CHECK(p.ks[g] == ks[g]);
+    }
+  {
+    // 1100 groups of 1 row: launches of 512, 512 and 76 groups, each offset to its first group.
+    const std::vector<int64_t> many(1100, 1);
+    Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {1100, 100});
+    Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {1100 * 128 * 100});
+    Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {100, 1100}, {1, 100});
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, many.data(), 1100, nullptr, nullptr) ==
+                        DG_SUCCESS,
+                    dg_last_error());
+    std::vector<Launch> l = fake.take();
+    REQUIRE(l.size() == 3);
+    const int64_t firsts[3] = {0, 512, 1024}, counts[3] = {512, 512, 76};
+    for (int i = 0; i < 3; ++i) {
+      const KGroupedQuantParams p = k_grouped_params(l[i]);
+      CHECK(l[i].kernel == "dg_quantize_fp8_k_grouped_bf16_v1_kmajor");  // MN = 100: element-wise loads
+      check_grid(l[i], unsigned(counts[i]), 1, 1);
+      CHECK(p.x == at(1, firsts[i] * 100 * 2));
+      CHECK(p.out == at(2, firsts[i] * 128 * 100));
+      CHECK(p.sf == reinterpret_cast<const float*>(at(3, firsts[i] * 100 * 4)));
+      CHECK(p.num_groups == counts[i]);
+      CHECK(p.x_rows == counts[i]);
+      CHECK(p.out_blocks == counts[i]);
+    }
+  }
+  {
+    // Device counts: one launch over out's blocks, the counts read on the device.
+    Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {1000, 256});
+    Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {1536, 256});
+    Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {256, 12}, {1, 256});
+    Tensor ks_t(fake_address(4), DG_DTYPE_INT32, {7});
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, nullptr, 7, ks_t.t, nullptr) == DG_SUCCESS,
+                    dg_last_error());
+    std::vector<Launch> l = fake.take();
+    REQUIRE(l.size() == 1);
+    const KGroupedQuantParams p = k_grouped_params(l[0]);
+    check_grid(l[0], 12, 2, 1);
+    CHECK(p.ks_dev == fake_address(4));
+    CHECK(p.x_rows == 1000);
+    CHECK(p.out_blocks == 12);
+    CHECK(p.num_groups == 7);
+  }
+  {
+    // 256 blocks x 56 column chunks: CTAs of 8 blocks (1792 CTAs, over 4 per SM), 32 along the blocks.
+    const std::vector<int64_t> big = {20480, 12288};
+    Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {32768, 7168});
+    Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {32768 * 7168});
+    Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {7168, 256}, {1, 7168});
+    REQUIRE_MESSAGE(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, big.data(), 2, nullptr, nullptr) == DG_SUCCESS,
+                    dg_last_error());
+    std::vector<Launch> l = fake.take();
+    REQUIRE(l.size() == 1);
+    const KGroupedQuantParams p = k_grouped_params(l[0]);
+    check_grid(l[0], 32, 56, 1);
+    CHECK(p.blocks_per_cta == 8);
+    CHECK(p.out_blocks == 256);
+  }
+  for (const auto& [blocks, mn, sms, want] : {std::tuple<int64_t, int64_t, int, int>{4, 128, 132, 1},
+                                              {1056, 128, 132, 2}, {100000, 7168, 132, 8}, {7, 256, 1, 3}})
+    CHECK(dg::ops::k_grouped_blocks_per_cta(blocks, mn, sms) == want);
+}
+
+TEST_CASE("K-grouped quantization: empty problems launch nothing; bad shapes are refused naming the argument") {
+  FakeDriver fake(0);
+  Stream stream;
+  auto opens = [](const char* arg) { return std::string(dg_last_error()).rfind(std::string(arg) + ":", 0) == 0; };
+  {
+    const std::vector<int64_t> zeros = {0, 0};
+    Tensor x(nullptr, DG_DTYPE_BFLOAT16, {0, 256});
+    Tensor out(nullptr, DG_DTYPE_FLOAT8_E4M3, {0, 256});
+    Tensor sf(nullptr, DG_DTYPE_FLOAT32, {256, 0}, {1, 256});
+    CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, zeros.data(), 2, nullptr, nullptr) == DG_SUCCESS);
+    const std::vector<int64_t> ks = {5};
+    Tensor x0(fake_address(1), DG_DTYPE_BFLOAT16, {5, 0});
+    Tensor out0(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {0});
+    Tensor sf0(fake_address(3), DG_DTYPE_FLOAT32, {0, 1});
+    CHECK(dg_quantize_fp8_k_grouped(stream.s, x0.t, out0.t, sf0.t, ks.data(), 1, nullptr, nullptr) == DG_SUCCESS);
+    CHECK(fake.take().empty());
+  }
+  const std::vector<int64_t> ks = {100, 30};  // 130 rows, padded 256
+  Tensor x(fake_address(1), DG_DTYPE_BFLOAT16, {130, 64});
+  Tensor out(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {256, 64});
+  Tensor sf(fake_address(3), DG_DTYPE_FLOAT32, {64, 2}, {1, 64});
+  REQUIRE(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, ks.data(), 2, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(fake.take().size() == 1);
+  const std::vector<int64_t> wrong_sum = {100, 31}, negative = {131, -1};
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, wrong_sum.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("x"));
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, negative.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("ks[1]"));
+  Tensor unpadded(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {130, 64});  // the GEMM needs each group padded
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, unpadded.t, sf.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("out"));
+  CHECK(std::string(dg_last_error()).find("256") != std::string::npos);
+  Tensor flat_short(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {130 * 64});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, flat_short.t, sf.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("out"));
+  Tensor flat_misaligned(static_cast<char*>(fake_address(2)) + 8, DG_DTYPE_FLOAT8_E4M3, {256 * 64});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, flat_misaligned.t, sf.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("out"));
+  Tensor overlapping(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {256, 64}, {32, 1});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, overlapping.t, sf.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("out"));
+  Tensor sf_k_major(fake_address(3), DG_DTYPE_FLOAT32, {64, 2});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf_k_major.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("sf"));
+  Tensor x_t(fake_address(1), DG_DTYPE_BFLOAT16, {130, 64}, {1, 130});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x_t.t, out.t, sf.t, ks.data(), 2, nullptr, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("x"));
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, nullptr, 2, nullptr, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("ks"));
+  Tensor ks_t(fake_address(4), DG_DTYPE_INT32, {2});
+  Tensor out_odd(fake_address(2), DG_DTYPE_FLOAT8_E4M3, {200, 64});  // device counts: whole 128-row blocks
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out_odd.t, sf.t, nullptr, 2, ks_t.t, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("out"));
+  Tensor ks_short(fake_address(4), DG_DTYPE_INT32, {3});
+  CHECK(dg_quantize_fp8_k_grouped(stream.s, x.t, out.t, sf.t, ks.data(), 2, ks_short.t, nullptr) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(opens("ks_tensor"));
   CHECK(fake.take().empty());
 }

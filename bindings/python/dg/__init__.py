@@ -115,6 +115,8 @@ from ._epilogue import GemmEpilogue, fp8_scales_like, swiglu_interleave  # noqa:
 from ._gemv import nvfp4_gemv  # noqa: E402
 from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
 from ._quant import (  # noqa: E402
+    k_grouped_padded_ks,
+    quantize_fp8_k_grouped,
     quantize_fp8_mn_major,
     quantize_fp8_per_block,
     quantize_fp8_per_token,
@@ -197,6 +199,8 @@ __all__ = [
     "cublaslt_gemm_tt",
     "nvfp4_gemv",
     "tf32_hc_prenorm_gemm",
+    "k_grouped_padded_ks",
+    "quantize_fp8_k_grouped",
     "quantize_fp8_mn_major",
     "quantize_fp8_per_block",
     "quantize_fp8_per_token",

@@ -360,6 +360,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_quantize_fp8_per_block": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
     # stream, x, out, sf, options
     "dg_quantize_fp8_mn_major": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
+    # stream, x, out, sf, ks, num_groups, ks_tensor, options
+    "dg_quantize_fp8_k_grouped": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(c_int64), c_int64, c_void_p, POINTER(dg_quant_options)]),
     # stream, src, dst, block
     "dg_swiglu_interleave": (dg_status, [c_void_p, c_void_p, c_void_p, c_int64]),
     # seq_len, seq_len_kv, logits_dtype, out_sizes, out_strides, out_bytes

@@ -1,5 +1,6 @@
 """FP8 quantization (``dg_quantize_fp8_*``; docs/quantization.md): BF16 or FP32 tensors to E4M3
-codes with FP32 (or packed UE8M0) scales, written in the layouts libdg's FP8 GEMMs read.
+codes with FP32 (or packed UE8M0) scales, written in the layouts libdg's FP8 GEMMs read (the
+K-grouped form also pads each group to 128 rows and can write the nt GEMM's K-major operand).
 
 Each function returns ``(codes, scales)``. For torch inputs the outputs are allocated with torch
 when not given (on the stream the kernel runs on); other callers pass ``out`` and ``sf`` (the
@@ -13,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from . import _lib
 from ._layout import get_mn_major_tma_aligned_packed_ue8m0_tensor_layout, get_mn_major_tma_aligned_tensor_layout
 from ._tensor import FLOAT8_E4M3, FLOAT32, ROLE_SF, Descriptors, TensorInfo, allocate_torch, contiguous_strides, describe
-from ._arguments import StreamLike, Tensor, _memo, _prepare_call, _writable
+from ._arguments import StreamLike, Tensor, _ks_array, _memo, _prepare_call, _writable
 from .errors import InvalidArgument
 
 GROUP = 128  # elements per scale along the quantized axis
@@ -137,3 +138,63 @@ def quantize_fp8_mn_major(x: Tensor, out: Optional[Tensor] = None, sf: Optional[
         return layout.dtype, layout.sizes, layout.strides
 
     return _run("dg_quantize_fp8_mn_major", x, out, sf, [], shape, stream, [], pow2_scales, amax_floor)
+
+
+def k_grouped_padded_ks(ks: Sequence[int]) -> Sequence[int]:
+    """Each count rounded up to 128: the ``ks`` to pass the K-grouped GEMMs that read the output of
+    :func:`quantize_fp8_k_grouped`."""
+    return [_ceil(int(k), GROUP) * GROUP for k in ks]
+
+
+def quantize_fp8_k_grouped(x: Tensor, ks: Optional[Sequence[int]] = None, ks_tensor: Optional[Tensor] = None,
+                           out: Optional[Tensor] = None, sf: Optional[Tensor] = None, *, k_major: bool = False,
+                           out_rows: Optional[int] = None, pow2_scales: bool = False, amax_floor: float = 0.0,
+                           stream: StreamLike = None) -> Tuple[Tensor, Tensor]:
+    """1 x 128 quantization along K of the K-grouped GEMMs' operands (MoE weight gradient):
+    ``x`` ``[rows, MN]`` (stride 1 along MN) holds each group's ``ks[g]`` rows one after another
+    (any counts); each group is padded to a multiple of 128 rows in the output, so the codes and
+    scales feed ``k_grouped_fp8_gemm_*_contiguous`` called with ``k_grouped_padded_ks(ks)``.
+
+    Codes: ``[P, MN]`` MN-major (the tn form), or with ``k_major`` the flat ``[MN * P]`` whose group
+    g is ``[MN, align(k_g, 128)]`` row-major (the nt form), P the padded rows. Scales: FP32
+    ``[MN, P / 128]`` MN-major TMA-aligned. ``ks`` (host ints) or, without it, ``ks_tensor`` (int32
+    ``[G]``, read on the device only; then ``out_rows`` sizes an allocated output, by default
+    ``align(rows, 128) + 128 * G``, and groups that do not fit are not written). With ``ks`` given,
+    ``ks_tensor`` is checked and not read."""
+    lib = _lib.get()
+    if ks is None and ks_tensor is None:
+        raise InvalidArgument("ks: None and ks_tensor None (expected the host counts, or the int32 device counts)")
+    ks_arr, groups = (None, 0) if ks is None else _ks_array(ks)
+    tensors = [(x, "x", None), (ks_tensor, "ks_tensor", None)]
+    tensors += [t for t in ((out, "out", None), (sf, "sf", ROLE_SF)) if t[0] is not None]
+    handle, _dev, cu, infos = _prepare_call(tensors, stream)
+    x_info, ks_info, given = infos[0], infos[1], iter(infos[2:])
+    out_info = next(given) if out is not None else None
+    sf_info = next(given) if sf is not None else None
+    assert x_info is not None
+    if ks is None:
+        assert ks_info is not None
+        groups = ks_info.shape[0] if ks_info.rank == 1 else 0
+    rows, mn = (x_info.shape[0], x_info.shape[1]) if x_info.rank == 2 else (0, 0)  # libdg names a wrong rank
+    if out_rows is None:
+        out_rows = sum(k_grouped_padded_ks(ks)) if ks is not None else _ceil(rows, GROUP) * GROUP + GROUP * groups
+    if out_info is None:
+        if not x_info.is_torch:
+            raise InvalidArgument("out: required for non-torch inputs (E4M3 [P, MN], or [MN * P] with k_major)")
+        shape = [mn * out_rows] if k_major else [out_rows, mn]
+        out = _alloc(x_info, FLOAT8_E4M3, shape, contiguous_strides(shape), cu)
+        out_info = describe(out, "out")
+    if sf_info is None:
+        if not x_info.is_torch:
+            raise InvalidArgument("sf: required for non-torch inputs (see docs/quantization.md for its layout)")
+        layout = get_mn_major_tma_aligned_tensor_layout([mn, _ceil(int(out_rows), GROUP)])
+        sf = _alloc(x_info, layout.dtype, layout.sizes, layout.strides, cu)
+        sf_info = describe(sf, "sf", ROLE_SF)
+    _writable(out_info, "out")
+    _writable(sf_info, "sf")
+    name = "dg_quantize_fp8_k_grouped"
+    with Descriptors() as ds:
+        status = lib.fn(name)(handle, ds.add(x_info), ds.add(out_info), ds.add(sf_info), ks_arr, groups,
+                              ds.add(ks_info), ctypes.byref(_options(pow2_scales, amax_floor)))
+        lib.check(status, name)
+    return out, sf

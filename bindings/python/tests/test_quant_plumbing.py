@@ -8,7 +8,7 @@ from dg import _lib, _tensor as T
 from fakes import FakeCAI, FakeDLPack
 
 NAMES = ["dg_quantize_fp8_per_token", "dg_quantize_fp8_per_token_contiguous", "dg_quantize_fp8_per_token_masked",
-         "dg_quantize_fp8_per_block", "dg_quantize_fp8_mn_major"]
+         "dg_quantize_fp8_per_block", "dg_quantize_fp8_mn_major", "dg_quantize_fp8_k_grouped"]
 
 
 class Recorder:
@@ -24,12 +24,27 @@ class Recorder:
         return 0
 
 
+class KGroupedRecorder:
+    """Records (descriptors of x, out, sf, host counts or None, num_groups, ks_tensor descriptor or
+    None, options) of dg_quantize_fp8_k_grouped."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, stream, x, out, sf, ks, num_groups, ks_tensor, options):
+        counts = None if ks is None else [ks[i] for i in range(num_groups)]
+        kt = None if ks_tensor is None else T.read_descriptor(ks_tensor)
+        self.calls.append(([T.read_descriptor(h) for h in (x, out, sf)], counts, num_groups, kt, options._obj))
+        return 0
+
+
 @pytest.fixture
 def hooked(monkeypatch):
     recs = {}
     lib = _lib.get()
     for name in NAMES:
-        recs[name] = Recorder(4 if name.endswith(("contiguous", "masked")) else 3)
+        recs[name] = KGroupedRecorder() if name.endswith("k_grouped") else Recorder(
+            4 if name.endswith(("contiguous", "masked")) else 3)
         monkeypatch.setitem(lib.functions, name, recs[name])
     monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
     return recs
@@ -75,3 +90,29 @@ def test_non_torch_callers_must_pass_the_outputs(hooked):
         dg.quantize_fp8_mn_major(x, e4m3((128, 128), 0x2000))
     dg.quantize_fp8_per_block(x, e4m3((128, 128), 0x2000), FakeCAI((1, 1), "<f4", ptr=0x3000))
     assert len(hooked["dg_quantize_fp8_per_block"].calls) == 1
+
+
+def test_k_grouped_passes_counts_forms_and_options(hooked):
+    x = FakeCAI((433, 256), "<f4", ptr=0x1000)
+    sf = FakeCAI((256, 5), "<f4", strides=(1, 256), ptr=0x3000)
+    ks = [300, 0, 128, 5]
+    assert dg.k_grouped_padded_ks(ks) == [384, 0, 128, 128]
+    dg.quantize_fp8_k_grouped(x, ks, None, e4m3((640, 256), 0x2000), sf, pow2_scales=True)
+    dg.quantize_fp8_k_grouped(x, ks, FakeCAI((4,), "<i4", ptr=0x4000), e4m3((640 * 256,), 0x2000), sf)
+    dg.quantize_fp8_k_grouped(x, None, FakeCAI((4,), "<i4", ptr=0x4000), e4m3((640, 256), 0x2000), sf)
+    host, host_kt, device = hooked["dg_quantize_fp8_k_grouped"].calls
+    assert [d[0] for d in host[0]] == [0x1000, 0x2000, 0x3000]
+    assert host[1] == ks and host[2] == 4 and host[3] is None and host[4].pow2_scales == 1
+    assert host_kt[0][1][2] == (640 * 256,) and host_kt[1] == ks and host_kt[3][0] == 0x4000
+    assert device[1] is None and device[2] == 4 and device[3][0] == 0x4000 and device[4].pow2_scales == 0
+
+
+def test_k_grouped_needs_counts_and_outputs(hooked):
+    x = FakeCAI((130, 64), "<f4", ptr=0x1000)
+    with pytest.raises(dg.InvalidArgument, match="ks"):
+        dg.quantize_fp8_k_grouped(x)
+    with pytest.raises(dg.InvalidArgument, match="out"):
+        dg.quantize_fp8_k_grouped(x, [100, 30])
+    with pytest.raises(dg.InvalidArgument, match="sf"):
+        dg.quantize_fp8_k_grouped(x, [100, 30], out=e4m3((256, 64), 0x2000))
+    assert hooked["dg_quantize_fp8_k_grouped"].calls == []

@@ -40,6 +40,29 @@ struct Params {
   int32_t pow2;           // scales rounded up to powers of two
 };
 
+// The K-grouped kernel's argument (host mirror: dg::ops::KGroupedQuantParams in src/ops/quantize.h).
+// One launch quantizes up to kMaxHostGroups groups whose counts come from the host (`ks`), or all
+// groups of a device array (`ks_dev`); pointers are already offset to the launch's first group.
+constexpr int kMaxHostGroups = 512;
+struct KGroupedParams {
+  const void* x;          // BF16 or FP32 [x_rows, mn]: the groups' rows one after another
+  uint8_t* out;           // E4M3: [128 * out_blocks, mn] (MN-major) or each group's [mn, 128 * blocks]
+  float* sf;              // one row of sf_ld scales per 128-row block
+  const int32_t* ks_dev;  // the groups' row counts in device memory, or NULL: read ks
+  int64_t x_ld;           // between rows of x
+  int64_t out_ld;         // between rows of out (MN-major out)
+  int64_t sf_ld;          // between K blocks of sf: align(mn, 4)
+  int32_t x_rows;         // rows of x the groups may cover (running sums clamped to it)
+  int32_t out_blocks;     // 128-row blocks of out that may be written (blocks past it are dropped)
+  int32_t mn;
+  int32_t num_groups;
+  float amax_floor;
+  int32_t pow2;           // scales rounded up to powers of two
+  int32_t blocks_per_cta; // consecutive 128-row output blocks per CTA
+  int32_t reserved;
+  int32_t ks[kMaxHostGroups];
+};
+
 // 16-byte global accesses (addresses 16-byte aligned). The loads go through the read-only path
 // and do not allocate in L1: every byte is read once.
 DG_DEVICE void load16(const void* p, uint32_t (&w)[4]) {

@@ -923,9 +923,48 @@ extern "C" {
     ///   sf   FLOAT32 [MN, ceil(K/128)] in the layout dg_get_mn_major_tma_aligned_tensor_layout gives
     ///        (the sfa / sfb the K-grouped and 1D1D GEMMs read), 16-byte aligned.
     /// For the K-grouped GEMMs each group's K is a multiple of 128, so the groups' 128-row blocks are
-    /// those of the concatenated K: quantize the whole [sum(ks), MN] in one call.
+    /// those of the concatenated K: quantize the whole [sum(ks), MN] in one call (dg_quantize_fp8_k_grouped
+    /// takes counts of any size, and writes the nt GEMM's K-major form too).
     /// ```
     pub fn dg_quantize_fp8_mn_major(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
+
+    /// ```text
+    /// K-grouped FP8 quantization (MoE weight gradient; docs/quantization.md#k-grouped)
+    ///
+    /// The a / b operands and sfa / sfb of the K-grouped FP8 GEMMs (dg_k_grouped_fp8_gemm_*) from the
+    /// BF16 or FP32 tokens of G groups in one pass: per (MN index, 128 consecutive rows of a group) one
+    /// scale, numerics as dg_quantize_fp8_per_token. Each group's rows are padded to a multiple of 128
+    /// in the output, so a group whose count is not a multiple of 128 (any count, as routing gives them)
+    /// feeds the GEMM directly: its last block's amax runs over its k_g % 128 remaining rows only, and
+    /// the padding rows get code 0 (they add nothing to the GEMM). Call the GEMM with the padded counts
+    /// align(k_g, 128) (equal to ks when every count is a multiple of 128).
+    ///   x    BFLOAT16 or FLOAT32 [rows, MN], stride 1 along MN, element-aligned: group g's k_g rows at
+    ///        row k_0 + ... + k_{g-1} (the tokens routed to each expert, one group after another);
+    ///   out  FLOAT8_E4M3, group g at padded row P_g = align(k_0, 128) + ... + align(k_{g-1}, 128):
+    ///        rank 2 [P, MN] with stride 1 along MN: the a / b of dg_k_grouped_fp8_gemm_tn_contiguous
+    ///        (rows k_g .. align(k_g, 128) - 1 of each group written as 0); or
+    ///        rank 1 [MN * P], contiguous, 16-byte aligned: group g's [MN, align(k_g, 128)] K-major at
+    ///        element MN * P_g, the a / b of dg_k_grouped_fp8_gemm_nt_contiguous, transposed on the way
+    ///        (the nt GEMM then runs without the tn form's transpose pass and workspace);
+    ///        P = sum of align(k_g, 128);
+    ///   sf   FLOAT32 [MN, P / 128] in the layout dg_get_mn_major_tma_aligned_tensor_layout gives
+    ///        (stride 1 along MN, K blocks align(MN, 4) apart; the sfa / sfb the K-grouped GEMMs read),
+    ///        16-byte aligned; group g's scales at K blocks P_g / 128 ..; padding columns MN ..
+    ///        align(MN, 4) - 1 written as 0. options.pow2_scales gives power-of-two (UE8M0-valued)
+    ///        scales; the SM90 K-grouped GEMMs read FP32 scales, so there is no packed form here.
+    ///   ks, num_groups, ks_tensor: as the K-grouped GEMMs take them, num_groups >= 1, except that a
+    ///        count need not be a multiple of 128:
+    ///        - ks non-NULL: num_groups host counts, each >= 0, sum equal to x's rows, P below 2^31;
+    ///          ks_tensor NULL or the INT32 [num_groups] device copy, checked and not read.
+    ///        - ks NULL: the counts are read on the device from ks_tensor (INT32 [num_groups]; no host
+    ///          read, so a captured CUDA graph replays with new counts). x's rows and out's rows (a
+    ///          multiple of 128) are then capacities: counts below 0 count as 0, the groups' rows are
+    ///          cut at x's last row, and a group whose padded rows do not all fit in out is not written,
+    ///          codes and scales alike; nor are out's rows past the last group. rows(x) rounded up to
+    ///          128 plus 128 x num_groups always suffices.
+    /// MN = 0 or P = 0: nothing runs.
+    /// ```
+    pub fn dg_quantize_fp8_k_grouped(stream: *mut dg_stream, x: *const dg_tensor, out: *const dg_tensor, sf: *const dg_tensor, ks: *const i64, num_groups: i64, ks_tensor: *const dg_tensor, options: *const dg_quant_options) -> dg_status;
 
     /// ```text
     /// Reorders SwiGLU weights for the fused SwiGLU epilogue: src [(G,) 2I, C] holds the gate rows

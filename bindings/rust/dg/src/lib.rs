@@ -74,7 +74,7 @@ pub use layout::{
 };
 pub use log::{log_level, set_log_callback, set_log_level, LogLevel};
 pub use mqa::mqa_logits_layout;
-pub use quant::QuantOptions;
+pub use quant::{k_grouped_padded_ks, QuantOptions};
 pub use stream::{device_capability, device_count, Stream};
 pub use tensor::{DType, Tensor, TensorInfo};
 pub use tune::TuneOptions;

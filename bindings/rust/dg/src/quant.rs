@@ -8,7 +8,7 @@ use dg_sys as sys;
 use crate::error::{check, Result};
 use crate::grouped::MGroupedLayout;
 use crate::stream::Stream;
-use crate::tensor::Tensor;
+use crate::tensor::{opt_tensor, Tensor};
 
 /// Options of the quantization calls (`dg_quant_options`, started from `DG_QUANT_OPTIONS_INIT`):
 /// FP32 scales as computed and an amax floor of 1e-4 by default. Setters chain.
@@ -100,4 +100,40 @@ impl Stream {
         // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
         check(unsafe { sys::dg_quantize_fp8_mn_major(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), opts(options)) })
     }
+
+    /// K-grouped 1 x 128 quantization along K (`dg_quantize_fp8_k_grouped`), host counts: x
+    /// BFLOAT16 / FLOAT32 [rows, MN] (stride 1 along MN) holds group g's `ks[g]` rows (any count)
+    /// after the previous groups'; each group is padded to a multiple of 128 rows in the output.
+    /// out FLOAT8_E4M3 [P, MN] (MN-major, the tn GEMM's operand) or rank 1 [MN * P] (group g's
+    /// [MN, align(k_g, 128)] K-major, the nt GEMM's operand), P = the sum of the padded counts
+    /// ([`k_grouped_padded_ks`]); sf FLOAT32 [MN, P / 128] MN-major TMA-aligned. Call the K-grouped
+    /// GEMM with the padded counts. `ks_tensor`: the optional INT32 device copy, checked, not read.
+    pub fn quantize_fp8_k_grouped(&self, x: &Tensor, out: &Tensor, sf: &Tensor, ks: &[i64], ks_tensor: Option<&Tensor>,
+                                  options: Option<&QuantOptions>) -> Result<()> {
+        // SAFETY: live handles and a slice of ks.len() values; the memory the tensors describe is
+        // covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_quantize_fp8_k_grouped(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), ks.as_ptr(),
+                                           ks.len() as i64, opt_tensor(ks_tensor), opts(options))
+        })
+    }
+
+    /// [`Stream::quantize_fp8_k_grouped`] with the counts read on the device from `ks_tensor` (INT32
+    /// [num_groups]; no host read, so a captured graph replays with new counts). x's and out's rows
+    /// are then capacities (out's a multiple of 128): a group that does not fit is not written;
+    /// `align(rows, 128) + 128 * num_groups` rows of out always suffice.
+    pub fn quantize_fp8_k_grouped_device(&self, x: &Tensor, out: &Tensor, sf: &Tensor, ks_tensor: &Tensor,
+                                         num_groups: i64, options: Option<&QuantOptions>) -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_quantize_fp8_k_grouped(self.as_raw(), x.as_raw(), out.as_raw(), sf.as_raw(), ptr::null(), num_groups,
+                                           ks_tensor.as_raw(), opts(options))
+        })
+    }
+}
+
+/// Each count rounded up to 128: the `ks` of the K-grouped GEMMs that read
+/// [`Stream::quantize_fp8_k_grouped`]'s output.
+pub fn k_grouped_padded_ks(ks: &[i64]) -> Vec<i64> {
+    ks.iter().map(|&k| (k + 127) / 128 * 128).collect()
 }

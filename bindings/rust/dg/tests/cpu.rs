@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use dg::{
     sys, Activation, Config, ConfigKey, DType, ErrorKind, GemmEpilogue, GemmLayout, GemmOptions, LogLevel,
-    MGroupedLayout, SfRecipe, Stream, Tensor, TuneOptions,
+    MGroupedLayout, QuantOptions, SfRecipe, Stream, Tensor, TuneOptions,
 };
 
 // Tests that change process-wide state (log level and callback, SM cap) take this lock.
@@ -652,4 +652,39 @@ fn offline_tune_validates_and_writes_nothing() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
     assert!(lines.is_empty());
     assert!(!table.exists());
+}
+
+#[test]
+fn offline_k_grouped_quantization_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let ks = [100i64, 30];
+    assert_eq!(dg::k_grouped_padded_ks(&ks), vec![128, 128]);
+    let (x, out, flat, sf, unpadded, ks_t) = unsafe {
+        (
+            Tensor::new(fake_device_ptr(1), DType::BFLOAT16, &[130, 64], None).unwrap(),
+            Tensor::new(fake_device_ptr(2), DType::FLOAT8_E4M3, &[256, 64], None).unwrap(),
+            Tensor::new(fake_device_ptr(2), DType::FLOAT8_E4M3, &[256 * 64], None).unwrap(),
+            Tensor::new(fake_device_ptr(3), DType::FLOAT32, &[64, 2], Some(&[1, 64])).unwrap(),
+            Tensor::new(fake_device_ptr(2), DType::FLOAT8_E4M3, &[130, 64], None).unwrap(),
+            Tensor::new(fake_device_ptr(4), DType::INT32, &[2], None).unwrap(),
+        )
+    };
+    // Valid calls get past validation: the offline device compiles the kernel and cannot run it.
+    let o = QuantOptions::new().pow2_scales(true);
+    for out in [&out, &flat] {
+        let e = stream.quantize_fp8_k_grouped(&x, out, &sf, &ks, Some(&ks_t), Some(&o)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoDevice, "{}", e);
+    }
+    let e = stream.quantize_fp8_k_grouped_device(&x, &out, &sf, &ks_t, 2, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NoDevice, "{}", e);
+    // Codes not padded per group.
+    let e = stream.quantize_fp8_k_grouped(&x, &unpadded, &sf, &ks, None, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().starts_with("out:"), "{}", e);
+    // Counts that do not sum to x's rows.
+    let e = stream.quantize_fp8_k_grouped(&x, &out, &sf, &[100, 31], None, None).unwrap_err();
+    assert!(e.message().starts_with("x:"), "{}", e);
+    // Device counts: ks_tensor must have num_groups entries.
+    let e = stream.quantize_fp8_k_grouped_device(&x, &out, &sf, &ks_t, 3, None).unwrap_err();
+    assert!(e.message().starts_with("ks_tensor:"), "{}", e);
 }
