@@ -25,8 +25,10 @@ enum class GemmType : int {
   kMGroupedMasked = 2,
   kKGrouped = 3,
   kMGroupedContiguousPsum = 4,
+  kBatched = 5,       // batched_gemm.h: D[z] = A[z] . B[z]^T over a batch of problems
+  kBatchReduced = 6,  // batched_gemm.h: D += sum_z A[z] . B[z]^T
 };
-constexpr int kNumGemmTypes = 5;
+constexpr int kNumGemmTypes = 7;
 const char* gemm_type_enumerator(GemmType t);
 inline bool is_m_grouped(GemmType t) {
   return t == GemmType::kMGroupedContiguous || t == GemmType::kMGroupedMasked ||
@@ -208,7 +210,7 @@ struct alignas(64) Sm90GemmParams {
   uint32_t sfb_rows;
   uint32_t reserved0;
   const int32_t* grouped_layout;
-  uint32_t num_groups;
+  uint32_t num_groups;  // batched: the batches; batch-reduced: the K splits
   uint32_t reserved1;
   void* d;
   int64_t ldd;

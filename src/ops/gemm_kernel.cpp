@@ -17,11 +17,11 @@ constexpr const char* kKindEnumerators[] = {"kBf16", "kFp8_1D2D", "kFp8_1D1D"};
 constexpr const char* kKindShortNames[] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
 constexpr const char* kKindLogNames[] = {"bf16", "fp8-1d2d", "fp8-1d1d"};
 constexpr const char* kTypeEnumerators[] = {"kNormal", "kMGroupedContiguous", "kMGroupedMasked", "kKGrouped",
-                                            "kMGroupedContiguousPsum"};
+                                            "kMGroupedContiguousPsum", "kBatched", "kBatchReduced"};
 // Kernel-name tags of the grouped types ("" for Normal, whose names predate them).
-constexpr const char* kTypeTags[] = {"", "_mgc", "_mgm", "_kg", "_mgp"};
+constexpr const char* kTypeTags[] = {"", "_mgc", "_mgm", "_kg", "_mgp", "_bat", "_bsum"};
 constexpr const char* kTypeLogNames[] = {"", " m-grouped contiguous", " m-grouped masked", " k-grouped",
-                                         " m-grouped psum"};
+                                         " m-grouped psum", " batched", " batch-reduced"};
 constexpr const char* kMajorEnumerators[] = {"kK", "kMN"};
 constexpr const char* kActivationEnumerators[] = {"kNone", "kSwiGlu"};
 constexpr const char* kBiasEnumerators[] = {"kNone", "kBf16", "kFp32"};
@@ -134,8 +134,9 @@ jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c) {
 }
 
 std::string describe(const GemmShape& s, const GemmConfig& c) {
-  const std::string groups = s.type == GemmType::kNormal     ? std::string()
+  const std::string groups = s.type == GemmType::kNormal || s.type == GemmType::kBatchReduced ? std::string()
                              : s.type == GemmType::kKGrouped ? fmt::format(" groups={} (non-empty; k = mean K)", s.num_groups)
+                             : s.type == GemmType::kBatched  ? fmt::format(" batches={}", s.num_groups)
                                                              : fmt::format(" groups={} expected_m={}", s.num_groups, s.expected_m);
   return fmt::format(
       "{}{} gemm{} m={} n={} k={} a={} b={} d={}{}: block {}x{}x{}, {} stages, {} math WG, cluster {}{}{}, {} SMs, grid {}, "

@@ -10,6 +10,10 @@
 // epilogue. K-grouped GEMMs (kKGrouped; BF16 or 1D1D, FP32 D) compute D[g] (+)= alpha * A_g . B_g^T
 // for the groups of a second kernel parameter (sched::KGroupedSlots): each group's A and B have
 // their own TMA maps, SFA/SFB are offset by the group's first K block, D is a 3-D map [G, M, N].
+// Batched GEMMs (BF16; docs/einsum.md) read A and B through 3-D maps (K, rows, batch): kBatched
+// computes D[z] = alpha * A[z] . B[z]^T for every batch z (D a 3-D map too, the scheduler's tiles
+// carry the batch); kBatchReduced computes D (+)= alpha * sum_z A[z] . B[z]^T, its K loop walking
+// the (batch, K block) pairs of a split of them, each split adding its partial tile into FP32 D.
 //
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
@@ -61,19 +65,19 @@ struct alignas(64) Sm90GemmParams {
   const float* sfb;       // 1D2D: SFB[nb][kb] = sfb[nb * sfb_stride_n + kb * sfb_stride_k]
   int64_t sfb_stride_n;
   int64_t sfb_stride_k;
-  uint32_t m, n, k;
+  uint32_t m, n, k;       // batched: m spans every batch's blocks of rows (batches x blocks x BLOCK_M)
   float alpha;
   uint32_t raster_band;     // units per raster band (>= 1)
   uint32_t raster_along_n;  // 0: bands of unit-rows, 1: bands of unit-columns
   uint32_t sfb_rows;        // 1D2D: ceil(N / 128)
   uint32_t reserved0;
   const int32_t* grouped_layout;  // M-grouped: per-row groups (contiguous), group ends (psum), rows (masked)
-  uint32_t num_groups;
+  uint32_t num_groups;   // grouped: the groups; batched: the batches; batch-reduced: the K splits
   uint32_t reserved1;
   void* d;        // split-K: D written with plain stores, row stride ldd elements
   int64_t ldd;
   int64_t sfb_stride_g;  // M-grouped 1D2D: elements between the groups' SFB blocks
-  uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked)
+  uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked); batch-reduced: the batches
   uint32_t reserved2;
   sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
   epilogue::FusedParams fused;  // bias and FP8 D's scales (fused epilogues)
@@ -140,12 +144,15 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
   static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
-  static constexpr bool kMGrouped = kType != sched::GemmType::kNormal && !kKGrouped;
+  static constexpr bool kBatched = kType == sched::GemmType::kBatched;
+  static constexpr bool kBatchReduced = kType == sched::GemmType::kBatchReduced;
+  static constexpr bool kMGrouped = kType != sched::GemmType::kNormal && !kKGrouped && !sched::is_batched(kType);
+  static constexpr bool k3dD = kKGrouped || kBatched;  // D's map is 3-D: (N, M, group or batch)
   // Fused epilogue (bias, SwiGLU, FP8 D): D's tile has Fused::kOutN columns.
   using Fused = epilogue::Fused<kAct_, kBias_, kScales_, kMIters, kBlockN>;
   static constexpr uint32_t kOutN = Fused::kOutN;
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, kKGrouped>;
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, k3dD>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
@@ -191,6 +198,9 @@ struct Sm90GemmTraits {
   static_assert(!Fused::kActive || (kSplitK == 1 && !kKGrouped && !kReduceAdd),
                 "fused epilogues: dense or M-grouped, D written (no C), no split-K");
   static_assert((kScales_ != epilogue::Scales::kNone) == (sizeof(OutT) == 1), "an FP8 D comes with its scales");
+  static_assert(!sched::is_batched(kType) || (kKind == Kind::kBf16 && kSplitK == 1 && !Fused::kActive),
+                "batched GEMMs: BF16, no split-K, no fused epilogue");
+  static_assert(!kBatchReduced || (sizeof(OutT) == 4 && kReduceAdd), "batch-reduced GEMMs add into FP32 D");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
@@ -302,20 +312,21 @@ DG_DEVICE void fused_epilogue(Acc& acc, const Sm90GemmParams& p, const sched::Ti
 
 // ---------------------------------------------------------------------------------------------
 // Producer: loads one operand tile (rows [row0, row0 + rows) of BLOCK_MN, all of BLOCK_K) of a stage.
-template <Major kMajor, uint32_t kElem, bool kMulticast>
+// k3D: the map is 3-D and z its third coordinate (the batch).
+template <Major kMajor, uint32_t kElem, bool kMulticast, bool k3D = false>
 DG_DEVICE void load_operand(const TmaDescriptor* desc, ptx::Mbarrier* bar, uint8_t* tile, uint32_t tile_row0,
-                            uint32_t rows, uint32_t g_row0, uint32_t k0, uint16_t mask) {
+                            uint32_t rows, uint32_t g_row0, uint32_t k0, uint16_t mask, uint32_t z = 0) {
   constexpr uint32_t kBlockK = 128 / kElem;
+  auto box = [&](uint8_t* dst, uint32_t c0, uint32_t c1) {
+    if constexpr (k3D && kMulticast) ptx::tma_load_3d_multicast(desc, bar, dst, c0, c1, z, mask);
+    else if constexpr (k3D) ptx::tma_load_3d(desc, bar, dst, c0, c1, z);
+    else if constexpr (kMulticast) ptx::tma_load_2d_multicast(desc, bar, dst, c0, c1, mask);
+    else ptx::tma_load_2d(desc, bar, dst, c0, c1);
+  };
   if constexpr (kMajor == Major::kK) {
-    uint8_t* dst = tile + tile_row0 * 128;
-    if constexpr (kMulticast) ptx::tma_load_2d_multicast(desc, bar, dst, k0, g_row0 + tile_row0, mask);
-    else ptx::tma_load_2d(desc, bar, dst, k0, g_row0 + tile_row0);
+    box(tile + tile_row0 * 128, k0, g_row0 + tile_row0);
   } else {
-    for (uint32_t c = tile_row0 / 64; c < (tile_row0 + rows) / 64; ++c) {
-      uint8_t* dst = tile + c * (kBlockK * 128);
-      if constexpr (kMulticast) ptx::tma_load_2d_multicast(desc, bar, dst, g_row0 + c * 64, k0, mask);
-      else ptx::tma_load_2d(desc, bar, dst, g_row0 + c * 64, k0);
-    }
+    for (uint32_t c = tile_row0 / 64; c < (tile_row0 + rows) / 64; ++c) box(tile + c * (kBlockK * 128), g_row0 + c * 64, k0);
   }
 }
 
@@ -399,7 +410,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
   // Programmatic dependent launch: everything above overlaps the previous kernel's tail.
   ptx::grid_dependency_wait();
 
-  const uint32_t num_kb = ceil_div(p.k, kBlockK);
+  // Batch-reduced: p.k is one batch's K and p.group_rows the batches; K blocks run batch after batch.
+  const uint32_t num_kb_batch = ceil_div(p.k, kBlockK);
+  const uint32_t num_kb = T::kBatchReduced ? num_kb_batch * p.group_rows : num_kb_batch;
   // Masked / psum groups: the table of rows and tiles per group, after the barriers (the host
   // adds its bytes to the launch's shared memory). Built once per CTA from device-side counts.
   uint32_t* const table = reinterpret_cast<uint32_t*>(smem + T::kSmemBytes);
@@ -427,7 +440,14 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
       sched::Tile t;
       while (sched.next(t)) {
         const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
-        if constexpr (T::kTail) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
+        if constexpr (T::kTail || T::kBatchReduced) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
+        // Batched: the batch z of the operands' 3-D maps, and (batch-reduced) the K block kz inside
+        // it, stepped along with kb.
+        uint32_t z = T::kBatched ? t.group : 0u, kz = kb_begin;
+        if constexpr (T::kBatchReduced) {
+          z = kb_begin / num_kb_batch;
+          kz = kb_begin - z * num_kb_batch;
+        }
         // K-grouped: the slot's own maps of A and B, its K blocks, its first K block in SFA / SFB.
         const TmaDescriptor* tma_a = &p.tma_a;
         const TmaDescriptor* tma_b = &p.tma_b;
@@ -460,21 +480,25 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
           ptx::Mbarrier* bar = &full[stage];
           ptx::mbar_arrive_expect_tx(bar, T::kTxBytes);
-          const uint32_t k0 = kb * kBlockK;
+          const uint32_t k0 = (T::kBatchReduced ? kz : kb) * kBlockK;
           uint8_t* a = smem + T::kOffA + stage * T::kSmemA;
           uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
-          if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true>(tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3);
-          else load_operand<T::kMajorA, T::kElem, false>(tma_a, bar, a, 0, kBlockM, m0, k0, 0);
+          constexpr bool k3 = sched::is_batched(T::kType);
+          if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true, k3>(tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3, z);
+          else load_operand<T::kMajorA, T::kElem, false, k3>(tma_a, bar, a, 0, kBlockM, m0, k0, 0, z);
           if constexpr (T::kMcB) {
             // A grouped pair whose tiles read different B tiles loads both halves itself.
             if (t.multicast) {
-              load_operand<T::kMajorB, T::kElem, true>(tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3);
+              load_operand<T::kMajorB, T::kElem, true, k3>(tma_b, bar, b, rank * (kBlockN / 2), kBlockN / 2, b_mn0, b_k0 + k0, 0x3, z);
             } else {
-              load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, 0, kBlockN / 2, b_mn0, b_k0 + k0, 0);
-              load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, kBlockN / 2, kBlockN / 2, b_mn0, b_k0 + k0, 0);
+              load_operand<T::kMajorB, T::kElem, false, k3>(tma_b, bar, b, 0, kBlockN / 2, b_mn0, b_k0 + k0, 0, z);
+              load_operand<T::kMajorB, T::kElem, false, k3>(tma_b, bar, b, kBlockN / 2, kBlockN / 2, b_mn0, b_k0 + k0, 0, z);
             }
           } else {
-            load_operand<T::kMajorB, T::kElem, false>(tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0);
+            load_operand<T::kMajorB, T::kElem, false, k3>(tma_b, bar, b, 0, kBlockN, b_mn0, b_k0 + k0, 0, z);
+          }
+          if constexpr (T::kBatchReduced) {
+            if (++kz == num_kb_batch) kz = 0, ++z;
           }
           if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, t.m_local0, sfa_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
@@ -531,7 +555,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     while (sched.next(t)) {
       const uint32_t m0 = t.m0, n0 = t.n_block * kBlockN;
       if constexpr (T::kKGrouped) kb_end = t.k_blocks;
-      if constexpr (T::kTail) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
+      if constexpr (T::kTail || T::kBatchReduced) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
 
       if constexpr (!T::kFp8) {
         // ---------------- BF16: accumulate straight into acc, one K block of WGMMAs in flight.
@@ -814,7 +838,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           fused_epilogue<T>(acc, p, t, n0, wg_row0 + warp_in_wg * 16 + lane / 4);
           alpha = 1.0f;
         }
-        const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : 0;
+        const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : T::kBatched ? static_cast<int32_t>(t.group) : 0;
         T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(t.n_block * T::kOutN),
                       static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }

@@ -48,6 +48,17 @@ DG_DEVICE void tma_load_2d_multicast(const TmaDescriptor* desc, Mbarrier* bar, v
       : "memory");
 }
 
+// tma_load_2d_multicast over a 3-D map (c2: the matrix).
+DG_DEVICE void tma_load_3d_multicast(const TmaDescriptor* desc, Mbarrier* bar, void* smem, int32_t c0, int32_t c1,
+                                     int32_t c2, uint16_t cta_mask, uint64_t hint = kCacheEvictNormal) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6, %7;\n"
+      :: "r"(smem_addr(smem)), "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1),
+         "r"(c2), "h"(cta_mask), "l"(hint)
+      : "memory");
+}
+
 DG_DEVICE void tma_store_2d(const TmaDescriptor* desc, const void* smem, int32_t c0, int32_t c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
                :: "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_addr(smem)), "r"(c0), "r"(c1) : "memory");

@@ -40,6 +40,14 @@
 //   kKGrouped                 G problems [M, N] over their own K slices (KGroupedScheduler): the
 //                             host lists the non-empty groups of a launch in slots, and units are
 //                             walked slot after slot, each slot's tiles in bands as a dense problem.
+//   kBatched                  `num_groups` independent problems [M, N] (a batch), their operands and
+//                             D 3-D maps: the walk's rows of blocks are every batch's blocks, batch
+//                             after batch (walk.per_slot: blocks per batch, even with pairs along M,
+//                             so that a pair never straddles two batches); Tile::group is the batch.
+//   kBatchReduced             one [M, N] problem whose K is a batch of K ranges (D = sum over the
+//                             batch): each tile is computed in `num_groups` splits of the K blocks,
+//                             unit u being split u / tiles (walk.per_slot: tiles), and every split
+//                             adds its partial tile into D; Tile::group is the split.
 #pragma once
 #include <dg/types.cuh>
 
@@ -51,7 +59,11 @@ enum class GemmType : int {
   kMGroupedMasked = 2,
   kKGrouped = 3,
   kMGroupedContiguousPsum = 4,
+  kBatched = 5,
+  kBatchReduced = 6,
 };
+
+DG_HOST_DEVICE constexpr bool is_batched(GemmType t) { return t == GemmType::kBatched || t == GemmType::kBatchReduced; }
 
 // Row alignment of the groups of the contiguous layouts (dg_get_mk_alignment_for_contiguous_layout).
 constexpr uint32_t kMkAlignment = 128;
@@ -131,7 +143,8 @@ struct WalkDivisors {
   FastDiv per_band;    // units per band (band x the units across it)
   FastDiv band;        // lines (unit-rows, or unit-columns along N) of a full band
   FastDiv last;        // lines of the last band
-  FastDiv per_slot;    // K-grouped: units per group slot
+  FastDiv per_slot;    // K-grouped: units per group slot; batched: blocks of rows per batch;
+                       // batch-reduced: units per split
   uint32_t last_band;  // the last band's index
 };
 static_assert(sizeof(WalkDivisors) == 52, "the host mirrors this layout (src/ops/gemm.h)");
@@ -243,10 +256,12 @@ struct Sm90Scheduler {
   static_assert(kType != GemmType::kKGrouped, "the K-grouped type has its own walk");
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 CTAs");
   static_assert(kSplitK == 1 || kCluster == 1, "split-K clusters do not pair tiles");
-  static_assert(kType == GemmType::kNormal || ((kSplitK == 1 || (kSplitK == 2 && kType == GemmType::kMGroupedMasked)) &&
+  static_assert(!is_batched(kType) || kSplitK == 1, "batched GEMMs do not split K across a cluster");
+  static_assert(kType == GemmType::kNormal || is_batched(kType) || ((kSplitK == 1 || (kSplitK == 2 && kType == GemmType::kMGroupedMasked)) &&
                                                 (kCluster == 1 || !kPairAlongN)),
                 "grouped GEMMs pair CTAs along M only (sharing B); of them only masked ones split (the tail, by 2)");
-  static_assert(kType == GemmType::kNormal || kType == GemmType::kMGroupedMasked || kBlockM == kMkAlignment,
+  static_assert(kType == GemmType::kNormal || kType == GemmType::kMGroupedMasked || is_batched(kType) ||
+                    kBlockM == kMkAlignment,
                 "contiguous layouts use 128-row blocks, one group each");
   static constexpr bool kTable = uses_group_table(kType);
   static constexpr bool kTail = kTable && kSplitK == 2;  // the split tail (above)
@@ -266,13 +281,15 @@ struct Sm90Scheduler {
   const uint32_t* table;  // masked / psum: the group table in shared memory
   uint32_t num_groups;
   uint32_t m_total;       // contiguous: rows of A and D
+  uint32_t num_splits;    // batch-reduced: the splits of every tile's K blocks
   // Contiguous (per-row layout): the entries of the first rows of the next unit's blocks and of
   // the last row of this CTA's block, loaded one unit ahead so that their latency overlaps the
   // current tile.
   int32_t pf_first[kPairM], pf_last;
 
-  // m, n: the problem (contiguous: m = rows of A; masked: max_m). walk_: the divisors of the
-  // units_m x units_n walk (not read by the table types).
+  // m, n: the problem (contiguous: m = rows of A; masked: max_m; batched: the batches' blocks of
+  // rows). walk_: the divisors of the units_m x units_n walk (not read by the table types).
+  // Batch-reduced: num_groups_ is the splits.
   DG_DEVICE Sm90Scheduler(uint32_t m, uint32_t n, uint32_t band_, uint32_t along_n_, const WalkDivisors* walk_,
                           const int32_t* layout_ = nullptr, uint32_t num_groups_ = 0, const uint32_t* table_ = nullptr) {
     const uint32_t m_blocks = ceil_div(m, kBlockM), n_blocks = ceil_div(n, kBlockN);
@@ -300,6 +317,8 @@ struct Sm90Scheduler {
     } else {
       num_units = units_m * units_n;
     }
+    num_splits = kType == GemmType::kBatchReduced ? num_groups_ : 1u;
+    num_units *= num_splits;
     if constexpr (kType == GemmType::kMGroupedContiguous) prefetch(next_unit);
   }
 
@@ -311,7 +330,13 @@ struct Sm90Scheduler {
   }
   // Split tail: whether this CTA's pair takes a split tile.
   DG_DEVICE bool pair_has_tail() const { return whole_units + blockIdx.x / 2 < num_units; }
+  // Batch-reduced: the tile's split (Tile::group) of the K blocks.
   DG_DEVICE void tile_k_range(const Tile& t, uint32_t num_kb, uint32_t& begin, uint32_t& end) const {
+    if constexpr (kType == GemmType::kBatchReduced) {
+      begin = t.group * num_kb / num_splits;
+      end = (t.group + 1) * num_kb / num_splits;
+      return;
+    }
     begin = t.split ? split * num_kb / 2 : 0;
     end = t.split ? (split + 1) * num_kb / 2 : num_kb;
   }
@@ -376,11 +401,21 @@ struct Sm90Scheduler {
         table_tile(u, t);
         return true;
       } else {
-        raster(u, *walk, along_n, um, un);
+        uint32_t split = 0, in = u;
+        if constexpr (kType == GemmType::kBatchReduced) {
+          split = walk->per_slot.div(u);
+          in = u - split * walk->per_slot.d;
+        }
+        raster(in, *walk, along_n, um, un);
         t.m0 = (um * kPairM + (kPairM == 2 ? rank : 0)) * kBlockM;
         t.m_local0 = t.m0;
         t.n_block = un * kPairN + (kPairN == 2 ? rank : 0);
-        t.group = 0;
+        t.group = split;
+        if constexpr (kType == GemmType::kBatched) {
+          const uint32_t block = t.m0 / kBlockM, batch = walk->per_slot.div(block);
+          t.group = batch;
+          t.m0 = t.m_local0 = (block - batch * walk->per_slot.d) * kBlockM;
+        }
         t.rows = kBlockM;
         t.per_row = false;
         t.store = true;
