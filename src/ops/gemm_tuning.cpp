@@ -32,7 +32,8 @@ constexpr std::streamoff kMaxTableBytes = 16 << 20;
 // The value of DG_TUNING_TABLE / DG_CONFIG_TUNING_TABLE that turns tables off.
 constexpr const char* kTableOff = "off";
 
-constexpr const char* kTypeNames[kNumGemmTypes] = {"dense", "contiguous", "masked", "kgrouped", "psum"};
+constexpr const char* kTypeNames[kNumGemmTypes] = {"dense", "contiguous", "masked", "kgrouped", "psum", "batched",
+                                                   "batchsum"};
 constexpr const char* kKindNames[kNumGemmKinds] = {"bf16", "fp8_1d2d", "fp8_1d1d"};
 constexpr const char* kPromotionNames[3] = {"none", "after", "overlap"};  // 0, DG_FP8_PROMOTION_*
 
