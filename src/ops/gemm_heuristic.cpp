@@ -111,6 +111,8 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
     if (split_k != 1) return "K-grouped GEMMs do not split K";
     if (cluster != 1) return "K-grouped GEMMs run single CTAs (cluster 1)";
   }
+  if ((s.type == GemmType::kBatched || s.type == GemmType::kBatchReduced) && split_k != 1)
+    return "batched GEMMs do not split K across a cluster (split_k 1)";
   if (is_m_grouped(s.type)) {
     if (split_k != 1 && !(s.type == GemmType::kMGroupedMasked && split_k == 2))
       return "contiguous M-grouped GEMMs do not split K (masked ones split their last round with split_k 2)";
@@ -156,8 +158,10 @@ int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
 // problem (groups padded to 128), expected_m per group for psum and masked groups, M per group for
 // K-grouped problems.
 int64_t expected_m_blocks(const GemmShape& s, int bm) {
-  if (s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous) return cdiv(s.m, bm);
-  if (s.type == GemmType::kKGrouped) return s.num_groups * cdiv(s.m, bm);  // each group's [M, N] tiles
+  if (s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kBatchReduced)
+    return cdiv(s.m, bm);
+  if (s.type == GemmType::kKGrouped || s.type == GemmType::kBatched)
+    return s.num_groups * cdiv(s.m, bm);  // each group's (batch's) [M, N] tiles
   return s.num_groups * cdiv(std::max<int64_t>(s.expected_m, 1), bm);
 }
 
@@ -259,8 +263,10 @@ double large_m_epilogue_s(const LargeMCost& m, const GemmShape& s, const Candida
 // Rows the problem computes and B matrices it reads, for the DRAM floor.
 double dram_floor_s(const Sm90CostModel& model, const GemmShape& s) {
   const int eb = elem_bytes(s.kind);
-  const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous ? double(s.m)
-                      : s.type == GemmType::kKGrouped ? double(s.num_groups) * s.m
+  const double rows = s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous ||
+                              s.type == GemmType::kBatchReduced
+                          ? double(s.m)
+                      : s.type == GemmType::kKGrouped || s.type == GemmType::kBatched ? double(s.num_groups) * s.m
                                                       : double(s.num_groups) * std::max<int64_t>(s.expected_m, 1);
   const double b_mats = s.type == GemmType::kNormal ? 1.0 : double(s.num_groups);
   return (rows * s.k * eb + b_mats * s.n * s.k * eb + rows * out_n(s) * out_bytes(s) * (s.accumulate ? 2 : 1)) /
