@@ -686,6 +686,38 @@ DG_API dg_status dg_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype,
                                            const dg_gemm_options* options);
 
 /* ============================================================================================
+ * Einsum (DeepGEMM's einsum forms; docs/einsum.md)
+ *
+ * Three fixed contractions of BFLOAT16 operands, each one launch of the SM90 GEMM kernel that reads
+ * the operands in place through 3-D TMA maps (no copies; strided views such as y[:, :, :r] of a
+ * wider tensor are read as they are):
+ *   "bmk,bnk->mn"   d[m, n] = c[m, n] + sum over b, k of a[b, m, k] b[b, n, k]
+ *                   a [s, m, k], b [s, n, k], d FLOAT32 [m, n]; c NULL (d = the sum), FLOAT32 [m, n],
+ *                   or d itself (d += the sum; same data and strides). The (b, k) blocks are split
+ *                   over the SMs and every split adds its partial tile into d in FP32, so the order
+ *                   of the additions, and the last bits of d, vary from run to run.
+ *   "bhr,hdr->bhd"  d[b, h, d] = sum over r of a[b, h, r] b[h, d, r]   (MLA weight absorption)
+ *   "bhd,hdr->bhr"  d[b, h, r] = sum over d of a[b, h, d] b[h, d, r]
+ *                   a, b and d BFLOAT16 rank 3 (d BFLOAT16: FP32 accumulation, one rounding); c NULL.
+ * expr: one of these strings (spaces ignored); any other is DG_ERROR_UNSUPPORTED naming the three.
+ * Every tensor has stride 1 in its last dimension and its other strides positive multiples of 16
+ * bytes where the dimension's size exceeds 1 (TMA), data 16-byte aligned; any such strides and
+ * order (DG_ERROR_UNSUPPORTED otherwise). d must not overlap itself (checked), a or b. Sizes below 2^31;
+ * empty outputs return at once; an empty sum (k, r or d = 0, or s = 0) writes c or zeros.
+ * Options: NULL, or block_m, block_n, num_stages, num_math_warpgroups, cluster, multicast_a and
+ * num_sms; alpha and beta 1, split_k 0 or 1, kernel AUTO or TILED, no FP8 fields, workspace or
+ * epilogue (DG_ERROR_INVALID_ARGUMENT naming the field). SM90 only.
+ * ========================================================================================== */
+DG_API dg_status dg_bf16_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* b,
+                                const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options);
+
+/* Compiles and loads (no launch, no device memory touched) the kernels that dg_bf16_einsum would use
+ * for expr with operands of a's sizes a_sizes[3] and b's sizes b_sizes[3]; with_c 1 when c will be
+ * given ("bmk,bnk->mn" only). Call it before capturing a CUDA graph. */
+DG_API dg_status dg_bf16_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes,
+                                        const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options);
+
+/* ============================================================================================
  * GEMM tuning (docs/tuning.md)
  *
  * dg_tune times the heuristic's best-ranked kernel configs of each problem of a list on the

@@ -190,6 +190,12 @@ static inline dgw_result dgw_k_grouped_bf16_gemm_tn_contiguous(dg_stream* stream
 static inline dgw_result dgw_k_grouped_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, const int64_t* ks, int64_t num_groups, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_k_grouped_gemm_prepare(stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options));
 }
+static inline dgw_result dgw_bf16_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* b, const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options) {
+  return dgw_result_of(dg_bf16_einsum(stream, expr, a, b, d, c, options));
+}
+static inline dgw_result dgw_bf16_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options) {
+  return dgw_result_of(dg_bf16_einsum_prepare(stream, expr, a_sizes, b_sizes, with_c, options));
+}
 static inline dgw_result dgw_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned) {
   return dgw_result_of(dg_tune(stream, problems, options, num_tuned));
 }

@@ -348,6 +348,10 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_k_grouped_bf16_gemm_tn_contiguous": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(c_int64), c_int64, c_void_p, POINTER(dg_gemm_options)]),
     # stream, ab_dtype, layout, m, n, ks, num_groups, with_c, options
     "dg_k_grouped_gemm_prepare": (dg_status, [c_void_p, dg_dtype, c_int32, c_int64, c_int64, POINTER(c_int64), c_int64, c_int32, POINTER(dg_gemm_options)]),
+    # stream, expr, a, b, d, c, options
+    "dg_bf16_einsum": (dg_status, [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_gemm_options)]),
+    # stream, expr, a_sizes, b_sizes, with_c, options
+    "dg_bf16_einsum_prepare": (dg_status, [c_void_p, c_char_p, POINTER(c_int64), POINTER(c_int64), c_int32, POINTER(dg_gemm_options)]),
     # stream, problems, options, num_tuned
     "dg_tune": (dg_status, [c_void_p, c_char_p, POINTER(dg_tune_options), POINTER(c_int64)]),
     # stream, x, out, sf, options

@@ -1,0 +1,164 @@
+// Batched GEMMs: the SM90 GEMM kernel with sched::GemmType::kBatched / kBatchReduced through the
+// family's launch path (gemm_launch.h), every operand one 3-D TMA map over its strided batch.
+#include "ops/batched_gemm.h"
+
+#include <algorithm>
+
+#include "ops/gemm_launch.h"
+#include "ops/gemm_util.h"
+#include "runtime/status.h"
+#include "runtime/tma.h"
+
+namespace dg::ops {
+namespace {
+
+// A batch-reduced split runs at least this many K blocks, so that its partial tile's reduce-add
+// into D stays a small share of its work.
+constexpr int64_t kMinSplitKBlocks = 4;
+
+// Operand maps: K-major (K, MN, batch) with boxes of block_k x rows; MN-major (MN, K, batch) with
+// boxes 64 elements wide (the kernel loads an MN-major tile in 64-element chunks).
+dg_status encode_operand(tma::Descriptor* out, const BatchedOperand& op, int64_t mn, int64_t k, int64_t batches,
+                         int block_k, int box_rows, const char* what) {
+  const CUtensorMapDataType dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint32_t eb = 2;
+  if (op.major == Major::kK)
+    return tma::encode_3d(out, op.data, dt, eb, k, mn, op.ld, batches, op.batch_stride, block_k, box_rows,
+                          kOperandSwizzle, what);
+  return tma::encode_3d(out, op.data, dt, eb, mn, k, op.ld, batches, op.batch_stride, kMnMajorBox, block_k,
+                        kOperandSwizzle, what);
+}
+
+// D in strips of the epilogue (strips narrower than the 32-byte swizzle are stored unswizzled):
+// 3-D (N, M, batch) for kBatched, 2-D for kBatchReduced.
+dg_status encode_d(const BatchedArgs& args, const GemmShape& s, const GemmConfig& c, tma::Descriptor* out) {
+  const int ob = out_bytes(s);
+  const uint32_t strip_bytes = static_cast<uint32_t>(c.d_strip * ob);
+  const CUtensorMapDataType dt = ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint32_t rows = static_cast<uint32_t>(c.block_m / c.math_wg), swizzle = strip_bytes >= 32 ? strip_bytes : 0;
+  if (args.reduce)
+    return tma::encode_2d(out, args.d, dt, ob, args.n, args.m, args.ldd, c.d_strip, rows, swizzle, "d");
+  return tma::encode_3d(out, args.d, dt, ob, args.n, args.m, args.ldd, args.batches, args.d_batch_stride, c.d_strip,
+                        rows, swizzle, "d");
+}
+
+// kBatched: the walk covers every batch's blocks of rows (a whole number of CTA pairs per batch
+// when pairs run along M, so that no pair straddles two batches).
+dg_status fill_batched(const BatchedArgs& args, const GemmConfig& c, Sm90GemmParams* p) {
+  const bool pair_m = c.cluster == 2 && !c.multicast_a, pair_n = c.cluster == 2 && c.multicast_a;
+  const int64_t blocks = align_up(cdiv(args.m, c.block_m), pair_m ? 2 : 1);
+  const int64_t rows = args.batches * blocks * c.block_m;
+  if (rows > INT32_MAX)
+    return fail(DG_ERROR_UNSUPPORTED, "a, d: {} batches of {} rows take {} rows of tiles (expected below 2^31)",
+                args.batches, args.m, rows);
+  p->m = static_cast<uint32_t>(rows);
+  p->walk = walk_divisors(args.batches * blocks / (pair_m ? 2 : 1), cdiv(cdiv(args.n, c.block_n), pair_n ? 2 : 1),
+                          c.raster_band, c.raster_along_n);
+  p->walk.per_slot = fast_div(static_cast<uint32_t>(blocks));
+  p->num_groups = static_cast<uint32_t>(args.batches);
+  p->group_rows = static_cast<uint32_t>(args.m);
+  return DG_SUCCESS;
+}
+
+// kBatchReduced: K is one batch's, the splits fill the SMs (one unit of the walk per split and
+// tile unit), and the grid is cut to the units it has.
+dg_status fill_reduced(const BatchedArgs& args, const GemmConfig& c, Sm90GemmParams* p, LaunchConfig* lc) {
+  const int64_t num_kb = args.batches * cdiv(args.k, c.block_k);
+  const int64_t units = p->walk.per_slot.d, clusters = std::max(c.num_sms / c.cluster, 1);
+  const int64_t splits = batch_reduced_splits(units, clusters, num_kb);
+  if (num_kb * splits > UINT32_MAX)
+    return fail(DG_ERROR_UNSUPPORTED, "a, b: {} batches of K = {} take {} K blocks (expected below 2^32 / {} splits)",
+                args.batches, args.k, num_kb, splits);
+  p->k = static_cast<uint32_t>(args.k);
+  p->group_rows = static_cast<uint32_t>(args.batches);
+  p->num_groups = static_cast<uint32_t>(splits);
+  lc->grid[0] = static_cast<unsigned>(std::min(units * splits, clusters) * c.cluster);
+  return DG_SUCCESS;
+}
+
+dg_status launch_batched(const dg_stream_s& stream, const BatchedArgs& args, const GemmShape& s, const GemmConfig& c,
+                         const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& launch_cfg) {
+  const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
+  DG_TRY(encode_operand(&p->tma_a, args.a, args.m, args.k, args.batches, c.block_k, mc_a ? c.block_m / 2 : c.block_m,
+                        "a"));
+  DG_TRY(encode_operand(&p->tma_b, args.b, args.n, args.k, args.batches, c.block_k, mc_b ? c.block_n / 2 : c.block_n,
+                        "b"));
+  DG_TRY(encode_d(args, s, c, &p->tma_d));
+  p->alpha = 1.0f;
+  p->d = args.d;
+  p->ldd = args.ldd;
+  LaunchConfig lc = launch_cfg;
+  if (args.reduce) DG_TRY(fill_reduced(args, c, p, &lc));
+  else DG_TRY(fill_batched(args, c, p));
+  void* kargs[] = {p};
+  return launch(stream, kernel, lc, kargs);
+}
+
+// D over [m, n] for the elementwise passes (D := C, D := 0) of batch z.
+GemmArgs d_of_batch(const BatchedArgs& args, int64_t z) {
+  GemmArgs g;
+  g.shape.m = args.m;
+  g.shape.n = args.n;
+  g.shape.d_dtype = args.d_dtype;
+  g.d = static_cast<char*>(args.d) + z * args.d_batch_stride * (args.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2);
+  g.ldd = args.ldd;
+  g.c = args.c;
+  g.ldc = args.ldc;
+  g.beta = 1.0f;
+  return g;
+}
+
+// No K to sum over: D = C (reduce with C) or zeros, batch by batch.
+dg_status run_empty(const dg_stream_s& stream, const BatchedArgs& args, bool prepare_only) {
+  const bool has_c = args.reduce && args.c != nullptr;
+  const int64_t count = args.reduce || prepare_only ? 1 : args.batches;
+  for (int64_t z = 0; z < count; ++z) DG_TRY(run_gemm_scale(stream, d_of_batch(args, z), has_c, prepare_only));
+  return DG_SUCCESS;
+}
+
+}  // namespace
+
+GemmShape batched_gemm_shape(const BatchedArgs& args) {
+  GemmShape s;
+  s.kind = GemmKind::kBf16;
+  s.m = args.m;
+  s.n = args.n;
+  s.k = args.reduce ? args.batches * args.k : args.k;
+  s.major_a = args.a.major;
+  s.major_b = args.b.major;
+  s.d_dtype = args.d_dtype;
+  s.accumulate = args.reduce;  // the splits add into D
+  s.type = args.reduce ? GemmType::kBatchReduced : GemmType::kBatched;
+  s.num_groups = args.reduce ? 1 : args.batches;
+  return s;
+}
+
+int64_t batch_reduced_splits(int64_t units, int64_t clusters, int64_t num_kb) {
+  const int64_t fill = std::max<int64_t>(clusters / std::max<int64_t>(units, 1), 1);
+  return std::max<int64_t>(std::min(fill, num_kb / kMinSplitKBlocks), 1);
+}
+
+dg_status run_batched_gemm(const dg_stream_s& stream, const BatchedArgs& args, const GemmOverride& o,
+                           bool prepare_only) {
+  if (args.k == 0 || args.batches == 0) return run_empty(stream, args, prepare_only);
+  const GemmShape s = batched_gemm_shape(args);
+  GemmOverride over = o;
+  over.split_k = 1;  // the batch-reduced splits are the kernel's own; batched tiles run whole
+  over.kernel = 0;
+  // Batch-reduced: D holds C (or zeros) first, unless it already is C; the splits add into it.
+  const bool zero = args.reduce && args.c == nullptr, copy_c = args.reduce && args.c != nullptr && args.c != args.d;
+  auto prologue = [&](Phase phase) -> dg_status {
+    const bool load = phase == Phase::kLoad;
+    if (zero || (load && prepare_only && args.reduce)) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), false, load));
+    if (copy_c || (load && prepare_only && args.reduce)) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), true, load));
+    return DG_SUCCESS;
+  };
+  auto launcher = [&](const GemmConfig& c, const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& lc) {
+    return launch_batched(stream, args, s, c, kernel, p, lc);
+  };
+  int num_sms = 0;
+  DG_TRY(num_sms_of(stream, &num_sms));
+  return run_sm90_gemm(stream, s, num_sms, over, prepare_only, prologue, launcher);
+}
+
+}  // namespace dg::ops

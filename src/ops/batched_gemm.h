@@ -1,0 +1,52 @@
+// Batched BF16 GEMMs (docs/einsum.md): the SM90 GEMM kernel over a batch of problems whose operands
+// are strided views, each read through one 3-D TMA map (K-major: (K, MN, batch); MN-major: (MN, K,
+// batch)), so that no operand is copied and every batch's K and MN tails clip on their own.
+//   kBatched:      D[z] = A[z] . B[z]^T for z < batches (D a 3-D map as well);
+//   kBatchReduced: D = C + sum_z A[z] . B[z]^T, FP32 D, the K blocks of every batch split over CTAs
+//                  that add their partial tiles into D (TMA reduce-add; the order of the additions
+//                  varies from run to run).
+#pragma once
+#include <cstdint>
+
+#include "dg.h"
+#include "ops/gemm.h"
+#include "runtime/stream.h"
+
+namespace dg::ops {
+
+// One operand: `batches` matrices of [MN, K] (K-major: rows of K elements `ld` apart) or [K, MN]
+// (MN-major: rows of MN elements `ld` apart), `batch_stride` elements apart.
+struct BatchedOperand {
+  const void* data = nullptr;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+  Major major = Major::kK;
+};
+
+struct BatchedArgs {
+  bool reduce = false;  // kBatchReduced (D = C + sum over the batch) instead of kBatched
+  int64_t batches = 0, m = 0, n = 0, k = 0;  // every batch's problem [m, n] over k
+  BatchedOperand a, b;
+  dg_dtype d_dtype = DG_DTYPE_BFLOAT16;  // reduce: FLOAT32
+  void* d = nullptr;
+  int64_t ldd = 0;           // elements between D's rows
+  int64_t d_batch_stride = 0;  // kBatched: elements between D[z] and D[z + 1]
+  const float* c = nullptr;  // reduce: FP32 [m, n] with rows ldc apart, may be d; nullptr: D = the sum
+  int64_t ldc = 0;
+};
+
+// The kernel's problem as the heuristic sees it: [m, n] per batch over k (kBatched), or [m, n]
+// over the batch's whole K (kBatchReduced).
+GemmShape batched_gemm_shape(const BatchedArgs& args);
+
+// The K splits of a batch-reduced launch: enough to fill `clusters` with `units` tile units, each
+// split at least kMinSplitKBlocks of the num_kb K blocks (>= 1).
+int64_t batch_reduced_splits(int64_t units, int64_t clusters, int64_t num_kb);
+
+// Runs the call on the stream (the API has checked the arguments: sizes below 2^31, TMA-legal
+// strides, m, n > 0). k == 0 (or no batch, reduce) gives D = C or zeros. With prepare_only the
+// kernels are compiled and loaded and nothing runs (the pointers are not read).
+dg_status run_batched_gemm(const dg_stream_s& stream, const BatchedArgs& args, const GemmOverride& o,
+                           bool prepare_only);
+
+}  // namespace dg::ops
