@@ -15,6 +15,8 @@ namespace {
 // A batch-reduced split runs at least this many K blocks, so that its partial tile's reduce-add
 // into D stays a small share of its work.
 constexpr int64_t kMinSplitKBlocks = 4;
+// Batch-reduced tiles: 128 x 128 (64 rows for m <= 64, n rounded up to 8 columns below 128).
+constexpr int kReduceBlock = 128, kReduceSmallM = 64, kReduceBlockNStep = 8;
 
 // Operand maps: K-major (K, MN, batch) with boxes of block_k x rows; MN-major (MN, K, batch) with
 // boxes 64 elements wide (the kernel loads an MN-major tile in 64-element chunks).
@@ -133,6 +135,19 @@ GemmShape batched_gemm_shape(const BatchedArgs& args) {
   return s;
 }
 
+GemmOverride batched_gemm_override(const BatchedArgs& args, const GemmOverride& o) {
+  GemmOverride over = o;
+  over.split_k = 1;  // the batch-reduced splits are the kernel's own; batched tiles run whole
+  over.kernel = 0;
+  if (args.reduce && o.block_m == 0 && o.block_n == 0) {
+    // The heuristic, blind to the splits, would shrink the tiles of a small [m, n] to fill the SMs;
+    // the splits fill them, so the tiles stay large.
+    over.block_m = args.m > kReduceSmallM ? kReduceBlock : kReduceSmallM;
+    over.block_n = static_cast<int>(std::min<int64_t>(align_up(args.n, kReduceBlockNStep), kReduceBlock));
+  }
+  return over;
+}
+
 int64_t batch_reduced_splits(int64_t units, int64_t clusters, int64_t num_kb) {
   const int64_t fill = std::max<int64_t>(clusters / std::max<int64_t>(units, 1), 1);
   return std::max<int64_t>(std::min(fill, num_kb / kMinSplitKBlocks), 1);
@@ -140,11 +155,11 @@ int64_t batch_reduced_splits(int64_t units, int64_t clusters, int64_t num_kb) {
 
 dg_status run_batched_gemm(const dg_stream_s& stream, const BatchedArgs& args, const GemmOverride& o,
                            bool prepare_only) {
+  int num_sms = 0;
+  DG_TRY(num_sms_of(stream, &num_sms));  // the SM cap is checked before any kernel is asked for
   if (args.k == 0 || args.batches == 0) return run_empty(stream, args, prepare_only);
   const GemmShape s = batched_gemm_shape(args);
-  GemmOverride over = o;
-  over.split_k = 1;  // the batch-reduced splits are the kernel's own; batched tiles run whole
-  over.kernel = 0;
+  const GemmOverride over = batched_gemm_override(args, o);
   // Batch-reduced: D holds C (or zeros) first, unless it already is C; the splits add into it.
   const bool zero = args.reduce && args.c == nullptr, copy_c = args.reduce && args.c != nullptr && args.c != args.d;
   auto prologue = [&](Phase phase) -> dg_status {
@@ -156,8 +171,6 @@ dg_status run_batched_gemm(const dg_stream_s& stream, const BatchedArgs& args, c
   auto launcher = [&](const GemmConfig& c, const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& lc) {
     return launch_batched(stream, args, s, c, kernel, p, lc);
   };
-  int num_sms = 0;
-  DG_TRY(num_sms_of(stream, &num_sms));
   return run_sm90_gemm(stream, s, num_sms, over, prepare_only, prologue, launcher);
 }
 

@@ -39,6 +39,11 @@ struct BatchedArgs {
 // over the batch's whole K (kBatchReduced).
 GemmShape batched_gemm_shape(const BatchedArgs& args);
 
+// The overrides the call runs with: the caller's, split_k 1 (batch-reduced: the kernel splits K
+// itself), and for batch-reduced calls without tile options 128 x 128 tiles (smaller ones for a
+// small m or n).
+GemmOverride batched_gemm_override(const BatchedArgs& args, const GemmOverride& o);
+
 // The K splits of a batch-reduced launch: enough to fill `clusters` with `units` tile units, each
 // split at least kMinSplitKBlocks of the num_kb K blocks (>= 1).
 int64_t batch_reduced_splits(int64_t units, int64_t clusters, int64_t num_kb);
