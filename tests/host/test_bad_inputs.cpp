@@ -452,6 +452,66 @@ std::vector<Entry> entries() {
     e.push_back(std::move(x));
   }
 
+  {
+    // Einsum, per-head form: a [b, h, r], b [h, d, r], d [b, h, d].
+    Entry x;
+    x.name = "dg_bf16_einsum";
+    Args& a = x.baseline;
+    const int64_t eb = 64, eh = 4, er = 128, ed = 64;
+    a.tensors["a"] = bf16(1, {eb, eh, er});
+    a.tensors["b"] = bf16(2, {eh, ed, er});
+    a.tensors["d"] = bf16(3, {eb, eh, ed});
+    x.operands = {"a", "b", "d"};
+    x.aligned = {"a", "b", "d"};
+    x.optional_tensors = {"c"};
+    x.options = "gemm";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_bf16_einsum(as_mut_stream(c, a), "bhr,hdr->bhd", h["a"], h["b"], h["d"], h["c"], gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    // Einsum, batch sum: a [s, m, k], b [s, n, k], d and c FP32 [m, n].
+    Entry x;
+    x.name = "dg_bf16_einsum";
+    Args& a = x.baseline;
+    const int64_t es = 4, em = 64, en = 64, ek = 128;
+    a.tensors["a"] = bf16(1, {es, em, ek});
+    a.tensors["b"] = bf16(2, {es, en, ek});
+    a.tensors["d"] = f32(3, {em, en});
+    a.tensors["c"] = f32(4, {em, en});
+    x.operands = {"a", "b", "d", "c"};
+    x.aligned = {"a", "b", "d", "c"};
+    x.optional_tensors = {"c"};
+    x.options = "gemm";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_bf16_einsum(as_mut_stream(c, a), "bmk,bnk->mn", h["a"], h["b"], h["d"], h["c"], gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_bf16_einsum_prepare";
+    Args& a = x.baseline;
+    a.ints = {{"a0", 64}, {"a1", 4}, {"a2", 128}, {"b0", 4}, {"b1", 64}, {"b2", 128}, {"with_c", 0}};
+    x.options = "gemm";
+    x.enums = {"with_c"};
+    x.sizes = {"a0", "a1", "a2", "b0", "b1", "b2"};
+    x.array_of = {{"a0", "a_sizes"}, {"a1", "a_sizes"}, {"a2", "a_sizes"},
+                  {"b0", "b_sizes"}, {"b1", "b_sizes"}, {"b2", "b_sizes"}};
+    x.outs = {"a_sizes", "b_sizes"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      const int64_t as[3] = {a.ints.at("a0"), a.ints.at("a1"), a.ints.at("a2")};
+      const int64_t bs[3] = {a.ints.at("b0"), a.ints.at("b1"), a.ints.at("b2")};
+      return dg_bf16_einsum_prepare(as_mut_stream(c, a), "bhr,hdr->bhd", out_or_null(a, "a_sizes", as),
+                                    out_or_null(a, "b_sizes", bs), int32_t(a.ints.at("with_c")), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+
   // Scaling-factor layouts.
   for (const bool packed : {false, true}) {
     Entry x;

@@ -1,0 +1,187 @@
+// The batched GEMMs behind dg_bf16_einsum (sched::GemmType kBatched / kBatchReduced): every config
+// the heuristic picks for DeepGEMM's einsum test shapes and for the GPU tests' odd shapes renders
+// and NVRTC-compiles for sm_90a without spills; the K splits of the batch-reduced form. No GPU.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "jit/compiler.h"
+#include "ops/batched_gemm.h"
+#include "ops/gemm.h"
+#include "runtime/config.h"
+
+namespace {
+
+using dg::ops::BatchedArgs;
+using dg::ops::GemmType;
+using dg::ops::Major;
+
+BatchedArgs per_head(bool absorb, int64_t b, int64_t h, int64_t r, int64_t d) {
+  BatchedArgs a;
+  a.batches = h, a.m = b, a.n = absorb ? d : r, a.k = absorb ? r : d;
+  a.b.major = absorb ? Major::kK : Major::kMN;
+  return a;
+}
+
+BatchedArgs reduced(int64_t s, int64_t m, int64_t n, int64_t k) {
+  BatchedArgs a;
+  a.reduce = true, a.batches = s, a.m = m, a.n = n, a.k = k, a.d_dtype = DG_DTYPE_FLOAT32;
+  return a;
+}
+
+// "bhr,hdr->bhd" (B K-major) and "bhd,hdr->bhr" (B MN-major) per head, "bmk,bnk->mn" over the batch:
+// DeepGEMM's tests/test_einsum.py shapes, then tests/gpu/test_einsum.cpp's odd ones.
+std::vector<BatchedArgs> einsum_problems() {
+  std::vector<BatchedArgs> out;
+  const int64_t hrd[2][3] = {{128, 512, 128}, {8, 4096, 1024}};
+  for (bool absorb : {true, false})
+    for (const auto& p : hrd)
+      for (int64_t b : {4, 32, 128, 4096, 8192}) out.push_back(per_head(absorb, b, p[0], p[1], p[2]));
+  const int64_t mnk[3][3] = {{128, 384, 128}, {256, 256, 256}, {384, 128, 384}};
+  for (int64_t s : {129, 4096, 8192})
+    for (const auto& p : mnk) out.push_back(reduced(s, p[0], p[1], p[2]));
+  // Odd shapes: rows not a multiple of the block, K and N tails, one head.
+  for (bool absorb : {true, false}) {
+    out.push_back(per_head(absorb, 77, 5, 200, 72));
+    out.push_back(per_head(absorb, 1, 3, 136, 264));
+    out.push_back(per_head(absorb, 300, 1, 64, 128));
+  }
+  out.push_back(reduced(7, 77, 40, 200));
+  out.push_back(reduced(33, 200, 136, 72));
+  out.push_back(reduced(1, 8, 8, 8));
+  return out;
+}
+
+struct Ptxas {
+  int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
+};
+
+Ptxas parse_ptxas(const std::string& log) {
+  Ptxas p;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("bytes stack frame") != std::string::npos)
+      std::sscanf(line.c_str(), "ptxas . %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &p.stack,
+                  &p.spill_stores, &p.spill_loads);
+    const size_t used = line.find("Used ");
+    if (used != std::string::npos) std::sscanf(line.c_str() + used, "Used %d registers", &p.registers);
+  }
+  return p;
+}
+
+
+}  // namespace
+
+TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  config.ptxas_verbose = true;
+  const int32_t log_level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_ERROR);
+  std::set<std::string> seen;
+  std::string table;
+  for (const BatchedArgs& args : einsum_problems()) {
+    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(args);
+    CHECK(s.type == (args.reduce ? GemmType::kBatchReduced : GemmType::kBatched));
+    dg::ops::GemmConfig c;
+    INFO("batches " << args.batches << " m " << args.m << " n " << args.n << " k " << args.k);
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c) == DG_SUCCESS);
+    CHECK(c.split_k == 1);
+    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
+    CHECK(spec.kernel_name.find(args.reduce ? "_bsum" : "_bat") != std::string::npos);
+    if (!seen.insert(spec.kernel_name).second) continue;
+    dg::jit::CompileResult r;
+    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+    INFO(spec.kernel_name << ": " << dg_last_error() << "\n" << r.log);
+    CHECK(st == DG_SUCCESS);
+    const Ptxas p = parse_ptxas(r.log);
+    CHECK(p.registers > 0);
+    CHECK(p.stack == 0);
+    CHECK(p.spill_stores == 0);
+    CHECK(p.spill_loads == 0);
+    table += "  " + spec.kernel_name + ": " + std::to_string(p.registers) + " regs, " + dg::ops::describe(s, c) + "\n";
+  }
+  dg_set_log_level(log_level);
+  std::printf("einsum: %zu distinct batched GEMM configs compiled\n%s", seen.size(), table.c_str());
+}
+
+TEST_CASE("einsum: forced tiles, CTA pairs along M and N, compile for sm_90a") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  const int32_t log_level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_ERROR);
+  struct Forced {
+    BatchedArgs args;
+    int bm, bn, cluster, multicast_a;
+  };
+  const Forced forced[] = {
+      {per_head(true, 300, 3, 200, 136), 128, 64, 2, 0},   // pairs along M: blocks per batch padded to even
+      {per_head(false, 300, 3, 200, 256), 64, 128, 2, 1},  // pairs along N, B MN-major
+      {per_head(true, 77, 5, 200, 72), 256, 128, 1, -1},
+      {reduced(9, 200, 136, 200), 128, 64, 2, 0},
+      {reduced(9, 200, 136, 200), 64, 128, 2, 1},
+  };
+  for (const Forced& f : forced) {
+    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(f.args);
+    dg::ops::GemmOverride o;
+    o.block_m = f.bm, o.block_n = f.bn, o.cluster = f.cluster, o.multicast_a = f.multicast_a;
+    o = dg::ops::batched_gemm_override(f.args, o);
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+    CHECK(c.block_m == f.bm);
+    CHECK(c.cluster == f.cluster);
+    dg::jit::CompileResult r;
+    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
+    const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
+    INFO(spec.kernel_name << ": " << dg_last_error());
+    CHECK(st == DG_SUCCESS);
+  }
+  dg_set_log_level(log_level);
+}
+
+TEST_CASE("einsum: batch-reduced calls run 128 x 128 tiles unless told otherwise") {
+  for (const auto& [m, n, bm, bn] : {std::array<int64_t, 4>{128, 384, 128, 128}, {384, 128, 128, 128},
+                                      {64, 40, 64, 40}, {77, 8, 128, 8}, {200, 136, 128, 128}}) {
+    const dg::ops::GemmOverride o = dg::ops::batched_gemm_override(reduced(9, m, n, 256), {});
+    CHECK(o.block_m == bm);
+    CHECK(o.block_n == bn);
+    CHECK(o.split_k == 1);
+  }
+  dg::ops::GemmOverride user;
+  user.block_n = 64;
+  const dg::ops::GemmOverride o = dg::ops::batched_gemm_override(reduced(9, 128, 384, 256), user);
+  CHECK(o.block_m == 0);  // the caller's tile options leave the rest to the heuristic
+  CHECK(o.block_n == 64);
+  CHECK(dg::ops::batched_gemm_override(per_head(true, 64, 4, 512, 128), {}).block_m == 0);
+}
+
+TEST_CASE("einsum: batched GEMMs refuse split-K by name") {
+  dg::ops::GemmOverride o;
+  o.split_k = 2;
+  dg::ops::GemmConfig c;
+  for (const BatchedArgs& args : {per_head(true, 64, 4, 512, 128), reduced(16, 128, 128, 128)}) {
+    CHECK(dg::ops::choose_gemm_config(dg::ops::batched_gemm_shape(args), 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(dg_last_error()).find("split_k") != std::string::npos);
+  }
+}
+
+TEST_CASE("einsum: batch-reduced splits fill the SMs and keep several K blocks each") {
+  using dg::ops::batch_reduced_splits;
+  CHECK(batch_reduced_splits(3, 132, 100000) == 44);  // 3 tiles on 132 SMs
+  CHECK(batch_reduced_splits(3, 132, 40) == 10);      // at least 4 K blocks per split
+  CHECK(batch_reduced_splits(3, 132, 3) == 1);
+  CHECK(batch_reduced_splits(200, 132, 100000) == 1);  // more tiles than SMs: no split
+  CHECK(batch_reduced_splits(9, 66, 100000) == 7);     // CTA pairs: 66 clusters
+  for (int64_t units : {1, 2, 5, 31, 132, 1000})
+    for (int64_t kb : {1, 4, 7, 64, 100000}) {
+      const int64_t s = batch_reduced_splits(units, 132, kb);
+      CHECK(s >= 1);
+      CHECK((s == 1 || s * 4 <= kb));
+      CHECK((s == 1 || s * units <= 132));
+    }
+}

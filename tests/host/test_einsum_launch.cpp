@@ -1,0 +1,247 @@
+// dg_bf16_einsum against the fake driver: the per-head forms launch the batched GEMM kernel with 3-D
+// maps of a, b and d over the tensors' own strides (views read in place), the walk over every
+// head's blocks of rows (padded to even with CTA pairs along M) and the heads' divider; the batch
+// sum sets D to C (or zeros) first and launches units x splits CTAs whose K splits cover the
+// batch's K blocks. Also the argument checks the bad-input matrix cannot see (expressions, layouts,
+// c, options, prepare's sizes), each naming its argument. No GPU.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dg.h"
+#include "fake_driver.h"
+#include "launch_util.h"
+#include "ops/batched_gemm.h"
+#include "ops/gemm.h"
+
+namespace {
+
+using dg::ops::BatchedArgs;
+using dg::ops::GemmConfig;
+using dg::ops::Major;
+using dg::ops::Sm90GemmParams;
+using namespace dg::test;  // fake_driver.h, launch_util.h
+
+struct Stream {
+  dg_stream* s = nullptr;
+  Stream() { REQUIRE(dg_stream_create(&s, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS); }
+  ~Stream() { dg_stream_destroy(s); }
+};
+
+uint64_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+GemmConfig config_of(const BatchedArgs& args, const dg_gemm_options& o) {
+  dg::ops::GemmOverride over;
+  over.block_m = o.block_m, over.block_n = o.block_n, over.cluster = o.cluster, over.multicast_a = o.multicast_a;
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(dg::ops::batched_gemm_shape(args), kSms,
+                                      dg::ops::batched_gemm_override(args, over), &c) == DG_SUCCESS);
+  return c;
+}
+
+Sm90GemmParams only_gemm(FakeDriver& fake, size_t pre, Launch* out) {
+  const std::vector<Launch> l = fake.take();
+  REQUIRE(l.size() == pre + 1);
+  for (size_t i = 0; i < pre; ++i) CHECK(l[i].kernel.find("dg_gemm_scale_f32") == 0);
+  *out = l[pre];
+  Sm90GemmParams p;
+  REQUIRE(out->params.size() == sizeof(p));
+  std::memcpy(&p, out->params.data(), sizeof(p));
+  return p;
+}
+
+// "bhr,hdr->bhd" (absorb) or "bhd,hdr->bhr": a [b, h, K] (heads-first storage when transposed), b
+// [h, d, r] rows r + pad apart, d [b, h, N].
+void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t r, int64_t d, int64_t pad,
+                    bool transposed, const dg_gemm_options& o) {
+  CAPTURE(absorb);
+  CAPTURE(b);
+  CAPTURE(h);
+  CAPTURE(o.cluster);
+  const int64_t K = absorb ? r : d, N = absorb ? d : r, ldb = r + pad;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3);
+  Tensor ta(pa, DG_DTYPE_BFLOAT16, {b, h, K}, transposed ? std::vector<int64_t>{K, b * K, 1} : std::vector<int64_t>{});
+  Tensor tb(pb, DG_DTYPE_BFLOAT16, {h, d, r}, {d * ldb, ldb, 1});
+  Tensor td(pd, DG_DTYPE_BFLOAT16, {b, h, N});
+  Stream stream;
+  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr", ta.t, tb.t, td.t, nullptr, &o) ==
+                      DG_SUCCESS,
+                  std::string(dg_last_error()));
+  BatchedArgs args;
+  args.batches = h, args.m = b, args.n = N, args.k = K;
+  args.b.major = absorb ? Major::kK : Major::kMN;
+  const GemmConfig c = config_of(args, o);
+  CAPTURE(dg::ops::describe(dg::ops::batched_gemm_shape(args), c));
+  Launch L;
+  const Sm90GemmParams p = only_gemm(fake, 0, &L);
+  CHECK(L.kernel.find("_bat_") != std::string::npos);
+  CHECK(L.config.grid[0] == unsigned(c.grid));
+  const bool pair_m = c.cluster == 2 && !c.multicast_a, pair_n = c.cluster == 2 && c.multicast_a;
+  const int64_t blocks = (cdiv(b, c.block_m) + (pair_m ? 1 : 0)) / (pair_m ? 2 : 1) * (pair_m ? 2 : 1);
+  CHECK(p.m == uint32_t(h * blocks * c.block_m));
+  CHECK(p.n == uint32_t(N));
+  CHECK(p.k == uint32_t(K));
+  CHECK(p.num_groups == uint32_t(h));
+  CHECK(p.walk.per_slot.d == uint32_t(blocks));
+  for (uint32_t block : {0u, 1u, uint32_t(blocks), uint32_t(h * blocks - 1)})
+    CHECK(fast_div_apply(p.walk.per_slot, block) == block / uint32_t(blocks));
+  Sm90GemmParams q = p;
+  q.walk.per_slot = dg::ops::fast_div(uint32_t(h * blocks / (pair_m ? 2 : 1) * cdiv(cdiv(N, c.block_n), pair_n ? 2 : 1)));
+  check_walk(q.walk, h * blocks / (pair_m ? 2 : 1), cdiv(cdiv(N, c.block_n), pair_n ? 2 : 1), p.raster_band,
+             p.raster_along_n != 0);
+  // a: (K, b, h) with b's rows h * K elements apart and heads K apart (or the transposed storage's).
+  const fake_tensor_map am = map_of(p.tma_a), bm = map_of(p.tma_b), dm = map_of(p.tma_d);
+  CHECK((am.rank == 3 && am.address == addr(pa)));
+  CHECK((am.dims[0] == uint64_t(K) && am.dims[1] == uint64_t(b) && am.dim2 == uint64_t(h)));
+  CHECK(am.stride1 == uint64_t((transposed ? K : h * K) * 2));
+  CHECK(am.stride2 == uint64_t((transposed ? b * K : K) * 2));
+  CHECK((bm.rank == 3 && bm.address == addr(pb) && bm.dim2 == uint64_t(h)));
+  CHECK(bm.stride1 == uint64_t(ldb * 2));
+  CHECK(bm.stride2 == uint64_t(d * ldb * 2));
+  if (absorb) CHECK((bm.dims[0] == uint64_t(r) && bm.dims[1] == uint64_t(d) && bm.box[0] == 64u));
+  else CHECK((bm.dims[0] == uint64_t(r) && bm.dims[1] == uint64_t(d) && bm.box[1] == 64u));  // (N, K): r over d
+  CHECK((dm.rank == 3 && dm.address == addr(pd)));
+  CHECK((dm.dims[0] == uint64_t(N) && dm.dims[1] == uint64_t(b) && dm.dim2 == uint64_t(h)));
+  CHECK(dm.stride1 == uint64_t(h * N * 2));
+  CHECK(dm.stride2 == uint64_t(N * 2));
+}
+
+// "bmk,bnk->mn": c_mode 0 = none (D zeroed first), 1 = d itself, 2 = separate (D := C first).
+void check_sum(FakeDriver& fake, int64_t s, int64_t m, int64_t n, int64_t k, int c_mode, const dg_gemm_options& o) {
+  CAPTURE(s);
+  CAPTURE(m);
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(c_mode);
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *pc = fake_address(4);
+  Tensor ta(pa, DG_DTYPE_BFLOAT16, {s, m, k});
+  Tensor tb(pb, DG_DTYPE_BFLOAT16, {s, n, k});
+  Tensor td(pd, DG_DTYPE_FLOAT32, {m, n});
+  Tensor tc(c_mode == 1 ? pd : pc, DG_DTYPE_FLOAT32, {m, n});
+  Stream stream;
+  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, "bmk,bnk->mn", ta.t, tb.t, td.t, c_mode ? tc.t : nullptr, &o) == DG_SUCCESS,
+                  std::string(dg_last_error()));
+  BatchedArgs args;
+  args.reduce = true, args.batches = s, args.m = m, args.n = n, args.k = k, args.d_dtype = DG_DTYPE_FLOAT32;
+  const GemmConfig c = config_of(args, o);
+  Launch L;
+  const Sm90GemmParams p = only_gemm(fake, c_mode == 1 ? 0 : 1, &L);
+  CHECK(L.kernel.find("_bsum_") != std::string::npos);
+  CHECK(L.kernel.find("_acc_") != std::string::npos);
+  const int64_t units = cdiv(cdiv(m, c.block_m), c.cluster == 2 && !c.multicast_a ? 2 : 1) *
+                        cdiv(cdiv(n, c.block_n), c.cluster == 2 && c.multicast_a ? 2 : 1);
+  const int64_t num_kb = s * cdiv(k, c.block_k);
+  const int64_t splits = dg::ops::batch_reduced_splits(units, kSms / c.cluster, num_kb);
+  CHECK(p.num_groups == uint32_t(splits));
+  CHECK(p.group_rows == uint32_t(s));
+  CHECK(p.k == uint32_t(k));
+  CHECK(p.walk.per_slot.d == uint32_t(units));
+  CHECK(L.config.grid[0] == unsigned(std::min<int64_t>(units * splits, kSms / c.cluster) * c.cluster));
+  // The splits cover the K blocks once, in order.
+  int64_t covered = 0;
+  for (int64_t j = 0; j < splits; ++j) {
+    const int64_t begin = j * num_kb / splits, end = (j + 1) * num_kb / splits;
+    CHECK(begin == covered);
+    CHECK(end - begin >= (splits > 1 ? 4 : 1));
+    covered = end;
+  }
+  CHECK(covered == num_kb);
+  const fake_tensor_map am = map_of(p.tma_a), dm = map_of(p.tma_d);
+  CHECK((am.rank == 3 && am.dims[0] == uint64_t(k) && am.dims[1] == uint64_t(m) && am.dim2 == uint64_t(s)));
+  CHECK((am.stride1 == uint64_t(k * 2) && am.stride2 == uint64_t(m * k * 2)));
+  CHECK((dm.rank == 2 && dm.address == addr(pd) && dm.dims[0] == uint64_t(n) && dm.dims[1] == uint64_t(m)));
+  CHECK(dm.dtype == uint32_t(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+}
+
+dg_gemm_options pair(int bm, int bn, int multicast_a) {
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.block_m = bm, o.block_n = bn, o.cluster = 2, o.multicast_a = multicast_a;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("einsum per-head forms launch 3-D maps over the views and walk every head's blocks") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
+  for (bool absorb : {true, false}) {
+    check_per_head(fake, absorb, 4, 128, 512, 128, 128, false, none);  // DeepGEMM's y[:, :, :r]
+    check_per_head(fake, absorb, 4096, 8, 4096, 1024, 0, false, none);
+    check_per_head(fake, absorb, 77, 5, 200, 72, 8, true, none);
+    check_per_head(fake, absorb, 300, 3, 200, 256, 0, false, pair(128, absorb ? 64 : 128, 0));  // pairs along M
+    check_per_head(fake, absorb, 300, 3, 200, 256, 0, false, pair(64, 128, 1));                 // along N
+  }
+}
+
+TEST_CASE("einsum bmk,bnk->mn: D set first, units x splits CTAs over the batch's K blocks") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
+  for (int c_mode : {0, 1, 2}) {
+    check_sum(fake, 129, 128, 384, 128, c_mode, none);
+    check_sum(fake, 4096, 384, 128, 384, c_mode, none);
+  }
+  check_sum(fake, 7, 77, 40, 200, 2, none);
+  check_sum(fake, 1, 8, 8, 8, 0, none);
+  check_sum(fake, 9, 200, 136, 200, 1, pair(128, 64, 0));
+}
+
+TEST_CASE("einsum refuses what it cannot run, naming the argument") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  Stream stream;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3);
+  Tensor a(pa, DG_DTYPE_BFLOAT16, {64, 4, 128});
+  Tensor b(pb, DG_DTYPE_BFLOAT16, {4, 64, 128});
+  Tensor d(pd, DG_DTYPE_BFLOAT16, {64, 4, 64});
+  auto expect = [&](dg_status st, dg_status want, const char* needle) {
+    CHECK_MESSAGE(st == want, dg_status_string(st), ": ", dg_last_error());
+    CHECK_MESSAGE(std::strstr(dg_last_error(), needle) != nullptr, dg_last_error());
+  };
+  expect(dg_bf16_einsum(stream.s, "bhr,hdr->bhr", a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "expr");
+  expect(dg_bf16_einsum(stream.s, "mk,nk->mn", a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "bmk,bnk->mn");
+  expect(dg_bf16_einsum(stream.s, nullptr, a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "expr");
+  const std::string longer(200, 'b');
+  expect(dg_bf16_einsum(stream.s, longer.c_str(), a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "expr");
+  // Only the batch sum accumulates.
+  expect(dg_bf16_einsum(stream.s, "bhr,hdr->bhd", a.t, b.t, d.t, d.t, nullptr), DG_ERROR_INVALID_ARGUMENT, "c:");
+  // The wrong form's operands: "bhd,hdr->bhr" wants a [b, h, d = 64].
+  expect(dg_bf16_einsum(stream.s, "bhd,hdr->bhr", a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "a:");
+  // Options einsum does not take.
+  for (int field = 0; field < 5; ++field) {
+    dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+    const char* name = field == 0 ? "options.alpha" : field == 1 ? "options.split_k" : field == 2 ? "options.kernel"
+                                                    : field == 3 ? "options.fp8_promotion" : "options.epilogue";
+    if (field == 0) o.alpha = 2.0f;
+    if (field == 1) o.split_k = 2;
+    if (field == 2) o.kernel = DG_GEMM_KERNEL_SKINNY;
+    if (field == 3) o.fp8_promotion = DG_FP8_PROMOTION_AFTER;
+    dg_gemm_epilogue epi = DG_GEMM_EPILOGUE_INIT;
+    if (field == 4) o.epilogue = &epi;
+    expect(dg_bf16_einsum(stream.s, "bhr,hdr->bhd", a.t, b.t, d.t, nullptr, &o), DG_ERROR_INVALID_ARGUMENT, name);
+  }
+  // Layouts TMA cannot read: a stride not a multiple of 16 bytes, a last dimension not contiguous.
+  Tensor odd_b(pb, DG_DTYPE_BFLOAT16, {4, 64, 128}, {64 * 132, 132, 1});
+  expect(dg_bf16_einsum(stream.s, "bhr,hdr->bhd", a.t, odd_b.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "b:");
+  Tensor cols_a(pa, DG_DTYPE_BFLOAT16, {64, 4, 128}, {8, 64 * 128 * 8, 64});
+  expect(dg_bf16_einsum(stream.s, "bhr,hdr->bhd", cols_a.t, b.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "a:");
+  // The batch sum writes FP32 d; c shares d's data only as d itself.
+  Tensor sa(pa, DG_DTYPE_BFLOAT16, {4, 64, 128}), sb(pb, DG_DTYPE_BFLOAT16, {4, 32, 128});
+  Tensor sd_bf16(pd, DG_DTYPE_BFLOAT16, {64, 32}), sd(pd, DG_DTYPE_FLOAT32, {64, 32}, {40, 1});
+  Tensor sc_alias(pd, DG_DTYPE_FLOAT32, {64, 32});
+  expect(dg_bf16_einsum(stream.s, "bmk,bnk->mn", sa.t, sb.t, sd_bf16.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT,
+         "d:");
+  expect(dg_bf16_einsum(stream.s, "bmk,bnk->mn", sa.t, sb.t, sd.t, sc_alias.t, nullptr), DG_ERROR_INVALID_ARGUMENT,
+         "c:");
+  Tensor sb_k(pb, DG_DTYPE_BFLOAT16, {4, 32, 120});
+  expect(dg_bf16_einsum(stream.s, "bmk,bnk->mn", sa.t, sb_k.t, sd.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT,
+         "b:");
+  // prepare: operands that do not fit the expression, c for a per-head form.
+  const int64_t as[3] = {64, 4, 128}, bs[3] = {4, 64, 128}, bad[3] = {5, 64, 128};
+  expect(dg_bf16_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bad, 0, nullptr), DG_ERROR_INVALID_ARGUMENT, "b_sizes");
+  expect(dg_bf16_einsum_prepare(stream.s, "bmk,bnk->mn", as, bs, 0, nullptr), DG_ERROR_INVALID_ARGUMENT, "b_sizes");
+  expect(dg_bf16_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 1, nullptr), DG_ERROR_INVALID_ARGUMENT, "with_c");
+  expect(dg_bf16_einsum_prepare(stream.s, "bmk,bnk->mm", as, bs, 0, nullptr), DG_ERROR_UNSUPPORTED, "expr");
+  // Nothing reached the driver.
+  CHECK(fake.take().empty());
+}
