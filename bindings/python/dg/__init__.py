@@ -11,7 +11,7 @@ then the system loader.
 
 Modules (all private; everything public is exported here): one per call family, ``_core``
 (version, logging, config, devices), ``_layout`` (host utilities, scale layouts), ``_gemm``,
-``_grouped`` (M-grouped), ``_epilogue`` (fused GEMM epilogues), ``_k_grouped``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
+``_grouped`` (M-grouped), ``_epilogue`` (fused GEMM epilogues), ``_k_grouped``, ``_einsum``, ``_mqa``, ``_gemv``, ``_cublaslt``, ``_stream``
 (``dg.Stream``); beneath them ``_arguments`` (argument handling the families share), ``_tensor``
 (tensor descriptors), ``_fast`` (the warm path of repeated calls), ``_lib`` (finding and loading
 libdg and NVRTC), ``_integers`` (integer arguments), ``_declarations`` (ctypes declarations
@@ -114,6 +114,7 @@ from ._cublaslt import (  # noqa: E402
 from ._epilogue import GemmEpilogue, fp8_scales_like, swiglu_interleave  # noqa: E402
 from ._gemv import nvfp4_gemv  # noqa: E402
 from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
+from ._einsum import einsum, einsum_prepare  # noqa: E402
 from ._quant import (  # noqa: E402
     k_grouped_padded_ks,
     quantize_fp8_k_grouped,
@@ -232,4 +233,7 @@ __all__ = [
     "k_grouped_fp8_gemm_tn_contiguous",
     "k_grouped_bf16_gemm_tn_contiguous",
     "k_grouped_gemm_prepare",
+    # einsum forms (docs/einsum.md)
+    "einsum",
+    "einsum_prepare",
 ]

@@ -261,7 +261,7 @@ def available() -> Dict[str, bool]:
               "dg_fp8_paged_mqa_logits"]
     names += ["dg_quantize_fp8_%s" % f for f in ("per_token", "per_token_contiguous", "per_token_masked", "per_block",
                                                  "mn_major")]
-    names += ["dg_swiglu_interleave"]
+    names += ["dg_swiglu_interleave", "dg_bf16_einsum"]
     lib = _lib.get()
     out = {n[3:]: lib.has(n) for n in names}
     if not cublaslt_available():  # symbols present, cuBLASLt itself not loadable

@@ -63,6 +63,71 @@ def test_einsum_per_head_forms(expr):
     assert calc_diff(z, torch.einsum(expr, x.double(), y.double())) < 1e-5
 
 
+@pytest.mark.parametrize("s_", [129, 4096, 8192])
+@pytest.mark.parametrize("m,n,k", [(128, 384, 128), (256, 256, 256), (384, 128, 384)])
+@pytest.mark.parametrize("dtype", ["float", "bfloat16"])
+def test_einsum_bmk_bnk_mn_deepgemm_shapes(s_, m, n, k, dtype):
+    # DeepGEMM's test_bmk_bnk_mn: FP32 d accumulates (c = d), BF16 d takes no c.
+    a = torch.randn((s_, m, k), dtype=torch.bfloat16, device="cuda")
+    b = torch.randn((s_, n, k), dtype=torch.bfloat16, device="cuda")
+    d = torch.randn((m, n), dtype=getattr(torch, dtype), device="cuda")
+    c = d if dtype == "float" else None
+    ref = (c.double() if c is not None else 0) + torch.bmm(a.float(), b.float().mT).sum(0).double()
+    deep_gemm.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, ref) < 1e-5
+
+
+def test_einsum_bmk_bnk_mn_separate_c_and_no_c():
+    a = torch.randn((77, 200, 72), dtype=torch.bfloat16, device="cuda")
+    b = torch.randn((77, 136, 72), dtype=torch.bfloat16, device="cuda")
+    c = torch.randn((200, 136), dtype=torch.float, device="cuda")
+    d = torch.full((200, 136), float("nan"), device="cuda")
+    ref = torch.bmm(a.double(), b.double().mT).sum(0)
+    dg.einsum("bmk,bnk->mn", a, b, d, c=c)
+    assert calc_diff(d, c.double() + ref) < 1e-9
+    d.fill_(float("nan"))
+    dg.einsum("bmk,bnk->mn", a, b, d)
+    assert calc_diff(d, ref) < 1e-9
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
+@pytest.mark.parametrize("h,r,dd", [(128, 512, 128), (8, 4096, 1024)])
+@pytest.mark.parametrize("bsz", [4, 32, 128, 4096, 8192])
+@pytest.mark.parametrize("use_cublaslt", [False, True])
+def test_einsum_per_head_deepgemm_shapes(expr, h, r, dd, bsz, use_cublaslt):
+    # DeepGEMM's test_bhr_hdr_bhd / test_bhd_hdr_bhr: y a view of a wider tensor.
+    x = torch.randn((bsz, h, r if expr.startswith("bhr") else dd), device="cuda", dtype=torch.bfloat16)
+    y = torch.randn((h, dd, r + 128), device="cuda", dtype=torch.bfloat16)[:, :, :r]
+    z = torch.full((bsz, h, dd if expr.endswith("bhd") else r), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.einsum(expr, x, y, z, use_cublaslt=use_cublaslt)
+    ref = torch.einsum(expr, x.float(), y.float())
+    assert calc_diff(z, ref) < 1e-5
+    # One BF16 rounding of an FP32 sum: the result is the reference rounded, up to a last-bit tie.
+    assert ((z.float() - ref).abs() <= ref.abs() * 2.0 ** -8 + 1e-3).all()
+
+
+@pytest.mark.parametrize("expr", ["bhr,hdr->bhd", "bhd,hdr->bhr"])
+def test_einsum_per_head_odd_shapes_and_layouts(expr):
+    for bsz, h, r, dd in [(77, 5, 200, 72), (1, 3, 136, 264), (300, 1, 64, 128)]:
+        k = r if expr.startswith("bhr") else dd
+        x = torch.randn((h, bsz, k), device="cuda", dtype=torch.bfloat16).transpose(0, 1)  # heads-first storage
+        y = torch.randn((h, dd, r), device="cuda", dtype=torch.bfloat16)
+        z = torch.full((bsz, h, dd if expr.endswith("bhd") else r), float("nan"), device="cuda", dtype=torch.bfloat16)
+        dg.einsum(expr, x, y, z)
+        assert calc_diff(z, torch.einsum(expr, x.double(), y.double())) < 1e-5
+
+
+def test_einsum_strides_the_tma_cannot_read_fall_back_to_torch_in_the_drop_in():
+    # r = 100: rows of 200 bytes, not a multiple of 16.
+    x = torch.randn((9, 4, 100), device="cuda", dtype=torch.bfloat16)
+    y = torch.randn((4, 64, 100), device="cuda", dtype=torch.bfloat16)
+    z = torch.empty((9, 4, 64), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(dg.Unsupported, match="stride"):
+        dg.einsum("bhr,hdr->bhd", x, y, z)
+    deep_gemm.einsum("bhr,hdr->bhd", x, y, z)
+    assert calc_diff(z, torch.einsum("bhr,hdr->bhd", x.double(), y.double())) < 1e-5
+
+
 def test_fp8_gemm_nt_skip_head_mid_leaves_the_middle_untouched():
     from dg.deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 

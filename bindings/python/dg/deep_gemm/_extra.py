@@ -1,7 +1,6 @@
-"""DeepGEMM 2.6 calls that libdg has no kernel of its own for yet, composed from libdg's GEMMs or
-torch: ``fp8_gemm_nt_skip_head_mid`` (a full GEMM, then the head columns copied around the
-skipped middle), ``einsum`` (its three forms) and ``tf32_hc_prenorm_gemm`` (libdg's kernel when
-the library has it)."""
+"""DeepGEMM 2.6 calls beyond v2.2's API: ``fp8_gemm_nt_skip_head_mid`` (composed: a full GEMM,
+then the head columns copied around the skipped middle), ``einsum`` (libdg's batched GEMM kernels,
+docs/einsum.md) and ``tf32_hc_prenorm_gemm`` (libdg's kernel when the library has it)."""
 
 from __future__ import annotations
 
@@ -47,29 +46,68 @@ def fp8_gemm_nt_skip_head_mid(a: Tuple[Any, Any], b: Tuple[Any, Any], d: Any, he
 
 
 def einsum(expr: str, a: Any, b: Any, d: Any, c: Any = None, use_cublaslt: bool = False) -> None:
-    """DeepGEMM's einsum forms: ``bmk,bnk->mn`` (summed over b, FP32 accumulation, ``d = c + ...``
-    with FP32 ``c``), ``bhr,hdr->bhd`` and ``bhd,hdr->bhr`` (BF16).
+    """DeepGEMM's einsum forms on libdg's batched GEMM kernels (``dg.einsum``, docs/einsum.md):
+    ``bmk,bnk->mn`` (summed over b in FP32; FP32 ``d`` with ``c`` None, ``d`` itself or another FP32
+    tensor accumulated, or BF16 ``d`` without ``c`` through an FP32 temporary), ``bhr,hdr->bhd`` and
+    ``bhd,hdr->bhr`` (BF16), every operand read in place.
 
-    ``bmk,bnk->mn`` runs as one libdg BF16 GEMM with K = b * k over K-major copies of a and b; the
-    two per-head forms run through torch (cuBLAS) until libdg has their kernels. ``use_cublaslt``
-    is accepted (both paths end in cuBLAS or libdg)."""
-    del use_cublaslt
-    form = expr.replace(" ", "")
+    ``use_cublaslt`` (DeepGEMM's cuBLASLt path for the per-head forms) runs libdg's kernel as well;
+    DeepGEMM refuses it for ``bmk,bnk->mn`` and so does this. Operands whose strides the TMA cannot
+    read (a stride not a multiple of 16 bytes, a last dimension not contiguous) fall back to torch."""
+    form = expr.replace(" ", "") if isinstance(expr, str) else expr
     if form not in _EINSUM_FORMS:
         raise Unsupported("expr: %r (libdg's einsum takes %s)" % (expr, ", ".join(_EINSUM_FORMS)))
     import torch
+    stream = call_stream(a)
     if form == "bmk,bnk->mn":
-        s, m, k = a.shape
-        n = b.shape[1]
-        if c is not None and (c.dtype != torch.float32 or d.dtype != torch.float32):
+        if use_cublaslt:
+            raise InvalidArgument("use_cublaslt: DeepGEMM has no cuBLASLt path for 'bmk,bnk->mn'")
+        if d.dtype == torch.bfloat16:
+            if c is not None:
+                raise InvalidArgument("c: a BF16 d takes no c (accumulation needs FP32 c and d)")
+            acc = torch.empty(d.shape, dtype=torch.float32, device=d.device)
+            _einsum_or_torch(form, a, b, acc, None, stream)
+            d.copy_(acc)
+            return
+        if c is not None and c.dtype != torch.float32:
             raise InvalidArgument("c: accumulation needs FP32 c and d, got %s and %s" % (c.dtype, d.dtype))
-        flat_a = a.permute(1, 0, 2).reshape(m, s * k)
-        flat_b = b.permute(1, 0, 2).reshape(n, s * k)
-        _gemm.bf16_gemm_nt(flat_a, flat_b, d, c=c, stream=call_stream(a))
+        _einsum_or_torch(form, a, b, d, c, stream)
         return
     if c is not None:
         raise InvalidArgument("c: only 'bmk,bnk->mn' accumulates")
-    d.copy_(torch.einsum(form, a, b))
+    _einsum_or_torch(form, a, b, d, None, stream)
+
+
+def _einsum_or_torch(form: str, a: Any, b: Any, d: Any, c: Any, stream: Any) -> None:
+    """libdg's kernel; torch where libdg cannot read the operands' layout (dg.Unsupported)."""
+    from .. import _einsum
+
+    try:
+        _einsum.einsum(form, a, b, d, c=c, stream=stream)
+        return
+    except Unsupported:
+        if not _layout_unsupported(a, b, d, c):
+            raise
+    import torch
+    if form == "bmk,bnk->mn":
+        total = torch.einsum("bmk,bnk->mn", a.float(), b.float())
+        d.copy_(total if c is None else c + total)
+    else:
+        d.copy_(torch.einsum(form, a, b))
+
+
+def _layout_unsupported(*tensors: Any) -> bool:
+    """Whether a tensor has strides the TMA cannot read: a last dimension not contiguous, or another
+    stride (of a dimension longer than 1) not a multiple of 16 bytes, or data not 16-byte aligned."""
+    for t in tensors:
+        if t is None:
+            continue
+        sizes, strides, item = t.shape, t.stride(), t.element_size()
+        if t.data_ptr() % 16 != 0 or (sizes[-1] > 1 and strides[-1] != 1):
+            return True
+        if any(n > 1 and (s * item) % 16 != 0 for n, s in zip(sizes[:-1], strides[:-1])):
+            return True
+    return False
 
 
 def fp8_einsum(expr: str, a: Tuple[Any, Any], b: Tuple[Any, Any], d: Any, c: Any = None,
