@@ -12,7 +12,10 @@ G = the splits, 0 for none; a device copy moving the bytes the call reads and wr
 cuBLAS column), `quant` (per-token 1 x 128 FP8 quantization of BF16 [M, K], M in QUANT_M x K in QUANT_K,
 beside a Triton kernel written as inference engines write it, one program per 1 x 128 group
 (`triton_group_quant`); a device copy moving the bytes the call reads and writes stands in the cuBLAS
-column, and both kernels must produce the same codes and scales bit for bit before they are timed).
+column, and both kernels must produce the same codes and scales bit for bit before they are timed),
+`einsum` (DeepGEMM's einsum forms at the shapes of its tests: bmk,bnk->mn with FP32 D
+accumulated and BF16 D, G = the batch; bhr,hdr->bhd and bhd,hdr->bhr, G = h, m = b; the cuBLAS column
+is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for the batch sum).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -29,7 +32,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
-                                   [mqa-compressed] [hc-prenorm] [quant]
+                                   [mqa-compressed] [hc-prenorm] [quant] [einsum]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
@@ -90,7 +93,13 @@ HC_PRENORM = [(m, k) for m in (13, 137, 4096, 8192, 16384) for k in (28672, 7680
 # Per-token FP8 quantization of BF16 [M, K]: M x K.
 QUANT_M = [128, 4096, 16384]
 QUANT_K = [2048, 7168]
-SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm", "quant")
+# The einsum forms at DeepGEMM's test shapes (tests/test_einsum.py): the batch sum (s, m, n, k) with FP32 D
+# accumulated (c = d) and BF16 D, and the per-head forms (h, r, d) at each b.
+EINSUM_SUM = [(s, m, n, k) for s in (129, 4096, 8192)
+              for m, n, k in ((128, 384, 128), (256, 256, 256), (384, 128, 384))]
+EINSUM_HEADS = [(h, r, d, b) for h, r, d in ((128, 512, 128), (8, 4096, 1024)) for b in (4, 32, 128, 4096, 8192)]
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm",
+          "quant", "einsum")
 NAME = "grouped"
 
 
@@ -609,6 +618,62 @@ def quant(m, k):
     race(row, timed)
 
 
+def einsum_sum(s_, m, n, k, fp32):
+    """einsum("bmk,bnk->mn"); row fields: G = s (the batch summed over), m, n, k; kind bmk32 (FP32 D, c = d,
+    accumulating on every replay) or bmk16 (BF16 D, no c). The cuBLAS column is torch.einsum (one GEMM over
+    the permuted operands, their copies included). The diff is of one call on D = 0 (FP32) against FP64."""
+    a = torch.randn((s_, m, k), dtype=torch.bfloat16, device="cuda")
+    b = torch.randn((s_, n, k), dtype=torch.bfloat16, device="cuda")
+    dtype = torch.float if fp32 else torch.bfloat16
+    outs = {name: torch.zeros((m, n), dtype=dtype, device="cuda") for name in ("libdg", "deepgemm")}
+    row = dict(suite="einsum", kind="bmk32" if fp32 else "bmk16", groups=s_, expected_m=m, n=n, k=k,
+               flops=2.0 * s_ * m * n * k)
+    contenders = {"libdg": lambda: dg.einsum("bmk,bnk->mn", a, b, outs["libdg"], c=outs["libdg"] if fp32 else None)}
+    if not fp32:  # libdg sums into FP32 D: the drop-in's BF16 path, a temporary and a cast
+        tmp = torch.empty((m, n), dtype=torch.float, device="cuda")
+        contenders["libdg"] = lambda: (dg.einsum("bmk,bnk->mn", a, b, tmp), outs["libdg"].copy_(tmp))
+    if deep_gemm is not None and hasattr(deep_gemm, "einsum"):
+        dd = outs["deepgemm"]
+        contenders["deepgemm"] = lambda: deep_gemm.einsum("bmk,bnk->mn", a, b, dd, c=dd if fp32 else None)
+    ref = torch.bmm(a.double(), b.double().mT).sum(0)
+    for name, fn in contenders.items():
+        outs[name].zero_()
+        fn()
+        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    del ref
+    torch.cuda.synchronize()
+    timed = {name: graphed(fn) for name, fn in contenders.items()}
+    timed["cublas"] = lambda: torch.einsum("bmk,bnk->mn", a, b)
+    race(row, timed)
+
+
+def einsum_heads(expr, h, r, d, b):
+    """einsum("bhr,hdr->bhd") or ("bhd,hdr->bhr") with y a view of [h, d, r + 128] (as DeepGEMM's test); row
+    fields: G = h, m = b, n = d or r (the columns per head), k = r or d (the contraction); kind bhr or bhd.
+    The cuBLAS column is DeepGEMM's use_cublaslt=True path where DeepGEMM is present, else torch.einsum."""
+    absorb = expr.startswith("bhr")
+    x = torch.randn((b, h, r if absorb else d), dtype=torch.bfloat16, device="cuda")
+    y = torch.randn((h, d, r + 128), dtype=torch.bfloat16, device="cuda")[:, :, :r]
+    shape = (b, h, d if absorb else r)
+    outs = {name: torch.empty(shape, dtype=torch.bfloat16, device="cuda") for name in ("libdg", "deepgemm", "cublas")}
+    row = dict(suite="einsum", kind="bhr" if absorb else "bhd", groups=h, expected_m=b, n=d if absorb else r,
+               k=r if absorb else d, flops=2.0 * b * h * r * d)
+    contenders = {"libdg": lambda: dg.einsum(expr, x, y, outs["libdg"])}
+    if deep_gemm is not None and hasattr(deep_gemm, "einsum"):
+        contenders["deepgemm"] = lambda: deep_gemm.einsum(expr, x, y, outs["deepgemm"])
+        contenders["cublas"] = lambda: deep_gemm.einsum(expr, x, y, outs["cublas"], use_cublaslt=True)
+    else:
+        contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
+    ref = torch.einsum(expr, x.double(), y.double())
+    for name, fn in contenders.items():
+        outs[name].fill_(float("nan"))
+        fn()
+        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    del ref
+    torch.cuda.synchronize()
+    race(row, {name: graphed(fn) for name, fn in contenders.items()})
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -825,6 +890,13 @@ def main():
         for m in QUANT_M:
             for k in QUANT_K:
                 quant(m, k)
+    if "einsum" in args.suites and not args.fp8_only:
+        for s_, m, n, k in EINSUM_SUM:
+            for fp32 in (True, False):
+                einsum_sum(s_, m, n, k, fp32)
+        for expr in ("bhr,hdr->bhd", "bhd,hdr->bhr"):
+            for h, r, d, b in EINSUM_HEADS:
+                einsum_heads(expr, h, r, d, b)
     report(args.out)
 
 
