@@ -26,7 +26,8 @@ dg_status parse_expr(const char* expr, Form* out) {
   if (expr == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "expr: NULL (expected {})", kForms);
   std::string e;
   for (const char* p = expr; *p != '\0'; ++p) {
-    if (e.size() > kMaxExprChars) return dg::fail(DG_ERROR_UNSUPPORTED, "expr: longer than {} characters (expected {})", kMaxExprChars, kForms);
+    if (e.size() > kMaxExprChars)
+      return dg::fail(DG_ERROR_UNSUPPORTED, "expr: longer than {} characters (expected {})", kMaxExprChars, kForms);
     if (*p != ' ') e.push_back(*p);
   }
   if (e == "bmk,bnk->mn") *out = Form::kBmkBnkMn;
@@ -39,16 +40,18 @@ dg_status parse_expr(const char* expr, Form* out) {
 // The options an einsum honours: the tile overrides and the SM cap; the rest keep their defaults.
 dg_status check_einsum_options(const dg_gemm_options& o) {
   if (o.alpha != 1.0f || o.beta != 1.0f)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.alpha, options.beta: {}, {} (einsum takes neither: expected 1, 1)",
-                    o.alpha, o.beta);
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.alpha, options.beta: {}, {} (einsum takes neither: expected 1, 1)", o.alpha, o.beta);
   if (o.split_k > 1)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} (einsum splits K itself: expected 0 or 1)", o.split_k);
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.split_k: {} (einsum splits K itself: expected 0 or 1)",
+                    o.split_k);
   if (o.kernel == DG_GEMM_KERNEL_SKINNY)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.kernel: DG_GEMM_KERNEL_SKINNY (einsum runs the tiled kernel)");
   if (o.fp8_promotion != 0 || o.fp8_promotion_slices != 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion, fp8_promotion_slices: FP8 options (expected 0)");
   if (o.workspace != nullptr || o.workspace_size != 0)
-    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.workspace: einsum takes none (expected NULL and workspace_size 0)");
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "options.workspace: einsum takes none (expected NULL and workspace_size 0)");
   if (o.epilogue != nullptr)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.epilogue: einsum has no fused epilogue (expected NULL)");
   return DG_SUCCESS;
@@ -223,7 +226,8 @@ dg_status prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, c
                     a_sizes[0], a_sizes[2]);
   if (!args.reduce && (a_sizes[1] != b_sizes[0] || a_sizes[2] != (absorb ? b_sizes[2] : b_sizes[1])))
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b_sizes: [{}, {}, {}] does not match a_sizes [{}, {}, {}] for \"{}\"",
-                    b_sizes[0], b_sizes[1], b_sizes[2], a_sizes[0], a_sizes[1], a_sizes[2], absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr");
+                    b_sizes[0], b_sizes[1], b_sizes[2], a_sizes[0], a_sizes[1], a_sizes[2],
+                    absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr");
   if (args.reduce) args.batches = a_sizes[0], args.m = a_sizes[1], args.n = b_sizes[1], args.k = a_sizes[2];
   else args.batches = b_sizes[0], args.m = a_sizes[0], args.n = absorb ? b_sizes[1] : b_sizes[2], args.k = a_sizes[2];
   args.b.major = absorb || args.reduce ? Major::kK : Major::kMN;

@@ -163,9 +163,9 @@ dg_status run_batched_gemm(const dg_stream_s& stream, const BatchedArgs& args, c
   // Batch-reduced: D holds C (or zeros) first, unless it already is C; the splits add into it.
   const bool zero = args.reduce && args.c == nullptr, copy_c = args.reduce && args.c != nullptr && args.c != args.d;
   auto prologue = [&](Phase phase) -> dg_status {
-    const bool load = phase == Phase::kLoad;
-    if (zero || (load && prepare_only && args.reduce)) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), false, load));
-    if (copy_c || (load && prepare_only && args.reduce)) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), true, load));
+    const bool load = phase == Phase::kLoad, both = load && prepare_only && args.reduce;
+    if (zero || both) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), false, load));
+    if (copy_c || both) DG_TRY(run_gemm_scale(stream, d_of_batch(args, 0), true, load));
     return DG_SUCCESS;
   };
   auto launcher = [&](const GemmConfig& c, const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& lc) {

@@ -88,9 +88,9 @@ void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t
   for (uint32_t block : {0u, 1u, uint32_t(blocks), uint32_t(h * blocks - 1)})
     CHECK(fast_div_apply(p.walk.per_slot, block) == block / uint32_t(blocks));
   Sm90GemmParams q = p;
-  q.walk.per_slot = dg::ops::fast_div(uint32_t(h * blocks / (pair_m ? 2 : 1) * cdiv(cdiv(N, c.block_n), pair_n ? 2 : 1)));
-  check_walk(q.walk, h * blocks / (pair_m ? 2 : 1), cdiv(cdiv(N, c.block_n), pair_n ? 2 : 1), p.raster_band,
-             p.raster_along_n != 0);
+  const int64_t units_m = h * blocks / (pair_m ? 2 : 1), units_n = cdiv(cdiv(N, c.block_n), pair_n ? 2 : 1);
+  q.walk.per_slot = dg::ops::fast_div(uint32_t(units_m * units_n));
+  check_walk(q.walk, units_m, units_n, p.raster_band, p.raster_along_n != 0);
   // a: (K, b, h) with b's rows h * K elements apart and heads K apart (or the transposed storage's).
   const fake_tensor_map am = map_of(p.tma_a), bm = map_of(p.tma_b), dm = map_of(p.tma_d);
   CHECK((am.rank == 3 && am.address == addr(pa)));

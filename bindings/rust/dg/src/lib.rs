@@ -41,6 +41,7 @@
 
 mod config;
 mod cublaslt;
+mod einsum;
 mod epilogue;
 mod error;
 mod gemm;
