@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "dg.h"
+#include "ops/batched_gemm.h"
 #include "ops/gemm.h"
 #include "ops/hc_prenorm_gemm.h"
 #include "ops/layout.h"
@@ -126,6 +127,18 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
     s.accumulate = p.acc;
     dg::ops::GemmConfig c;
     require(dg::ops::choose_gemm_config(s, 132, {}, &c), "choose_gemm_config");
+    add(dg::ops::gemm_kernel_spec(s, c));
+  }
+  // The batched types behind dg_bf16_einsum: per head with B MN-major, and the batch sum into FP32 D.
+  for (const bool reduce : {false, true}) {
+    dg::ops::BatchedArgs args;
+    args.reduce = reduce, args.batches = reduce ? 129 : 8, args.m = reduce ? 128 : 4096, args.n = reduce ? 384 : 4096;
+    args.k = reduce ? 128 : 1024;
+    args.b.major = reduce ? Major::kK : Major::kMN;
+    args.d_dtype = reduce ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(args);
+    dg::ops::GemmConfig c;
+    require(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c), "choose_gemm_config");
     add(dg::ops::gemm_kernel_spec(s, c));
   }
   for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D}) {
