@@ -27,17 +27,50 @@ template <> struct OutTraits<bf16> { static constexpr uint32_t kBytes = 2; };
 template <> struct OutTraits<float> { static constexpr uint32_t kBytes = 4; };
 template <> struct OutTraits<fp8_e4m3> { static constexpr uint32_t kBytes = 1; };
 
-// Largest strip width (elements) with strip bytes in {128, 64, 32, 16} dividing block_n.
-template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t block_n) {
+// Largest strip width (elements) with strip bytes in {128, 64, 32, 16} dividing block_n and
+// `divisor` (0: no constraint beyond block_n). The widths are powers of two, so one divides both
+// numbers exactly when it divides their bitwise or.
+template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t block_n, uint32_t divisor = 0) {
   constexpr uint32_t b = OutTraits<OutT>::kBytes;
-  return block_n % (128 / b) == 0 ? 128 / b : block_n % (64 / b) == 0 ? 64 / b : block_n % (32 / b) == 0 ? 32 / b : 16 / b;
+  return (block_n | divisor) % (128 / b) == 0 ? 128 / b
+         : (block_n | divisor) % (64 / b) == 0 ? 64 / b
+         : (block_n | divisor) % (32 / b) == 0 ? 32 / b
+                                               : 16 / b;
 }
 
+DG_HOST_DEVICE constexpr uint32_t gcd_of(uint32_t a, uint32_t b) { return b == 0 ? a : gcd_of(b, a % b); }
+
+// Where the store puts the tile's columns in D. IdentityColumns: GEMM column n is D's column n.
+struct IdentityColumns {
+  static constexpr uint32_t kStripDivisor = 0;
+  DG_DEVICE static int32_t map(int32_t col) { return col; }
+};
+
+// skip_head_mid (docs/skip_head_mid.md): the GEMM's columns are heads of kLeft + kRight, D's heads
+// are kLeft + kMid + kRight wide, and GEMM column n = h (kLeft + kRight) + o goes to D's column
+// h (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid): the kMid middle columns of each head are
+// never written. Each strip is one TMA box at the mapped column, so a strip must not straddle a
+// left / right boundary: its width divides kLeft and kRight (strips start at multiples of their
+// width, which then divides every boundary).
+template <uint32_t kLeft, uint32_t kMid, uint32_t kRight>
+struct HeadColumns {
+  static constexpr uint32_t kHead = kLeft + kRight;
+  static constexpr uint32_t kStripDivisor = gcd_of(kLeft, kRight);
+  DG_DEVICE static int32_t map(int32_t col) {
+    const uint32_t c = static_cast<uint32_t>(col), h = c / kHead, o = c - h * kHead;
+    const uint64_t out = uint64_t(h) * (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid);
+    // Columns past N (a CTA pair's spare tile) land past D's last column: the box is clipped whole.
+    return out > 0x7fffffffu ? 0x7fffffff : static_cast<int32_t>(out);
+  }
+};
+
 // k3D: D's map is 3-D (columns, rows, group) and every box also takes the group coordinate.
-template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false>
+// Columns: where each strip's first column goes in D (IdentityColumns or HeadColumns).
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false,
+          class Columns = IdentityColumns>
 struct WarpgroupStore {
   static constexpr uint32_t kBytes = OutTraits<OutT>::kBytes;
-  static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN);
+  static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN, Columns::kStripDivisor);
   static constexpr uint32_t kStripBytes = kStrip * kBytes;
   static constexpr uint32_t kSwizzle = kStripBytes >= 32 ? kStripBytes : 0;
   static constexpr uint32_t kNumStrips = kBlockN / kStrip;
@@ -49,6 +82,7 @@ struct WarpgroupStore {
   static_assert(kBlockN % 8 == 0 && kWgM % 64 == 0, "");
   static_assert(kBufBytes % 1024 == 0, "buffers stay 1024-byte aligned for the swizzle");
   static_assert(!(sizeof(OutT) == 2) || kBlockN % 16 == 0, "BF16 output needs BLOCK_N % 16 == 0 (stmatrix x4)");
+  static_assert(kStrip % (kBytes == 2 ? 16 : 8) == 0, "a strip holds whole stmatrix x4 / 8-column fragment groups");
 
   // Writes strip `s` of acc (scaled by alpha) into the buffer at byte address `buf`.
   template <uint32_t s, typename AccArray>
@@ -92,7 +126,8 @@ struct WarpgroupStore {
     }
   }
 
-  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t col, int32_t row, int32_t z) {
+  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t gemm_col, int32_t row, int32_t z) {
+    const int32_t col = Columns::map(gemm_col);
     if constexpr (k3D) {
       if constexpr (kReduceAdd) ptx::tma_reduce_add_3d(desc, src, col, row, z);
       else ptx::tma_store_3d(desc, src, col, row, z);

@@ -86,7 +86,8 @@ template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kRed
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
           uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
           bool kStageAligned_ = false, epilogue::Activation kAct_ = epilogue::Activation::kNone,
-          epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone>
+          epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone,
+          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -145,7 +146,11 @@ struct Sm90GemmTraits {
   using Fused = epilogue::Fused<kAct_, kBias_, kScales_, kMIters, kBlockN>;
   static constexpr uint32_t kOutN = Fused::kOutN;
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, kKGrouped>;
+  // skip_head_mid (kHeadLeft_ + kHeadRight_ > 0): the store maps GEMM columns to D's head columns.
+  static constexpr bool kHeadSplit = kHeadLeft_ + kHeadRight_ > 0;
+  using Columns = typename Select<kHeadSplit, epilogue::HeadColumns<kHeadLeft_, kHeadMid_, kHeadRight_>,
+                                  epilogue::IdentityColumns>::type;
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, kKGrouped, Columns>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
@@ -191,6 +196,8 @@ struct Sm90GemmTraits {
   static_assert(!Fused::kActive || (kSplitK == 1 && !kKGrouped && !kReduceAdd),
                 "fused epilogues: dense or M-grouped, D written (no C), no split-K");
   static_assert((kScales_ != epilogue::Scales::kNone) == (sizeof(OutT) == 1), "an FP8 D comes with its scales");
+  static_assert(!kHeadSplit || (kSplitK == 1 && !kKGrouped && !Fused::kSwiGlu),
+                "skip_head_mid stores whole tiles of GEMM columns (no split-K, K-grouped D or SwiGLU)");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
