@@ -12,7 +12,9 @@ G = the splits, 0 for none; a device copy moving the bytes the call reads and wr
 cuBLAS column), `quant` (per-token 1 x 128 FP8 quantization of BF16 [M, K], M in QUANT_M x K in QUANT_K,
 beside a Triton kernel written as inference engines write it, one program per 1 x 128 group
 (`triton_group_quant`); a device copy moving the bytes the call reads and writes stands in the cuBLAS
-column, and both kernels must produce the same codes and scales bit for bit before they are timed).
+column, and both kernels must produce the same codes and scales bit for bit before they are timed),
+`skip-head-mid` (fp8_gemm_nt_skip_head_mid on DeepGEMM's test shapes, heads 128 + 64 + 128; G = heads,
+n = the GEMM's N; the cuBLAS column is cuBLASLt's FP8 GEMM into a temporary [M, N]).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -29,7 +31,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
-                                   [mqa-compressed] [hc-prenorm] [quant]
+                                   [mqa-compressed] [hc-prenorm] [quant] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
@@ -90,7 +92,11 @@ HC_PRENORM = [(m, k) for m in (13, 137, 4096, 8192, 16384) for k in (28672, 7680
 # Per-token FP8 quantization of BF16 [M, K]: M x K.
 QUANT_M = [128, 4096, 16384]
 QUANT_K = [2048, 7168]
-SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm", "quant")
+# fp8_gemm_nt_skip_head_mid: DeepGEMM's test shapes (M, N, K), N the GEMM's columns, heads (left, mid, right).
+SKIP_HEAD_MID = [(m, n, 512) for m in (128, 4096) for n in (32768, 8192)]
+HEAD_SPLITS = (128, 64, 128)
+SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm", "quant",
+          "skip-head-mid")
 NAME = "grouped"
 
 
@@ -609,6 +615,42 @@ def quant(m, k):
     race(row, timed)
 
 
+def skip_head_mid(m, n, k, splits=HEAD_SPLITS):
+    """fp8_gemm_nt_skip_head_mid; row fields: G = heads, n = N (the GEMM's columns), k = K. The cuBLAS column is
+    cuBLASLt's FP8 GEMM (no block scales) into a temporary [M, N]: the GEMM alone, before any copy into the heads.
+    The diff is over the head columns against an FP32 reference; mid_kept says the mid columns kept their NaN."""
+    left, mid, right = splits
+    heads = n // (left + right)
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
+    aq, asf = per_token_fp8(a)
+    bq, bsf = per_block_fp8(b.unsqueeze(0))
+    bq, bsf = bq[0], bsf[0]
+    asf = dg.get_mn_major_tma_aligned_tensor(asf)
+    outs = {name: torch.empty((m, heads * (left + mid + right)), device="cuda", dtype=torch.bfloat16)
+            for name in ("libdg", "deepgemm")}
+    full = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    row = dict(suite="skip-head-mid", kind="fp8", groups=heads, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
+    contenders = {"libdg": lambda: dg.fp8_gemm_nt_skip_head_mid((aq, asf), (bq, bsf), outs["libdg"], splits)}
+    if deep_gemm is not None and hasattr(deep_gemm, "fp8_gemm_nt_skip_head_mid"):
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_gemm_nt_skip_head_mid(
+            (aq, asf), (bq, bsf), outs["deepgemm"], splits, disable_ue8m0_cast=True)
+        contenders["cublas"] = lambda: deep_gemm.cublaslt_gemm_nt(aq, bq, full)
+    ref = (dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()).view(m, heads, left + right)
+    for name in ("libdg", "deepgemm"):
+        if name not in contenders:
+            continue
+        outs[name].fill_(float("nan"))
+        contenders[name]()
+        got = outs[name].view(m, heads, left + mid + right)
+        heads_out = torch.cat([got[:, :, :left], got[:, :, left + mid:]], dim=2)
+        row["diff_" + name] = "%.1e" % calc_diff(heads_out, ref)
+        row["mid_kept_" + name] = bool(torch.isnan(got[:, :, left:left + mid]).all())
+    del ref
+    torch.cuda.synchronize()
+    race(row, contenders)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -825,6 +867,9 @@ def main():
         for m in QUANT_M:
             for k in QUANT_K:
                 quant(m, k)
+    if "skip-head-mid" in args.suites and not args.bf16_only:
+        for m, n, k in SKIP_HEAD_MID:
+            skip_head_mid(m, n, k)
     report(args.out)
 
 
