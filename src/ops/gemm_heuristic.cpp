@@ -51,8 +51,6 @@ int strip_elems(const GemmShape& s, int block_n) {
     if (block_n % (bytes / ob) == 0 && divisor % (bytes / ob) == 0) return bytes / ob;
   return 16 / ob;
 }
-// The stores' narrowest strips: 16 columns (stmatrix x4) for BF16, 8 (a fragment group) for FP32.
-constexpr int kMinStripBytes = 32;
 
 // Registers a consumer thread needs for its accumulators (+ ~40 for addresses and scales).
 int accumulator_regs(const GemmShape& s, int block_m, int block_n, int math_wg, bool overlap, int split) {
@@ -89,8 +87,6 @@ const char* illegal_epilogue(const GemmShape& s, const Candidate& c) {
 const char* illegal(const GemmShape& s, const Candidate& c) {
   const int bm = c.bm, bn = c.bn, math_wg = c.math_wg, cluster = c.cluster, split = c.split, split_k = c.split_k;
   const bool mc_a = c.mc_a, overlap = c.overlap;
-  if (s.epilogue.head_split() && strip_elems(s, bn) * out_bytes(s) < kMinStripBytes)
-    return "skip_head_mid: no store box of 32, 64 or 128 bytes divides block_n, left and right";
   if (bm != 64 && bm != 128 && bm != 256) return "block_m must be 64, 128 or 256";
   if (math_wg != 1 && math_wg != 2) return "math warp-groups must be 1 or 2";
   if (bm / math_wg != 64 && bm / math_wg != 128) return "block_m / math warp-groups must be 64 or 128";
@@ -343,7 +339,9 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128))
                        : s.kind == GemmKind::kFp8_1D2D ? 16 : 0;
   const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
-  const unsigned staging = static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
+  // Nothing staged where skip_head_mid stores from registers (mirrors Sm90GemmTraits::kSmemD).
+  const unsigned staging =
+      direct_head_store(s) ? 0u : static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
   if (split_k > 1) {
     // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring; a
     // masked split tail also stages its whole tiles' epilogue.
