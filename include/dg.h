@@ -563,9 +563,9 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
  *   d: [M, (N / (left + right)) * (left + mid + right)] row-major BFLOAT16 or FLOAT32, row stride
  *      a multiple of 16 bytes (columns below 2^31).
  *   left, mid, right: >= 0 with left + right > 0 dividing N (else DG_ERROR_INVALID_ARGUMENT).
- *      left and right must be multiples of 16 columns for a BFLOAT16 d (8 for FLOAT32), since the
- *      store writes boxes of 32 bytes or more that lie within one head's left or right columns;
- *      mid may be any value. Other values: DG_ERROR_UNSUPPORTED naming them.
+ *      Where left and right are multiples of 16 columns for a BFLOAT16 d (8 for FLOAT32) the store
+ *      writes TMA boxes that lie within one head's left or right columns (as fast as the plain
+ *      GEMM); other values are stored element by element from registers (slower). Any mid.
  *   options: dg_gemm_options with alpha, the tile overrides and a workspace for MN-major operand
  *      views as for dg_fp8_gemm_nt; the 1D1D recipe, options.epilogue, split_k > 1 and the skinny
  *      kernel do not apply (DG_ERROR_UNSUPPORTED, or DG_ERROR_INVALID_ARGUMENT for an explicit

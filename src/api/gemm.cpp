@@ -46,11 +46,8 @@ struct HeadSplit {
 };
 
 // Checks the head split against the call and gives D's columns: N / (left + right) heads of
-// left + mid + right. The store writes whole boxes of at least 32 bytes (16 BF16 or 8 FP32
-// columns), each within one head's left or right part.
-dg_status head_split_cols(const HeadSplit& h, const dg_gemm_options& opts, const dg_tensor_s& d, int64_t n,
-                          int64_t k, int64_t* d_cols) {
-  constexpr int64_t kMinBoxBytes = 32;
+// left + mid + right.
+dg_status head_split_cols(const HeadSplit& h, const dg_gemm_options& opts, int64_t n, int64_t k, int64_t* d_cols) {
   if (opts.epilogue != nullptr)
     return dg::fail(DG_ERROR_UNSUPPORTED, "options.epilogue: skip_head_mid takes no fused epilogue (expected NULL)");
   if (opts.recipe != DG_FP8_RECIPE_1D2D)
@@ -68,12 +65,6 @@ dg_status head_split_cols(const HeadSplit& h, const dg_gemm_options& opts, const
   if (*d_cols > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "d: {} columns ({} heads of {}) must be below 2^31", *d_cols,
                     n / (h.left + h.right), h.left + h.mid + h.right);
-  const int64_t box = kMinBoxBytes / dg::dtype_size(d.dtype);
-  if (h.left % box != 0 || h.right % box != 0)
-    return dg::fail(DG_ERROR_UNSUPPORTED,
-                    "left, right: {} and {}: each must be a multiple of {} for a {} d (the store writes boxes of "
-                    "{} bytes within one head's left or right columns)",
-                    h.left, h.right, box, dg::dtype_name(d.dtype), kMinBoxBytes);
   if (k == 0) return dg::fail(DG_ERROR_UNSUPPORTED, "a: K = 0; skip_head_mid needs K > 0");
   return DG_SUCCESS;
 }
@@ -117,7 +108,7 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   if (n > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "b: N = {} must be below 2^31; shape {}", n, dg::describe(*b));
   int64_t d_cols = n;
-  DG_TRY(heads ? head_split_cols(*heads, opts, *d, n, k, &d_cols) : dg::api::epilogue_out_cols(epilogue, n, &d_cols));
+  DG_TRY(heads ? head_split_cols(*heads, opts, n, k, &d_cols) : dg::api::epilogue_out_cols(epilogue, n, &d_cols));
   DG_TRY(check_row_major_output(*d, "d", m, d_cols, true));
   if (c != nullptr) {
     if (c->dtype != d->dtype)

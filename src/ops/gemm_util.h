@@ -33,10 +33,19 @@ inline int64_t d_cols(const GemmShape& s) {
   const GemmEpilogue& e = s.epilogue;
   return e.head_split() ? s.n / (e.head_left + e.head_right) * (e.head_left + e.head_mid + e.head_right) : out_n(s);
 }
-// What each epilogue strip (one TMA box) must divide besides the tile's columns: with skip_head_mid
+// The narrowest epilogue strip (one TMA box): 16 BF16 columns (stmatrix x4), 8 FP32 (a fragment group).
+constexpr int kMinStripBytes = 32;
+// skip_head_mid whose left or right part no strip of kMinStripBytes or more divides: the kernel
+// stores the tile from registers, element by element (mirrors dg::epilogue::HeadColumns::kDirect).
+inline bool direct_head_store(const GemmShape& s) {
+  return s.epilogue.head_split() &&
+         std::gcd(s.epilogue.head_left, s.epilogue.head_right) % (kMinStripBytes / out_bytes(s)) != 0;
+}
+// What each epilogue strip must divide besides the tile's columns: with skip_head_mid (TMA stores)
 // gcd(left, right), so that no box straddles a left / right boundary; 0 = nothing.
 inline int64_t strip_divisor(const GemmShape& s) {
-  return s.epilogue.head_split() ? std::gcd(s.epilogue.head_left, s.epilogue.head_right) : 0;
+  return s.epilogue.head_split() && !direct_head_store(s) ? std::gcd(s.epilogue.head_left, s.epilogue.head_right)
+                                                           : 0;
 }
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }

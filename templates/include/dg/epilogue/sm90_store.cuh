@@ -42,6 +42,7 @@ DG_HOST_DEVICE constexpr uint32_t gcd_of(uint32_t a, uint32_t b) { return b == 0
 
 // Where the store puts the tile's columns in D. IdentityColumns: GEMM column n is D's column n.
 struct IdentityColumns {
+  static constexpr bool kDirect = false;
   static constexpr uint32_t kStripDivisor = 0;
   DG_DEVICE static int32_t map(int32_t col) { return col; }
 };
@@ -51,11 +52,14 @@ struct IdentityColumns {
 // h (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid): the kMid middle columns of each head are
 // never written. Each strip is one TMA box at the mapped column, so a strip must not straddle a
 // left / right boundary: its width divides kLeft and kRight (strips start at multiples of their
-// width, which then divides every boundary).
-template <uint32_t kLeft, uint32_t kMid, uint32_t kRight>
+// width, which then divides every boundary). Where no strip of 32 bytes or more does (the narrowest
+// the store writes), kDirect: the tile goes to D from registers (direct_store), element by element.
+template <typename OutT, uint32_t kLeft, uint32_t kMid, uint32_t kRight>
 struct HeadColumns {
   static constexpr uint32_t kHead = kLeft + kRight;
-  static constexpr uint32_t kStripDivisor = gcd_of(kLeft, kRight);
+  static constexpr uint32_t kMinStrip = 32 / sizeof(OutT);
+  static constexpr bool kDirect = gcd_of(kLeft, kRight) % kMinStrip != 0;
+  static constexpr uint32_t kStripDivisor = kDirect ? 0 : gcd_of(kLeft, kRight);
   DG_DEVICE static int32_t map(int32_t col) {
     const uint32_t c = static_cast<uint32_t>(col), h = c / kHead, o = c - h * kHead;
     const uint64_t out = uint64_t(h) * (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid);
@@ -63,6 +67,34 @@ struct HeadColumns {
     return out > 0x7fffffffu ? 0x7fffffff : static_cast<int32_t>(out);
   }
 };
+
+// The store of HeadColumns::kDirect: every thread writes its fragment's elements (acc[i][.], the
+// WGMMA m64nN layout) to their mapped D columns with plain stores, rows below `rows` and GEMM
+// columns below `cols` only. No shared memory, no TMA: slower, for heads whose parts are narrower
+// than a 32-byte strip.
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, class Columns, typename AccArray>
+DG_DEVICE void direct_store(const AccArray& acc, float alpha, void* d, int64_t ldd, uint32_t rows, uint32_t cols,
+                            uint32_t row0, uint32_t col0) {
+  const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+#pragma unroll
+  for (uint32_t i = 0; i < kWgM / 64; ++i)
+#pragma unroll
+    for (uint32_t hi = 0; hi < 2; ++hi) {  // the fragment's rows r and r + 8
+      const uint32_t row = row0 + i * 64 + warp * 16 + lane / 4 + hi * 8;
+      if (row >= rows) continue;
+      OutT* out = static_cast<OutT*>(d) + static_cast<int64_t>(row) * ldd;
+#pragma unroll
+      for (uint32_t g = 0; g < kBlockN / 8; ++g)
+#pragma unroll
+        for (uint32_t e = 0; e < 2; ++e) {
+          const uint32_t col = col0 + g * 8 + (lane % 4) * 2 + e;
+          if (col >= cols) continue;
+          const float v = acc[i][g * 4 + hi * 2 + e] * alpha;
+          if constexpr (sizeof(OutT) == 4) out[Columns::map(static_cast<int32_t>(col))] = v;
+          else out[Columns::map(static_cast<int32_t>(col))] = float_to_bf16(v);
+        }
+    }
+}
 
 // k3D: D's map is 3-D (columns, rows, group) and every box also takes the group coordinate.
 // Columns: where each strip's first column goes in D (IdentityColumns or HeadColumns).

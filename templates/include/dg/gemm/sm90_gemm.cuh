@@ -148,8 +148,10 @@ struct Sm90GemmTraits {
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
   // skip_head_mid (kHeadLeft_ + kHeadRight_ > 0): the store maps GEMM columns to D's head columns.
   static constexpr bool kHeadSplit = kHeadLeft_ + kHeadRight_ > 0;
-  using Columns = typename Select<kHeadSplit, epilogue::HeadColumns<kHeadLeft_, kHeadMid_, kHeadRight_>,
+  using Columns = typename Select<kHeadSplit, epilogue::HeadColumns<OutT, kHeadLeft_, kHeadMid_, kHeadRight_>,
                                   epilogue::IdentityColumns>::type;
+  // Head parts narrower than a 32-byte strip: the tile is stored from registers, nothing staged.
+  static constexpr bool kDirectStore = Columns::kDirect;
   using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, kKGrouped, Columns>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
@@ -157,7 +159,7 @@ struct Sm90GemmTraits {
   // ring is idle once its last K block is consumed, and the stages keep the whole budget.
   static constexpr uint32_t kRedPitch = kBlockN * 4 + ((kBlockN * 4) % 64 == 0 ? 32 : 0);
   static constexpr uint32_t kSmemRed = kSplitK > 1 ? kBlockM * kRedPitch : 0;
-  static constexpr uint32_t kSmemD = kSplitK > 1 && !kTail ? 0 : kMathWG * Store::kSmemBytes;
+  static constexpr uint32_t kSmemD = (kSplitK > 1 && !kTail) || kDirectStore ? 0 : kMathWG * Store::kSmemBytes;
   static constexpr uint32_t kOffA = kSmemD;
   static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
@@ -822,8 +824,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           alpha = 1.0f;
         }
         const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : 0;
-        T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(t.n_block * T::kOutN),
-                      static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
+        if constexpr (T::kDirectStore)
+          epilogue::direct_store<typename T::OutT, T::kWgM, T::kOutN, typename T::Columns>(
+              acc, alpha, p.d, p.ldd, p.m, p.n, m0 + wg_row0, t.n_block * T::kOutN);
+        else
+          T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d,
+                        static_cast<int32_t>(t.n_block * T::kOutN), static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
     if constexpr (T::kSplitK == 1 || T::kTail) T::Store::drain();
