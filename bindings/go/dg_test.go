@@ -305,8 +305,7 @@ func TestOfflineFP8GemmNTSkipHeadMidValidates(t *testing.T) {
 	b := mustTensor(t, fakeDevicePtr(3), Float8E4M3, []int64{n, k}, nil)
 	sfb := mustTensor(t, fakeDevicePtr(4), Float32, []int64{n / 128, k / 128}, nil)
 	d := mustTensor(t, fakeDevicePtr(5), BFloat16, []int64{m, 2 * 320}, nil)
-	// Left 24 and right 232: no BF16 store box (16 columns) fits both.
-	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 24, 64, 232, nil), ErrUnsupported, "left, right")
+	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, -8, 64, 264, nil), ErrInvalidArgument, "left, mid, right")
 	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 96, 64, 96, nil), ErrInvalidArgument, "left + right")
 	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 128, 32, 128, nil), ErrInvalidArgument, "d:")
 }

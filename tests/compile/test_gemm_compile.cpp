@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -753,6 +754,10 @@ TEST_CASE("sm90 gemm: skip_head_mid configs keep boxes within head parts and com
       {77, 224, 528, 8, 3, 24, DG_DTYPE_FLOAT32, 0},
       {300, 480, 1040, 0, 40, 96, DG_DTYPE_FLOAT32, 0},
       {300, 480, 1040, 32, 0, 64, DG_DTYPE_BFLOAT16, 96},
+      // Parts no 32-byte strip divides: the per-element store.
+      {150, 144, 384, 8, 5, 8, DG_DTYPE_BFLOAT16, 0},
+      {77, 112, 528, 5, 3, 11, DG_DTYPE_BFLOAT16, 48},
+      {100, 96, 256, 4, 2, 12, DG_DTYPE_FLOAT32, 0},
   };
   std::set<std::string> seen;
   for (const Case& t : cases) {
@@ -765,24 +770,30 @@ TEST_CASE("sm90 gemm: skip_head_mid configs keep boxes within head parts and com
     REQUIRE_MESSAGE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS, dg_last_error());
     INFO(dg::ops::describe(s, c));
     CHECK(c.split_k == 1);
-    CHECK(c.d_strip * (t.d == DG_DTYPE_FLOAT32 ? 4 : 2) >= 32);
-    CHECK(t.left % c.d_strip == 0);
-    CHECK(t.right % c.d_strip == 0);
+    const int ob = t.d == DG_DTYPE_FLOAT32 ? 4 : 2;
+    const bool direct = std::gcd(t.left, t.right) % (32 / ob) != 0;
+    CHECK(c.d_strip * ob >= 32);
     CHECK(c.block_n % c.d_strip == 0);
+    if (!direct) {
+      CHECK(t.left % c.d_strip == 0);
+      CHECK(t.right % c.d_strip == 0);
+    }
     const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
     CHECK(spec.kernel_name.find("_heads") != std::string::npos);
-    // The same problem without the split is another kernel.
+    // The same problem without the split is another kernel; the per-element store stages nothing.
     GemmShape plain = s;
     plain.epilogue = {};
     dg::ops::GemmConfig pc;
     REQUIRE(dg::ops::choose_gemm_config(plain, 132, o, &pc) == DG_SUCCESS);
     CHECK(!(dg::ops::gemm_kernel_key(plain, pc) == dg::ops::gemm_kernel_key(s, c)));
+    const unsigned staged = dg::ops::gemm_smem_bytes(plain, c.block_m, c.block_n, c.stages, c.d_bufs);
+    if (direct) CHECK(c.smem_bytes < staged);
     if (seen.insert(spec.kernel_name).second) compile_clean(spec, config);
   }
   dg_set_log_level(log_level);
 }
 
-TEST_CASE("sm90 gemm: skip_head_mid refuses split-K and splits no store box fits") {
+TEST_CASE("sm90 gemm: skip_head_mid refuses split-K") {
   GemmShape s;
   s.kind = GemmKind::kFp8_1D2D, s.m = 64, s.n = 2048, s.k = 7168, s.d_dtype = DG_DTYPE_BFLOAT16;
   s.epilogue.head_left = 128, s.epilogue.head_mid = 64, s.epilogue.head_right = 128;
@@ -794,8 +805,9 @@ TEST_CASE("sm90 gemm: skip_head_mid refuses split-K and splits no store box fits
   o.split_k = 2;
   CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("split K") != std::string::npos);
-  // Left and right of 8 BF16 columns: every box would be 16 bytes.
-  s.n = 2048, s.epilogue.head_left = 8, s.epilogue.head_right = 8;
-  CHECK(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_ERROR_UNSUPPORTED);
-  CHECK(std::string(dg_last_error()).find("skip_head_mid") != std::string::npos);
+  // Nor with the per-element store (left and right of 8 BF16 columns).
+  s.epilogue.head_left = 8, s.epilogue.head_right = 8;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }

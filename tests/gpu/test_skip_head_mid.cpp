@@ -3,8 +3,8 @@
 // 4096, N 32768 and 8192, K 512; DeepGEMM's calc_diff < 1e-3), and odd splits (mid not a multiple
 // of anything, left or right 0, FP32 D, tiles straddling heads, padded D rows, alpha). D is
 // poisoned first: the mid columns and the row padding must keep the poison bit for bit. With the
-// same forced config the head columns equal the plain dg_fp8_gemm_nt's D bit for bit, and a call
-// refused for its head split leaves D untouched.
+// same forced config the head columns equal the plain dg_fp8_gemm_nt's D bit for bit (TMA and
+// per-element stores), and a refused call leaves D untouched.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -264,55 +264,76 @@ TEST_CASE("sm90 fp8 gemm skip_head_mid: odd splits, FP32 D, tiles straddling hea
     c.block_m = 256, c.block_n = 128;
     cases.push_back(c);
   }
+  // Parts no 32-byte TMA box divides: the per-element store (8 + 8 and odd 5 + 11 BF16 columns,
+  // 4 + 12 FP32), with tails along M and N.
+  {
+    Case c{150, 384, 8, 5, 8, 9};
+    cases.push_back(c);
+  }
+  {
+    Case c{77, 528, 5, 3, 11, 7};
+    c.block_n = 48, c.row_pad = 5;
+    cases.push_back(c);
+  }
+  {
+    Case c{100, 256, 4, 2, 12, 6};
+    c.d_dtype = DG_DTYPE_FLOAT32, c.alpha = 1.5f;
+    cases.push_back(c);
+  }
   for (const Case& c : cases) check_case(g, c, rng);
 }
 
-TEST_CASE("sm90 fp8 gemm skip_head_mid: head columns equal the plain GEMM's bit for bit; a refused call writes nothing" *
+TEST_CASE("sm90 fp8 gemm skip_head_mid: head columns equal the plain GEMM's bit for bit, both stores; a refused call writes nothing" *
           doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
   std::mt19937 rng(4402);
+  // 6 heads over N = 768: (64, 48, 64) takes the TMA store, (24, 48, 104) the per-element one; D has
+  // the same columns for both.
   Case c{250, 896, 64, 48, 64, 6};
   c.block_m = 128, c.block_n = 128;
   Problem p(g, c, rng);
   const std::vector<uint32_t> init = p.poisoned_d();
   Buf d(g.device, size_t(c.m * p.ldd * p.eb));
-  p.upload_d(d, init);
-  REQUIRE(p.run(g, d, c.left, c.mid, c.right) == DG_SUCCESS);
-  const std::vector<uint32_t> out = d.download_words(size_t(c.m * p.ldd), size_t(p.eb));
 
-  // The plain GEMM with the same tiles, stages and promotion into [M, N].
+  // The plain GEMM into [M, N], and both head calls, with the same tiles, stages and promotion.
   dg_gemm_options o = p.options();
   o.num_stages = 4, o.fp8_promotion = DG_FP8_PROMOTION_AFTER, o.fp8_promotion_slices = 1;
+  Tensor ta(p.ga.data(), DG_DTYPE_FLOAT8_E4M3, {c.m, c.k}), tb(p.gb.data(), DG_DTYPE_FLOAT8_E4M3, {p.n, c.k});
+  Tensor tsa(p.gsa.data(), DG_DTYPE_FLOAT32, {c.m, p.ops.sf_k}, {1, p.ops.ld_sfa});
+  Tensor tsb(p.gsb.data(), DG_DTYPE_FLOAT32, {(p.n + kBlock - 1) / kBlock, p.ops.sf_k});
+  Tensor td(d.data(), c.d_dtype, {c.m, p.d_cols}, {p.ldd, 1});
   Buf full(g.device, size_t(c.m * p.n * 2));
-  {
-    Tensor ta(p.ga.data(), DG_DTYPE_FLOAT8_E4M3, {c.m, c.k}), tb(p.gb.data(), DG_DTYPE_FLOAT8_E4M3, {p.n, c.k});
-    Tensor tsa(p.gsa.data(), DG_DTYPE_FLOAT32, {c.m, p.ops.sf_k}, {1, p.ops.ld_sfa});
-    Tensor tsb(p.gsb.data(), DG_DTYPE_FLOAT32, {(p.n + kBlock - 1) / kBlock, p.ops.sf_k});
-    Tensor tf(full.data(), DG_DTYPE_BFLOAT16, {c.m, p.n});
-    REQUIRE(dg_fp8_gemm_nt(g.stream, ta.t, tsa.t, tb.t, tsb.t, tf.t, nullptr, &o) == DG_SUCCESS);
-    // And the head call again with the same forced config.
-    p.upload_d(d, init);
-    Tensor td(d.data(), c.d_dtype, {c.m, p.d_cols}, {p.ldd, 1});
-    REQUIRE(dg_fp8_gemm_nt_skip_head_mid(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, c.left, c.mid, c.right, &o) ==
-            DG_SUCCESS);
-  }
+  Tensor tf(full.data(), DG_DTYPE_BFLOAT16, {c.m, p.n});
+  REQUIRE(dg_fp8_gemm_nt(g.stream, ta.t, tsa.t, tb.t, tsb.t, tf.t, nullptr, &o) == DG_SUCCESS);
   const std::vector<uint32_t> plain = full.download_words(size_t(c.m * p.n), 2);
-  const std::vector<uint32_t> forced = d.download_words(size_t(c.m * p.ldd), size_t(p.eb));
-  int64_t differ = 0;
-  for (int64_t i = 0; i < c.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j)
-      if (forced[size_t(i * p.ldd + d_column(c, j))] != plain[size_t(i * p.n + j)]) ++differ;
-  CHECK_MESSAGE(differ == 0, differ << " head elements differ from the plain GEMM's");
-  // The heuristic's own config (first call) is finite in every head column.
-  for (int64_t i = 0; i < c.m; ++i)
-    for (int64_t j = 0; j < p.n; j += 17) CHECK(std::isfinite(word_value(out[size_t(i * p.ldd + d_column(c, j))], 2)));
+  for (const int64_t left : {int64_t(64), int64_t(24)}) {
+    Case h = c;
+    h.left = left, h.right = 128 - left;
+    INFO("left " << h.left << " right " << h.right);
+    p.upload_d(d, init);
+    const dg_status st =
+        dg_fp8_gemm_nt_skip_head_mid(g.stream, ta.t, tsa.t, tb.t, tsb.t, td.t, h.left, h.mid, h.right, &o);
+    INFO(dg_status_string(st) << ": " << (st == DG_SUCCESS ? "" : dg_last_error()));
+    REQUIRE(st == DG_SUCCESS);
+    const std::vector<uint32_t> out = d.download_words(size_t(c.m * p.ldd), size_t(p.eb));
+    std::vector<char> head_col(size_t(p.ldd), 0);
+    int64_t differ = 0, touched = 0;
+    for (int64_t j = 0; j < p.n; ++j) head_col[size_t(d_column(h, j))] = 1;
+    for (int64_t i = 0; i < c.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j)
+        if (out[size_t(i * p.ldd + d_column(h, j))] != plain[size_t(i * p.n + j)]) ++differ;
+      for (int64_t col = 0; col < p.ldd; ++col)
+        if (!head_col[size_t(col)] && out[size_t(i * p.ldd + col)] != init[size_t(i * p.ldd + col)]) ++touched;
+    }
+    CHECK_MESSAGE(differ == 0, differ << " head elements differ from the plain GEMM's");
+    CHECK_MESSAGE(touched == 0, touched << " mid or padding elements lost their poison");
+  }
 
-  // Left 24 and right 104 (multiples of 8, not 16): 6 heads over the same N and D columns, refused
-  // (DG_ERROR_UNSUPPORTED) with D keeping its poison.
+  // Heads of 100 + 100 do not divide N = 768: refused before any launch, D keeps its poison.
   p.upload_d(d, init);
-  const dg_status st = p.run(g, d, 24, c.mid, 104);
-  CHECK(st == DG_ERROR_UNSUPPORTED);
+  const dg_status st = p.run(g, d, 100, c.mid, 100);
+  CHECK(st == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("left") == 0);
   REQUIRE(dg_stream_synchronize(g.stream) == DG_SUCCESS);
   CHECK(d.download_words(size_t(c.m * p.ldd), size_t(p.eb)) == init);

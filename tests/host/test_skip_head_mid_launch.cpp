@@ -1,7 +1,7 @@
 // dg_fp8_gemm_nt_skip_head_mid against the fake driver: one launch of the GEMM kernel the heuristic
 // chose for the head split, whose D map spans D's full rows (every head's left, mid and right
-// columns) with boxes of the chosen strip width, which divides left and right; the kernel argument
-// keeps the GEMM's N. No GPU: nothing runs, the arguments are checked.
+// columns) with boxes of the chosen strip width, which divides left and right (or, for parts no
+// 32-byte box divides, no staging: the per-element store); the kernel argument keeps the GEMM's N. No GPU: nothing runs, the arguments are checked.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -12,6 +12,7 @@
 #include "fake_driver.h"
 #include "launch_util.h"
 #include "ops/gemm.h"
+#include "ops/gemm_util.h"
 
 namespace {
 
@@ -36,6 +37,8 @@ TEST_CASE("skip_head_mid launches one GEMM whose D map spans every head column i
       {300, 512, 128, 64, 128, 5, DG_DTYPE_BFLOAT16, 192},
       {77, 528, 8, 3, 24, 7, DG_DTYPE_FLOAT32, 0},
       {200, 640, 16, 7, 48, 5, DG_DTYPE_BFLOAT16, 144},
+      // Parts no 32-byte box divides: stored element by element, nothing staged.
+      {77, 528, 5, 3, 11, 7, DG_DTYPE_BFLOAT16, 0},
   };
   for (const Split& t : splits) {
     const int64_t n = t.heads * (t.left + t.right), d_cols = t.heads * (t.left + t.mid + t.right);
@@ -88,11 +91,20 @@ TEST_CASE("skip_head_mid launches one GEMM whose D map spans every head column i
     CHECK(md.stride1 == uint64_t(ldd * ob));
     CHECK(md.box[0] == uint32_t(cfg.d_strip));
     CHECK(md.box[1] == uint32_t(cfg.block_m / cfg.math_wg));
-    // Every box lies within one head's left or right part, at least 32 bytes wide.
-    CHECK(t.left % cfg.d_strip == 0);
-    CHECK(t.right % cfg.d_strip == 0);
+    // Every box lies within one head's left or right part, at least 32 bytes wide; or none does and
+    // the tile is stored from registers (no staging in the shared memory the launch asks for).
     CHECK(cfg.block_n % cfg.d_strip == 0);
     CHECK(cfg.d_strip * ob >= 32);
+    if (dg::ops::direct_head_store(s)) {
+      CHECK((t.left % cfg.d_strip != 0 || t.right % cfg.d_strip != 0));
+      GemmShape plain = s;
+      plain.epilogue = {};
+      CHECK(l.config.smem_bytes <
+            dg::ops::gemm_smem_bytes(plain, cfg.block_m, cfg.block_n, cfg.stages, cfg.d_bufs, cfg.split_k));
+    } else {
+      CHECK(t.left % cfg.d_strip == 0);
+      CHECK(t.right % cfg.d_strip == 0);
+    }
     CHECK(q.n == uint32_t(n));
     CHECK(q.m == uint32_t(t.m));
     CHECK(q.alpha == 0.5f);

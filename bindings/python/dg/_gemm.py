@@ -289,8 +289,8 @@ def fp8_gemm_nt_skip_head_mid(
     Args:
         a, b: as for :func:`fp8_gemm_nt` with the 1D2D recipe (``(1, 128, 128)``).
         d: BF16 or FP32, row-major (row stride a multiple of 16 bytes); written in place.
-        head_splits: ``(left, mid, right)``; ``left`` and ``right`` multiples of 16 for a BF16
-           ``d`` (8 for FP32), ``mid`` any value >= 0.
+        head_splits: ``(left, mid, right)``, each >= 0; ``left`` and ``right`` multiples of 16 for a
+           BF16 ``d`` (8 for FP32) take the TMA store, other values a slower per-element store.
         alpha, disable_ue8m0_cast, recipe, stream, workspace: as for :func:`fp8_gemm_nt`.
     """ + _OPTIONS_DOC + """
     Raises:

@@ -133,17 +133,21 @@ def test_fp8_gemm_nt_skip_head_mid_deep_gemm_shapes(m, n, k):
     (77, 528, 7, (8, 3, 24), torch.float32, 12),
     (300, 1040, 5, (0, 40, 96), torch.float32, 0),
     (129, 384, 4, (32, 0, 64), torch.bfloat16, 8),
+    # Parts no 32-byte TMA box divides: the per-element store.
+    (150, 384, 9, (8, 5, 8), torch.bfloat16, 0),
+    (77, 528, 7, (5, 3, 11), torch.bfloat16, 3),
+    (100, 256, 6, (4, 2, 12), torch.float32, 0),
 ])
 def test_fp8_gemm_nt_skip_head_mid_odd_splits(m, k, heads, splits, dtype, row_pad):
     _skip_head_mid_case(m, k, heads, splits, dtype, row_pad)
 
 
-def test_fp8_gemm_nt_skip_head_mid_refuses_boxes_across_parts_and_writes_nothing():
+def test_fp8_gemm_nt_skip_head_mid_refuses_heads_that_do_not_divide_n_and_writes_nothing():
     from dg.deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 
     a = per_token_cast_to_fp8(torch.randn((64, 256), device="cuda", dtype=torch.bfloat16), use_ue8m0=False)
     b = per_block_cast_to_fp8(torch.randn((256, 256), device="cuda", dtype=torch.bfloat16), use_ue8m0=False)
-    d = torch.full((64, 2 * (24 + 32 + 104)), float("nan"), device="cuda", dtype=torch.bfloat16)
-    with pytest.raises(dg.Unsupported, match="left"):
-        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (24, 32, 104))
+    d = torch.full((64, 2 * (96 + 32 + 96)), float("nan"), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(dg.InvalidArgument, match="left"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (96, 32, 96))
     assert torch.isnan(d).all()

@@ -287,7 +287,8 @@ impl Stream {
     /// [M, N / (left + right) * (left + mid + right)] BFLOAT16 or FLOAT32, and GEMM column
     /// h (left + right) + o goes to d's column h (left + mid + right) + (o < left ? o : o + mid);
     /// the mid columns are never written. a, sfa, b, sfb as for [`Stream::fp8_gemm_nt`] with the
-    /// 1D2D recipe; `left` and `right` multiples of 16 (BFLOAT16 d) or 8 (FLOAT32 d).
+    /// 1D2D recipe. `left` and `right` multiples of 16 (BFLOAT16 d) or 8 (FLOAT32 d) take the TMA
+    /// store, other values a slower per-element store.
     #[allow(clippy::too_many_arguments)]
     pub fn fp8_gemm_nt_skip_head_mid(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
                                      left: i64, mid: i64, right: i64, options: Option<&GemmOptions<'_>>)
