@@ -33,7 +33,8 @@ inline int64_t d_cols(const GemmShape& s) {
   const GemmEpilogue& e = s.epilogue;
   return e.head_split() ? s.n / (e.head_left + e.head_right) * (e.head_left + e.head_mid + e.head_right) : out_n(s);
 }
-// The narrowest epilogue strip (one TMA box): 16 BF16 columns (stmatrix x4), 8 FP32 (a fragment group).
+// The narrowest epilogue strip (one TMA box) of a BF16 or FP32 D: 16 BF16 columns (stmatrix x4), 8
+// FP32 (a fragment group).
 constexpr int kMinStripBytes = 32;
 // skip_head_mid whose left or right part no strip of kMinStripBytes or more divides: the kernel
 // stores the tile from registers, element by element (mirrors dg::epilogue::HeadColumns::kDirect).
