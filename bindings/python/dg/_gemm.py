@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ctypes import byref, c_size_t
+from ctypes import byref, c_int64, c_size_t
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _epilogue, _fast, _lib, _stream
@@ -300,6 +300,11 @@ def fp8_gemm_nt_skip_head_mid(
     if not isinstance(head_splits, (tuple, list)) or len(head_splits) != 3:
         raise InvalidArgument("head_splits: expected (left, mid, right), got %r" % (head_splits,))
     left, mid, right = (_int64(x, "head_splits[%d]" % i) for i, x in enumerate(head_splits))
+    key = None
+    if stream is None and options is None and workspace is None:
+        key = _skip_head_mid_key(a, b, d, (left, mid, right), alpha, disable_ue8m0_cast, recipe)
+        if key is not None and _fast.call(key):
+            return
     lib = _lib.get()
     fn = lib.fn(name)
     a_data, a_sf = _pair(a, "a")
@@ -321,7 +326,27 @@ def fp8_gemm_nt_skip_head_mid(
     with Descriptors() as ds:
         status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), left, mid, right, opts)
         lib.check(status, name)
+    # Warm path only where the call made nothing of its own (no scale copies, no workspace).
+    if key is not None and keep[0] is a_sf and keep[1] is b_sf and ws is None:
+        _fast.store(key, name, dev, (ia, isfa2, ib, isfb2, idd, c_int64(left), c_int64(mid), c_int64(right), opts))
     del keep
+
+
+def _skip_head_mid_key(a: Any, b: Any, d: Any, splits: Tuple[int, int, int], alpha: Any, disable_ue8m0_cast: bool,
+                       recipe: Recipe) -> Any:
+    """The warm-path key of a skip_head_mid call on plain torch tensors (:mod:`dg._fast`), else None."""
+    if not (type(alpha) in _SCALARS and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
+            and (recipe is None or type(recipe) is tuple)):
+        return None
+    types = _fast._types or _fast.tensor_types()
+    x, sx = a
+    y, sy = b
+    if types is None or not all(type(t) in types for t in (x, sx, y, sy, d)):
+        return None
+    return ("dg_fp8_gemm_nt_skip_head_mid", splits, alpha, bool(disable_ue8m0_cast), recipe,
+            x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
+            y.data_ptr(), y.shape, y.stride(), y.dtype, sy.data_ptr(), sy.shape, sy.stride(), sy.dtype,
+            d.data_ptr(), d.shape, d.stride(), d.dtype)
 
 
 def gemm_prepare(
