@@ -572,8 +572,9 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
  *      split_k). K == 0 is DG_ERROR_UNSUPPORTED; M == 0 or N == 0: nothing runs.
  * On any error nothing is written. Runs on the stream with no host synchronisation. */
 DG_API dg_status dg_fp8_gemm_nt_skip_head_mid(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
-                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, int64_t left,
-                                              int64_t mid, int64_t right, const dg_gemm_options* options);
+                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                              int64_t left, int64_t mid, int64_t right,
+                                              const dg_gemm_options* options);
 
 /* ============================================================================================
  * M-grouped GEMMs (MoE experts; docs/m_grouped_gemm.md)

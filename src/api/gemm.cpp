@@ -282,10 +282,12 @@ DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_
 }
 
 DG_API dg_status dg_fp8_gemm_nt_skip_head_mid(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
-                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, int64_t left,
-                                              int64_t mid, int64_t right, const dg_gemm_options* options) {
+                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                              int64_t left, int64_t mid, int64_t right,
+                                              const dg_gemm_options* options) {
   const HeadSplit heads{left, mid, right};
-  DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, nullptr, options, DG_GEMM_LAYOUT_NT, DG_DTYPE_FLOAT8_E4M3, &heads);)
+  DG_API_GUARD(
+      return gemm(stream, a, sfa, b, sfb, d, nullptr, options, DG_GEMM_LAYOUT_NT, DG_DTYPE_FLOAT8_E4M3, &heads);)
 }
 
 DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes) {

@@ -283,7 +283,7 @@ TEST_CASE("sm90 fp8 gemm skip_head_mid: odd splits, FP32 D, tiles straddling hea
   for (const Case& c : cases) check_case(g, c, rng);
 }
 
-TEST_CASE("sm90 fp8 gemm skip_head_mid: head columns equal the plain GEMM's bit for bit, both stores; a refused call writes nothing" *
+TEST_CASE("sm90 fp8 gemm skip_head_mid: head columns equal the plain GEMM's bit for bit; a refused call writes nothing" *
           doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;

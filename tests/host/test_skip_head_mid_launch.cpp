@@ -1,7 +1,8 @@
 // dg_fp8_gemm_nt_skip_head_mid against the fake driver: one launch of the GEMM kernel the heuristic
 // chose for the head split, whose D map spans D's full rows (every head's left, mid and right
 // columns) with boxes of the chosen strip width, which divides left and right (or, for parts no
-// 32-byte box divides, no staging: the per-element store); the kernel argument keeps the GEMM's N. No GPU: nothing runs, the arguments are checked.
+// 32-byte box divides, no staging: the per-element store); the kernel argument keeps the GEMM's N.
+// No GPU: nothing runs, the arguments are checked.
 #include <doctest/doctest.h>
 
 #include <cstring>
