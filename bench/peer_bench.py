@@ -16,6 +16,8 @@ column, and both kernels must produce the same codes and scales bit for bit befo
 `einsum` (DeepGEMM's einsum forms at the shapes of its tests: bmk,bnk->mn with FP32 D
 accumulated and BF16 D, G = the batch; bhr,hdr->bhd and bhd,hdr->bhr, G = h, m = b; the cuBLAS column
 is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for the batch sum).
+`skip-head-mid` (fp8_gemm_nt_skip_head_mid on DeepGEMM's test shapes, heads 128 + 64 + 128; G = heads,
+n = the GEMM's N; the cuBLAS column is cuBLASLt's FP8 GEMM into a temporary [M, N]).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
 best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
 hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
@@ -32,7 +34,7 @@ A's per-token scales are passed already in the MN-major TMA-aligned layout, so n
 transforms them per call. Each result row also records calc_diff against an FP32 reference.
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
-                                   [mqa-compressed] [hc-prenorm] [quant] [einsum]
+                                   [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...]
@@ -98,8 +100,11 @@ QUANT_K = [2048, 7168]
 EINSUM_SUM = [(s, m, n, k) for s in (129, 4096, 8192)
               for m, n, k in ((128, 384, 128), (256, 256, 256), (384, 128, 384))]
 EINSUM_HEADS = [(h, r, d, b) for h, r, d in ((128, 512, 128), (8, 4096, 1024)) for b in (4, 32, 128, 4096, 8192)]
+# fp8_gemm_nt_skip_head_mid: DeepGEMM's test shapes (M, N, K), N the GEMM's columns, heads (left, mid, right).
+SKIP_HEAD_MID = [(m, n, 512) for m in (128, 4096) for n in (32768, 8192)]
+HEAD_SPLITS = (128, 64, 128)
 SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm",
-          "quant", "einsum")
+          "quant", "einsum", "skip-head-mid")
 NAME = "grouped"
 
 
@@ -674,6 +679,42 @@ def einsum_heads(expr, h, r, d, b):
     race(row, {name: graphed(fn) for name, fn in contenders.items()})
 
 
+def skip_head_mid(m, n, k, splits=HEAD_SPLITS):
+    """fp8_gemm_nt_skip_head_mid; row fields: G = heads, n = N (the GEMM's columns), k = K. The cuBLAS column is
+    cuBLASLt's FP8 GEMM (no block scales) into a temporary [M, N]: the GEMM alone, before any copy into the heads.
+    The diff is over the head columns against an FP32 reference; mid_kept says the mid columns kept their NaN."""
+    left, mid, right = splits
+    heads = n // (left + right)
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
+    aq, asf = per_token_fp8(a)
+    bq, bsf = per_block_fp8(b.unsqueeze(0))
+    bq, bsf = bq[0], bsf[0]
+    asf = dg.get_mn_major_tma_aligned_tensor(asf)
+    outs = {name: torch.empty((m, heads * (left + mid + right)), device="cuda", dtype=torch.bfloat16)
+            for name in ("libdg", "deepgemm")}
+    full = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    row = dict(suite="skip-head-mid", kind="fp8", groups=heads, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
+    contenders = {"libdg": lambda: dg.fp8_gemm_nt_skip_head_mid((aq, asf), (bq, bsf), outs["libdg"], splits)}
+    if deep_gemm is not None and hasattr(deep_gemm, "fp8_gemm_nt_skip_head_mid"):
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_gemm_nt_skip_head_mid(
+            (aq, asf), (bq, bsf), outs["deepgemm"], splits, disable_ue8m0_cast=True)
+        contenders["cublas"] = lambda: deep_gemm.cublaslt_gemm_nt(aq, bq, full)
+    ref = (dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()).view(m, heads, left + right)
+    for name in ("libdg", "deepgemm"):
+        if name not in contenders:
+            continue
+        outs[name].fill_(float("nan"))
+        contenders[name]()
+        got = outs[name].view(m, heads, left + mid + right)
+        heads_out = torch.cat([got[:, :, :left], got[:, :, left + mid:]], dim=2)
+        row["diff_" + name] = "%.1e" % calc_diff(heads_out, ref)
+        row["mid_kept_" + name] = bool(torch.isnan(got[:, :, left:left + mid]).all())
+    del ref
+    torch.cuda.synchronize()
+    race(row, contenders)
+
+
 def geomean(sel, peer):
     vals = [r["us_" + peer] / r["us_libdg"] for r in sel if r.get("us_" + peer) and r.get("us_libdg")]
     return (math.exp(sum(math.log(v) for v in vals) / len(vals)), len(vals), min(vals)) if vals else None
@@ -897,6 +938,9 @@ def main():
         for expr in ("bhr,hdr->bhd", "bhd,hdr->bhr"):
             for h, r, d, b in EINSUM_HEADS:
                 einsum_heads(expr, h, r, d, b)
+    if "skip-head-mid" in args.suites and not args.bf16_only:
+        for m, n, k in SKIP_HEAD_MID:
+            skip_head_mid(m, n, k)
     report(args.out)
 
 

@@ -552,6 +552,31 @@ DG_API dg_status dg_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t l
                                  dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options);
 
 /* ============================================================================================
+ * FP8 GEMM that skips the middle columns of each head (docs/skip_head_mid.md)
+ *
+ * DeepGEMM's fp8_gemm_nt_skip_head_mid: the GEMM's N columns are heads of left + right columns
+ * and D's heads are left + mid + right wide; GEMM column n = h * (left + right) + o is written to
+ * D's column h * (left + mid + right) + (o < left ? o : o + mid), by the GEMM's own store: the mid
+ * columns of every head are never written (they keep whatever they held).
+ *   a, sfa, b, sfb: as dg_fp8_gemm_nt with the 1D2D recipe (a [M, K], b [N, K] FLOAT8_E4M3; FP32
+ *      sfa [M, ceil(K/128)] MN-major TMA-aligned, sfb [ceil(N/128), ceil(K/128)]).
+ *   d: [M, (N / (left + right)) * (left + mid + right)] row-major BFLOAT16 or FLOAT32, row stride
+ *      a multiple of 16 bytes (columns below 2^31).
+ *   left, mid, right: >= 0 with left + right > 0 dividing N (else DG_ERROR_INVALID_ARGUMENT).
+ *      Where left and right are multiples of 16 columns for a BFLOAT16 d (8 for FLOAT32) the store
+ *      writes TMA boxes that lie within one head's left or right columns (as fast as the plain
+ *      GEMM); other values are stored element by element from registers (slower). Any mid.
+ *   options: dg_gemm_options with alpha, the tile overrides and a workspace for MN-major operand
+ *      views as for dg_fp8_gemm_nt; the 1D1D recipe, options.epilogue, split_k > 1 and the skinny
+ *      kernel do not apply (DG_ERROR_UNSUPPORTED, or DG_ERROR_INVALID_ARGUMENT for an explicit
+ *      split_k). K == 0 is DG_ERROR_UNSUPPORTED; M == 0 or N == 0: nothing runs.
+ * On any error nothing is written. Runs on the stream with no host synchronisation. */
+DG_API dg_status dg_fp8_gemm_nt_skip_head_mid(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                              int64_t left, int64_t mid, int64_t right,
+                                              const dg_gemm_options* options);
+
+/* ============================================================================================
  * M-grouped GEMMs (MoE experts; docs/m_grouped_gemm.md)
  *
  * G problems that share N and K: D[rows of g] = alpha * A[rows of g] @ B[g]ᵀ, D BFLOAT16. A's rows

@@ -66,6 +66,9 @@ func TestGemmOptionsThatDoNotFitAreRefused(t *testing.T) {
 		"FP8GemmNN":  func(o *GemmOptions) error { return s.FP8GemmNN(nil, nil, nil, nil, nil, nil, o) },
 		"FP8GemmTN":  func(o *GemmOptions) error { return s.FP8GemmTN(nil, nil, nil, nil, nil, nil, o) },
 		"FP8GemmTT":  func(o *GemmOptions) error { return s.FP8GemmTT(nil, nil, nil, nil, nil, nil, o) },
+		"FP8GemmNTSkipHeadMid": func(o *GemmOptions) error {
+			return s.FP8GemmNTSkipHeadMid(nil, nil, nil, nil, nil, 128, 64, 128, o)
+		},
 		"MGroupedFP8GemmNTContiguous": func(o *GemmOptions) error {
 			return s.MGroupedFP8GemmNTContiguous(nil, nil, nil, nil, nil, nil, MGroupedIndices, 0, o)
 		},

@@ -157,6 +157,9 @@ static inline dgw_result dgw_fp8_gemm_workspace_size(int32_t layout, int64_t m, 
 static inline dgw_result dgw_gemm_prepare(dg_stream* stream, dg_dtype ab_dtype, int32_t layout, int64_t m, int64_t n, int64_t k, dg_dtype d_dtype, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_gemm_prepare(stream, ab_dtype, layout, m, n, k, d_dtype, with_c, options));
 }
+static inline dgw_result dgw_fp8_gemm_nt_skip_head_mid(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, int64_t left, int64_t mid, int64_t right, const dg_gemm_options* options) {
+  return dgw_result_of(dg_fp8_gemm_nt_skip_head_mid(stream, a, sfa, b, sfb, d, left, mid, right, options));
+}
 static inline dgw_result dgw_m_grouped_fp8_gemm_nt_contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* grouped_layout, int32_t layout, int64_t expected_m, const dg_gemm_options* options) {
   return dgw_result_of(dg_m_grouped_fp8_gemm_nt_contiguous(stream, a, sfa, b, sfb, d, grouped_layout, layout, expected_m, options));
 }

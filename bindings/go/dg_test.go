@@ -293,6 +293,23 @@ func TestOfflineKGroupedQuantization(t *testing.T) {
 	wantError(t, s.QuantizeFP8KGroupedDevice(x, out, sf, ksT, 3, nil), ErrInvalidArgument, "ks_tensor:")
 }
 
+func TestOfflineFP8GemmNTSkipHeadMidValidates(t *testing.T) {
+	s, err := NewOfflineStream(9, 0, 132, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const m, n, k = 128, 512, 512
+	a := mustTensor(t, fakeDevicePtr(1), Float8E4M3, []int64{m, k}, nil)
+	sfa := mustTensor(t, fakeDevicePtr(2), Float32, []int64{m, k / 128}, []int64{1, m})
+	b := mustTensor(t, fakeDevicePtr(3), Float8E4M3, []int64{n, k}, nil)
+	sfb := mustTensor(t, fakeDevicePtr(4), Float32, []int64{n / 128, k / 128}, nil)
+	d := mustTensor(t, fakeDevicePtr(5), BFloat16, []int64{m, 2 * 320}, nil)
+	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, -8, 64, 264, nil), ErrInvalidArgument, "left, mid, right")
+	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 96, 64, 96, nil), ErrInvalidArgument, "left + right")
+	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 128, 32, 128, nil), ErrInvalidArgument, "d:")
+}
+
 func TestOfflinePrepareCompilesAKernel(t *testing.T) {
 	processState.Lock()
 	defer processState.Unlock()

@@ -218,6 +218,21 @@ func (s *Stream) FP8GemmTT(a, sfa, b, sfb, d, c *Tensor, opts *GemmOptions) erro
 	return err
 }
 
+// FP8GemmNTSkipHeadMid is the FP8 GEMM of FP8GemmNT (1D2D recipe, no C) whose store skips the middle
+// columns of each head (dg_fp8_gemm_nt_skip_head_mid): b's N rows are heads of left + right, d is
+// [M, N / (left + right) * (left + mid + right)] BFLOAT16 or FLOAT32, and GEMM column
+// h*(left+right) + o goes to d's column h*(left+mid+right) + (o < left ? o : o + mid); the mid
+// columns are never written. left and right multiples of 16 (BFLOAT16 d) or 8 (FLOAT32) take the TMA
+// store, other values a slower per-element store.
+func (s *Stream) FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d *Tensor, left, mid, right int64, opts *GemmOptions) error {
+	err := gemmCall(opts, func(o *C.dg_gemm_options) C.dgw_result {
+		return C.dgw_fp8_gemm_nt_skip_head_mid(s.ptr, a.raw(), sfa.raw(), b.raw(), sfb.raw(), d.raw(),
+			C.int64_t(left), C.int64_t(mid), C.int64_t(right), o)
+	})
+	keep(s, a, sfa, b, sfb, d)
+	return err
+}
+
 // Fp8GemmWorkspaceSize returns the workspace bytes the FP8 GEMMs need when a and b are stored as
 // layout names them (dg_fp8_gemm_workspace_size; 0 for LayoutNT).
 func Fp8GemmWorkspaceSize(layout GemmLayout, m, n, k int64) (int, error) {

@@ -1,5 +1,5 @@
-// dg_bf16_gemm_*, dg_fp8_gemm_*, dg_fp8_gemm_workspace_size, dg_gemm_prepare: argument validation,
-// then ops/gemm.
+// dg_bf16_gemm_*, dg_fp8_gemm_*, dg_fp8_gemm_nt_skip_head_mid, dg_fp8_gemm_workspace_size,
+// dg_gemm_prepare: argument validation, then ops/gemm.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +10,7 @@
 #include "dg.h"
 #include "ops/gemm.h"
 #include "ops/transpose.h"
+#include "runtime/checked.h"
 #include "runtime/device.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
@@ -39,9 +40,38 @@ GemmKind kind_of(bool fp8, const dg_gemm_options& opts) {
   return opts.recipe == DG_FP8_RECIPE_1D1D ? GemmKind::kFp8_1D1D : GemmKind::kFp8_1D2D;
 }
 
+// dg_fp8_gemm_nt_skip_head_mid's head columns (docs/skip_head_mid.md).
+struct HeadSplit {
+  int64_t left = 0, mid = 0, right = 0;
+};
+
+// Checks the head split against the call and gives D's columns: N / (left + right) heads of
+// left + mid + right.
+dg_status head_split_cols(const HeadSplit& h, const dg_gemm_options& opts, int64_t n, int64_t k, int64_t* d_cols) {
+  if (opts.epilogue != nullptr)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "options.epilogue: skip_head_mid takes no fused epilogue (expected NULL)");
+  if (opts.recipe != DG_FP8_RECIPE_1D2D)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "options.recipe: {}; skip_head_mid runs the 1D2D recipe (expected {})",
+                    opts.recipe, DG_FP8_RECIPE_1D2D);
+  if (h.left < 0 || h.mid < 0 || h.right < 0 || h.left > INT32_MAX || h.mid > INT32_MAX || h.right > INT32_MAX)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "left, mid, right: {}, {}, {} (expected each in [0, 2^31))", h.left,
+                    h.mid, h.right);
+  if (h.left + h.right == 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "left, right: both 0 (expected heads of left + right > 0 GEMM columns)");
+  if (n % (h.left + h.right) != 0)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "left, right: b has N = {} rows, not a multiple of left + right = {}", n,
+                    h.left + h.right);
+  DG_TRY(dg::checked_mul(n / (h.left + h.right), h.left + h.mid + h.right, d_cols, "d columns"));
+  if (*d_cols > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "d: {} columns ({} heads of {}) must be below 2^31", *d_cols,
+                    n / (h.left + h.right), h.left + h.mid + h.right);
+  if (k == 0) return dg::fail(DG_ERROR_UNSUPPORTED, "a: K = 0; skip_head_mid needs K > 0");
+  return DG_SUCCESS;
+}
+
 dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb,
                const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options, int32_t layout,
-               dg_dtype ab_dtype) {
+               dg_dtype ab_dtype, const HeadSplit* heads = nullptr) {
   const bool a_t = a_transposed(layout), b_t = b_transposed(layout), fp8 = ab_dtype == DG_DTYPE_FLOAT8_E4M3;
   DG_TRY(dg::check_stream(stream, "stream"));
   DG_TRY(dg::check_tensor(a, "a"));
@@ -78,7 +108,7 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
   if (n > INT32_MAX)
     return dg::fail(DG_ERROR_UNSUPPORTED, "b: N = {} must be below 2^31; shape {}", n, dg::describe(*b));
   int64_t d_cols = n;
-  DG_TRY(dg::api::epilogue_out_cols(epilogue, n, &d_cols));
+  DG_TRY(heads ? head_split_cols(*heads, opts, n, k, &d_cols) : dg::api::epilogue_out_cols(epilogue, n, &d_cols));
   DG_TRY(check_row_major_output(*d, "d", m, d_cols, true));
   if (c != nullptr) {
     if (c->dtype != d->dtype)
@@ -100,6 +130,7 @@ dg_status gemm(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa, cons
     return dg::fail(DG_ERROR_UNSUPPORTED, "d: dtype is {}; the 1D1D recipe writes FLOAT32 on SM90",
                     dg::dtype_name(d->dtype));
   DG_TRY(dg::api::apply_epilogue(epilogue, opts, *d, c != nullptr, &args));
+  if (heads) s.epilogue.head_left = heads->left, s.epilogue.head_mid = heads->mid, s.epilogue.head_right = heads->right;
   if (m == 0 || n == 0) return DG_SUCCESS;
   if (d->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "d: data is NULL");
   if (c != nullptr && c->data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "c: data is NULL");
@@ -248,6 +279,15 @@ DG_API dg_status dg_fp8_gemm_tt(dg_stream* stream, const dg_tensor* a, const dg_
                                 const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
                                 const dg_gemm_options* options) {
   DG_API_GUARD(return gemm(stream, a, sfa, b, sfb, d, c, options, DG_GEMM_LAYOUT_TT, DG_DTYPE_FLOAT8_E4M3);)
+}
+
+DG_API dg_status dg_fp8_gemm_nt_skip_head_mid(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
+                                              const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
+                                              int64_t left, int64_t mid, int64_t right,
+                                              const dg_gemm_options* options) {
+  const HeadSplit heads{left, mid, right};
+  DG_API_GUARD(
+      return gemm(stream, a, sfa, b, sfb, d, nullptr, options, DG_GEMM_LAYOUT_NT, DG_DTYPE_FLOAT8_E4M3, &heads);)
 }
 
 DG_API dg_status dg_fp8_gemm_workspace_size(int32_t layout, int64_t m, int64_t n, int64_t k, size_t* bytes) {

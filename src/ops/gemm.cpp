@@ -46,7 +46,7 @@ dg_status encode_d_strips(const GemmShape& s, const GemmConfig& c, void* d, int6
   const CUtensorMapDataType type = ob == 4   ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                    : ob == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8
                                              : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  return tma::encode_2d(out, d, type, ob, out_n(s), rows, ldd, c.d_strip, c.block_m / c.math_wg,
+  return tma::encode_2d(out, d, type, ob, d_cols(s), rows, ldd, c.d_strip, c.block_m / c.math_wg,
                         strip_bytes >= 32 ? strip_bytes : 0, "d");
 }
 

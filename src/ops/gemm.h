@@ -55,11 +55,18 @@ const char* kind_short_name(GemmKind k);
 enum class Activation : int { kNone = 0, kSwiGlu = 1 };
 enum class BiasType : int { kNone = 0, kBf16 = 1, kFp32 = 2 };
 enum class DScales : int { kNone = 0, kFp32 = 1, kPackedUe8m0 = 2 };
+// skip_head_mid (docs/skip_head_mid.md) is a store of its own: the GEMM's columns are heads of
+// head_left + head_right, D's heads head_left + head_mid + head_right wide, the middle columns
+// never written (all 0: D's columns are the GEMM's).
 struct GemmEpilogue {
   Activation act = Activation::kNone;
   BiasType bias = BiasType::kNone;
   DScales scales = DScales::kNone;  // set exactly when D is FLOAT8_E4M3
-  bool active() const { return act != Activation::kNone || bias != BiasType::kNone || scales != DScales::kNone; }
+  int64_t head_left = 0, head_mid = 0, head_right = 0;
+  bool head_split() const { return head_left + head_right > 0; }
+  bool active() const {
+    return act != Activation::kNone || bias != BiasType::kNone || scales != DScales::kNone || head_split();
+  }
 };
 // Rows of B that SwiGLU interleaves: blocks of 128 gate rows, then the matching 128 up rows.
 constexpr int64_t kSwiGluBlock = 128;

@@ -16,7 +16,7 @@
 namespace dg::ops {
 
 struct ConfigKey {
-  int64_t v[15];
+  int64_t v[18];
   bool operator==(const ConfigKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
 };
 struct ConfigKeyHash {
@@ -37,7 +37,8 @@ inline ConfigKey config_key(const dg_stream_s& stream, const GemmShape& s, int n
                     o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 |
                         int64_t(o.split_k) << 24 | int64_t(o.kernel) << 32,
                     o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device),
-                    static_cast<int64_t>(s.type), s.num_groups, s.expected_m}};
+                    static_cast<int64_t>(s.type), s.num_groups, s.expected_m,
+                    s.epilogue.head_left, s.epilogue.head_mid, s.epilogue.head_right}};
 }
 
 // `choose(s, num_sms, o, out)` runs on a miss; `describe(s, config)` names the choice for

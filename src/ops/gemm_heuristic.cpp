@@ -43,11 +43,12 @@ struct Candidate {
   int split_k = 1;
 };
 
-// Mirrors dg::epilogue::strip_elems.
-int strip_elems(int ob, int block_n) {
-  if (block_n % (128 / ob) == 0) return 128 / ob;
-  if (block_n % (64 / ob) == 0) return 64 / ob;
-  if (block_n % (32 / ob) == 0) return 32 / ob;
+// Mirrors dg::epilogue::strip_elems; the strips of `s` also divide strip_divisor(s).
+int strip_elems(const GemmShape& s, int block_n) {
+  const int ob = out_bytes(s);
+  const int64_t divisor = strip_divisor(s);
+  for (int bytes : {128, 64, 32})
+    if (block_n % (bytes / ob) == 0 && divisor % (bytes / ob) == 0) return bytes / ob;
   return 16 / ob;
 }
 
@@ -250,7 +251,7 @@ double large_m_k_block_s(const Sm90CostModel& model, const GemmShape& s, const C
 // Seconds of one tile's epilogue: TMA stores (or reduce-adds) of D in strips.
 double large_m_epilogue_s(const LargeMCost& m, const GemmShape& s, const Candidate& c, int d_bufs) {
   const int ob = out_bytes(s), cols = out_cols(s, c.bn);
-  const int strip_bytes = strip_elems(ob, cols) * ob;
+  const int strip_bytes = strip_elems(s, cols) * ob;
   const bool fp32_reduce = s.accumulate && s.d_dtype == DG_DTYPE_FLOAT32;
   const double strip_cost = strip_bytes < 64                       ? m.narrow_strip_cost
                             : fp32_reduce && strip_bytes < 128 ? m.fp32_reduce_strip_cost
@@ -336,7 +337,7 @@ uint32_t sfb_boundaries(int64_t n, int block_n) {
 
 unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_bufs, int split_k) {
   const int eb = elem_bytes(s.kind), bk = kBlockKBytes / eb;
-  const int cols = out_cols(s, bn), strip = strip_elems(out_bytes(s), cols);
+  const int cols = out_cols(s, bn), strip = strip_elems(s, cols);
   const int strips = d_bufs > 0 && d_bufs < cols / strip ? d_bufs : cols / strip;
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
@@ -344,7 +345,9 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128))
                        : s.kind == GemmKind::kFp8_1D2D ? 16 : 0;
   const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
-  const unsigned staging = static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
+  // Nothing staged where skip_head_mid stores from registers (mirrors Sm90GemmTraits::kSmemD).
+  const unsigned staging =
+      direct_head_store(s) ? 0u : static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));
   if (split_k > 1) {
     // The FP32 partial tile with padded rows (mirrors Sm90GemmTraits::kRedPitch) overlays the ring; a
     // masked split tail also stages its whole tiles' epilogue.
@@ -600,7 +603,7 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
   choose_raster(s, trim ? clusters : slots, units_m, units_n, pm, pn, c);
   c->smem_bytes = gemm_smem_bytes(s, c->block_m, c->block_n, c->stages, c->d_bufs, c->split_k);
   c->threads = 128u * (c->math_wg + 1);
-  c->d_strip = strip_elems(out_bytes(s), out_cols(s, c->block_n));
+  c->d_strip = strip_elems(s, out_cols(s, c->block_n));
   if (s.kind == GemmKind::kFp8_1D2D) c->sfb_boundaries = sfb_boundaries(s.n, c->block_n);
   c->stage_aligned = stage_aligned(s, *c);
 }

@@ -59,7 +59,7 @@ struct Field {
 
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
 // variable too (the kernel asserts its layout against it).
-std::array<Field, 22> template_fields(const GemmShape& s, const GemmConfig& c) {
+std::array<Field, 25> template_fields(const GemmShape& s, const GemmConfig& c) {
   return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
            {"major_a", static_cast<int64_t>(s.major_a), as_major},
            {"major_b", static_cast<int64_t>(s.major_b), as_major},
@@ -81,6 +81,9 @@ std::array<Field, 22> template_fields(const GemmShape& s, const GemmConfig& c) {
            {"activation", static_cast<int64_t>(s.epilogue.act), as_activation},
            {"bias", static_cast<int64_t>(s.epilogue.bias), as_bias},
            {"scales", static_cast<int64_t>(s.epilogue.scales), as_scales},
+           {"head_left", s.epilogue.head_left, as_int},
+           {"head_mid", s.epilogue.head_mid, as_int},
+           {"head_right", s.epilogue.head_right, as_int},
            {"smem_bytes", c.smem_bytes, as_int}}};
 }
 
@@ -92,8 +95,9 @@ const char* out_name(dg_dtype d) {
 std::string epilogue_tag(const GemmEpilogue& e) {
   constexpr const char* kBiasTags[] = {"", "_biasbf16", "_biasf32"};
   constexpr const char* kScalesTags[] = {"", "", "_ue8m0"};
-  return fmt::format("{}{}{}", e.act == Activation::kSwiGlu ? "_swiglu" : "", kBiasTags[static_cast<int>(e.bias)],
-                     kScalesTags[static_cast<int>(e.scales)]);
+  return fmt::format("{}{}{}{}", e.act == Activation::kSwiGlu ? "_swiglu" : "", kBiasTags[static_cast<int>(e.bias)],
+                     kScalesTags[static_cast<int>(e.scales)],
+                     e.head_split() ? fmt::format("_heads{}_{}_{}", e.head_left, e.head_mid, e.head_right) : "");
 }
 
 std::string kernel_name(const GemmShape& s, const GemmConfig& c) {

@@ -2,6 +2,7 @@
 // skinny kernel's choice (skinny_gemm.cpp).
 #pragma once
 #include <cstdint>
+#include <numeric>
 
 #include "ops/gemm.h"
 
@@ -25,8 +26,28 @@ inline int out_bytes(const GemmShape& s) {
 inline int out_cols(const GemmShape& s, int block_n) {
   return s.epilogue.act == Activation::kSwiGlu ? block_n / 2 : block_n;
 }
-// Columns of D.
+// Columns of D the GEMM writes.
 inline int64_t out_n(const GemmShape& s) { return s.epilogue.act == Activation::kSwiGlu ? s.n / 2 : s.n; }
+// Columns of D's memory: out_n, or with skip_head_mid every head's left, middle and right columns.
+inline int64_t d_cols(const GemmShape& s) {
+  const GemmEpilogue& e = s.epilogue;
+  return e.head_split() ? s.n / (e.head_left + e.head_right) * (e.head_left + e.head_mid + e.head_right) : out_n(s);
+}
+// The narrowest epilogue strip (one TMA box) of a BF16 or FP32 D: 16 BF16 columns (stmatrix x4), 8
+// FP32 (a fragment group).
+constexpr int kMinStripBytes = 32;
+// skip_head_mid whose left or right part no strip of kMinStripBytes or more divides: the kernel
+// stores the tile from registers, element by element (mirrors dg::epilogue::HeadColumns::kDirect).
+inline bool direct_head_store(const GemmShape& s) {
+  return s.epilogue.head_split() &&
+         std::gcd(s.epilogue.head_left, s.epilogue.head_right) % (kMinStripBytes / out_bytes(s)) != 0;
+}
+// What each epilogue strip must divide besides the tile's columns: with skip_head_mid (TMA stores)
+// gcd(left, right), so that no box straddles a left / right boundary; 0 = nothing.
+inline int64_t strip_divisor(const GemmShape& s) {
+  return s.epilogue.head_split() && !direct_head_store(s) ? std::gcd(s.epilogue.head_left, s.epilogue.head_right)
+                                                           : 0;
+}
 inline int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t align_up(int64_t a, int64_t b) { return cdiv(a, b) * b; }
 

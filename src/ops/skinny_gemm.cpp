@@ -40,7 +40,7 @@ bool tiled_only_override(const GemmOverride& o) {
 
 const char* skinny_ineligible(const GemmShape& s) {
   if (s.m > kSkinnyMaxM) return "it takes M <= 32";
-  if (s.epilogue.active()) return "it has no fused epilogue (bias, SwiGLU, FP8 D)";
+  if (s.epilogue.active()) return "it has no fused epilogue (bias, SwiGLU, FP8 D, skip_head_mid)";
   if (s.major_a != Major::kK || s.major_b != Major::kK) return "it reads K-major A and B only";
   const int64_t row_bytes = s.k * elem_bytes(s.kind);
   if (row_bytes % 16 != 0) return "it needs rows of K a multiple of 16 bytes (K % 8 == 0 for BF16, K % 16 for FP8)";

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <future>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -729,4 +730,84 @@ TEST_CASE("sm90 gemm: heuristic choices (print with DG_GEMM_PRINT_HEURISTIC=1)")
     CHECK(c.grid <= 132);
     if (env && env[0] == '1') std::printf("%s\n", dg::ops::describe(s, c).c_str());
   }
+}
+
+// skip_head_mid (docs/skip_head_mid.md): the heuristic's configs for DeepGEMM's test shapes and odd
+// head splits keep every store box within one head's left or right columns, and compile.
+TEST_CASE("sm90 gemm: skip_head_mid configs keep boxes within head parts and compile") {
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  config.ptxas_verbose = true;
+  const int32_t log_level = dg_get_log_level();
+  dg_set_log_level(DG_LOG_ERROR);
+  struct Case { int64_t m, n, k, left, mid, right; dg_dtype d; int bn; };
+  const Case cases[] = {
+      // DeepGEMM's tests/test_attention.py shapes, heads (128, 64, 128).
+      {128, 32768, 512, 128, 64, 128, DG_DTYPE_BFLOAT16, 0},
+      {4096, 32768, 512, 128, 64, 128, DG_DTYPE_BFLOAT16, 0},
+      {128, 8192, 512, 128, 64, 128, DG_DTYPE_BFLOAT16, 0},
+      {4096, 8192, 512, 128, 64, 128, DG_DTYPE_BFLOAT16, 0},
+      // tests/gpu/test_skip_head_mid.cpp: odd splits, tiles straddling heads, FP32 D.
+      {200, 320, 640, 16, 7, 48, DG_DTYPE_BFLOAT16, 0},
+      {200, 320, 640, 16, 7, 48, DG_DTYPE_BFLOAT16, 144},
+      {129, 1024, 384, 128, 64, 128, DG_DTYPE_BFLOAT16, 192},
+      {77, 224, 528, 8, 3, 24, DG_DTYPE_FLOAT32, 0},
+      {300, 480, 1040, 0, 40, 96, DG_DTYPE_FLOAT32, 0},
+      {300, 480, 1040, 32, 0, 64, DG_DTYPE_BFLOAT16, 96},
+      // Parts no 32-byte strip divides: the per-element store.
+      {150, 144, 384, 8, 5, 8, DG_DTYPE_BFLOAT16, 0},
+      {77, 112, 528, 5, 3, 11, DG_DTYPE_BFLOAT16, 48},
+      {100, 96, 256, 4, 2, 12, DG_DTYPE_FLOAT32, 0},
+  };
+  std::set<std::string> seen;
+  for (const Case& t : cases) {
+    GemmShape s;
+    s.kind = GemmKind::kFp8_1D2D, s.m = t.m, s.n = t.n, s.k = t.k, s.d_dtype = t.d;
+    s.epilogue.head_left = t.left, s.epilogue.head_mid = t.mid, s.epilogue.head_right = t.right;
+    dg::ops::GemmOverride o;
+    o.block_n = t.bn;
+    dg::ops::GemmConfig c;
+    REQUIRE_MESSAGE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS, dg_last_error());
+    INFO(dg::ops::describe(s, c));
+    CHECK(c.split_k == 1);
+    const int ob = t.d == DG_DTYPE_FLOAT32 ? 4 : 2;
+    const bool direct = std::gcd(t.left, t.right) % (32 / ob) != 0;
+    CHECK(c.d_strip * ob >= 32);
+    CHECK(c.block_n % c.d_strip == 0);
+    if (!direct) {
+      CHECK(t.left % c.d_strip == 0);
+      CHECK(t.right % c.d_strip == 0);
+    }
+    const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
+    CHECK(spec.kernel_name.find("_heads") != std::string::npos);
+    // The same problem without the split is another kernel; the per-element store stages nothing.
+    GemmShape plain = s;
+    plain.epilogue = {};
+    dg::ops::GemmConfig pc;
+    REQUIRE(dg::ops::choose_gemm_config(plain, 132, o, &pc) == DG_SUCCESS);
+    CHECK(!(dg::ops::gemm_kernel_key(plain, pc) == dg::ops::gemm_kernel_key(s, c)));
+    const unsigned staged = dg::ops::gemm_smem_bytes(plain, c.block_m, c.block_n, c.stages, c.d_bufs);
+    if (direct) CHECK(c.smem_bytes < staged);
+    if (seen.insert(spec.kernel_name).second) compile_clean(spec, config);
+  }
+  dg_set_log_level(log_level);
+}
+
+TEST_CASE("sm90 gemm: skip_head_mid refuses split-K") {
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 64, s.n = 2048, s.k = 7168, s.d_dtype = DG_DTYPE_BFLOAT16;
+  s.epilogue.head_left = 128, s.epilogue.head_mid = 64, s.epilogue.head_right = 128;
+  dg::ops::GemmConfig c;
+  // Few tiles and long K: the plain GEMM would split K; the head store never does.
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  dg::ops::GemmOverride o;
+  o.split_k = 2;
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("split K") != std::string::npos);
+  // Nor with the per-element store (left and right of 8 BF16 columns).
+  s.epilogue.head_left = 8, s.epilogue.head_right = 8;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 1);
+  CHECK(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }

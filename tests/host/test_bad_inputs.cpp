@@ -188,6 +188,30 @@ std::vector<Entry> entries() {
     }
   }
 
+  // FP8 GEMM skipping the middle columns of each head: 2 heads of 64 + 64 GEMM columns, D's heads
+  // 64 + 32 + 64 wide.
+  {
+    Entry x;
+    x.name = "dg_fp8_gemm_nt_skip_head_mid";
+    Args& a = x.baseline;
+    a.tensors["a"] = fp8(1, {M, K});
+    a.tensors["b"] = fp8(2, {N, K});
+    a.tensors["d"] = bf16(3, {M, N / 128 * 160});
+    a.tensors["sfa"] = f32(5, {M, K / 128}, {1, M});
+    a.tensors["sfb"] = f32(6, {N / 128, K / 128});
+    a.ints = {{"left", 64}, {"mid", 32}, {"right", 64}};
+    x.sizes = {"left", "mid", "right"};
+    x.operands = {"a", "b", "d", "sfa", "sfb"};
+    x.aligned = {"a", "b", "d", "sfa"};
+    x.options = "gemm";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_fp8_gemm_nt_skip_head_mid(as_mut_stream(c, a), h["a"], h["sfa"], h["b"], h["sfb"], h["d"],
+                                          a.ints.at("left"), a.ints.at("mid"), a.ints.at("right"), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+
   // cuBLASLt baselines: validated before the library is loaded.
   for (const char* layout : {"nt", "nn", "tn", "tt"}) {
     const bool a_t = layout[0] == 't', b_t = layout[1] == 'n';
@@ -1608,4 +1632,55 @@ TEST_CASE("launching entry points check the SM cap before asking for a kernel: a
   }
   dg_stream_destroy(offline);
   CHECK(checked > 20);
+}
+
+TEST_CASE("dg_fp8_gemm_nt_skip_head_mid: head splits, recipes and options it cannot run are refused by name; narrow parts pass") {
+  dg::test::FakeDriver driver(0);
+  CappedStream capped;
+  const int64_t M = 256, N = 256, K = 256;
+  struct Bad {
+    int64_t left, mid, right, d_cols;
+    dg_dtype d_dtype;
+    int64_t k;
+    int32_t recipe;
+    bool epilogue;
+    dg_status want;
+    const char* opens;   // the message's first argument ("": not checked)
+    const char* needle;  // and a word it contains
+  };
+  const Bad bad[] = {
+      {0, 32, 0, 256, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "left", "both 0"},
+      {96, 32, 96, 256, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "left", "192"},
+      {64, 32, 64, 256, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "d", "320"},
+      {64, 32, 60, 0, DG_DTYPE_FLOAT32, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "left", "124"},
+      {-8, 32, 136, 320, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "mid", "-8"},
+      // Parts no TMA box fits are valid (stored element by element): the call reaches the SM cap.
+      {8, 32, 120, 320, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "", "num_sms: 1024"},
+      {60, 32, 68, 320, DG_DTYPE_FLOAT32, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "", "num_sms: 1024"},
+      {64, 32, 64, 320, DG_DTYPE_BFLOAT16, 0, DG_FP8_RECIPE_1D2D, false, DG_ERROR_UNSUPPORTED, "a", "K = 0"},
+      {64, 32, 64, 320, DG_DTYPE_FLOAT32, K, DG_FP8_RECIPE_1D1D, false, DG_ERROR_UNSUPPORTED, "options.recipe", "1D2D"},
+      {64, 32, 64, 320, DG_DTYPE_BFLOAT16, K, DG_FP8_RECIPE_1D2D, true, DG_ERROR_UNSUPPORTED, "options.epilogue", "NULL"},
+      {64, 32, 64, 320, DG_DTYPE_FLOAT8_E4M3, K, DG_FP8_RECIPE_1D2D, false, DG_ERROR_INVALID_ARGUMENT, "d", "FLOAT8"},
+  };
+  for (const Bad& b : bad) {
+    INFO("left ", b.left, " mid ", b.mid, " right ", b.right, " d cols ", b.d_cols, " k ", b.k);
+    Args a;
+    a.tensors["a"] = fp8(1, {M, b.k});
+    a.tensors["b"] = fp8(2, {N, b.k});
+    a.tensors["d"] = Spec{address(3), b.d_dtype, {M, b.d_cols}, {}};
+    a.tensors["sfa"] = f32(5, {M, (b.k + 127) / 128}, {1, M});
+    a.tensors["sfb"] = b.recipe == DG_FP8_RECIPE_1D1D ? f32(6, {N, (b.k + 127) / 128}, {1, N})
+                                                       : f32(6, {N / 128, (b.k + 127) / 128});
+    Handles h(a);
+    dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+    o.recipe = b.recipe;
+    dg_gemm_epilogue ep = DG_GEMM_EPILOGUE_INIT;
+    if (b.epilogue) o.epilogue = &ep;
+    const dg_status s = dg_fp8_gemm_nt_skip_head_mid(capped.stream, h["a"], h["sfa"], h["b"], h["sfb"], h["d"], b.left,
+                                                     b.mid, b.right, &o);
+    const std::string msg = dg_last_error();
+    CHECK_MESSAGE(s == b.want, dg_status_string(s), ": ", msg);
+    if (*b.opens) CHECK_MESSAGE(opens_with(msg, b.opens), msg);
+    CHECK_MESSAGE(msg.find(b.needle) != std::string::npos, msg);
+  }
 }

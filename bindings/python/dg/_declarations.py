@@ -326,6 +326,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_fp8_gemm_workspace_size": (dg_status, [c_int32, c_int64, c_int64, c_int64, POINTER(c_size_t)]),
     # stream, ab_dtype, layout, m, n, k, d_dtype, with_c, options
     "dg_gemm_prepare": (dg_status, [c_void_p, dg_dtype, c_int32, c_int64, c_int64, c_int64, dg_dtype, c_int32, POINTER(dg_gemm_options)]),
+    # stream, a, sfa, b, sfb, d, left, mid, right, options
+    "dg_fp8_gemm_nt_skip_head_mid": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int64, c_int64, c_int64, POINTER(dg_gemm_options)]),
     # stream, a, sfa, b, sfb, d, grouped_layout, layout, expected_m, options
     "dg_m_grouped_fp8_gemm_nt_contiguous": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int32, c_int64, POINTER(dg_gemm_options)]),
     # stream, a, sfa, b, sfb, d, grouped_layout, layout, expected_m, options

@@ -1,8 +1,9 @@
-"""The dense SM90 GEMMs: ``bf16_gemm_*``, ``fp8_gemm_*`` (nt/nn/tn/tt) and ``gemm_prepare``."""
+"""The dense SM90 GEMMs: ``bf16_gemm_*``, ``fp8_gemm_*`` (nt/nn/tn/tt), ``fp8_gemm_nt_skip_head_mid`` and
+``gemm_prepare``."""
 
 from __future__ import annotations
 
-from ctypes import byref, c_size_t
+from ctypes import byref, c_int64, c_size_t
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _epilogue, _fast, _lib, _stream
@@ -265,6 +266,87 @@ fp8_gemm_nt = _make_fp8("nt")
 fp8_gemm_nn = _make_fp8("nn")
 fp8_gemm_tn = _make_fp8("tn")
 fp8_gemm_tt = _make_fp8("tt")
+
+
+def fp8_gemm_nt_skip_head_mid(
+    a: Tuple[Tensor, Tensor],
+    b: Tuple[Tensor, Tensor],
+    d: Tensor,
+    head_splits: Tuple[int, int, int],
+    alpha: float = 1.0,
+    disable_ue8m0_cast: bool = False,
+    recipe: Recipe = None,
+    stream: StreamLike = None,
+    options: Optional[Dict[str, int]] = None,
+    workspace: Any = None,
+) -> None:
+    """FP8 GEMM ``alpha * A @ B.T`` whose output skips the middle columns of each head
+    (``dg_fp8_gemm_nt_skip_head_mid``): B's ``N`` rows are heads of ``left + right``, ``d`` is
+    ``[M, N / (left + right) * (left + mid + right)]`` and GEMM column ``h * (left + right) + o``
+    goes to ``d``'s column ``h * (left + mid + right) + (o if o < left else o + mid)``. The ``mid``
+    columns of every head are never written.
+
+    Args:
+        a, b: as for :func:`fp8_gemm_nt` with the 1D2D recipe (``(1, 128, 128)``).
+        d: BF16 or FP32, row-major (row stride a multiple of 16 bytes); written in place.
+        head_splits: ``(left, mid, right)``, each >= 0; ``left`` and ``right`` multiples of 16 for a
+           BF16 ``d`` (8 for FP32) take the TMA store, other values a slower per-element store.
+        alpha, disable_ue8m0_cast, recipe, stream, workspace: as for :func:`fp8_gemm_nt`.
+    """ + _OPTIONS_DOC + """
+    Raises:
+        dg.InvalidArgument, dg.Unsupported, dg.NoDevice, dg.CompileError, dg.CudaError.
+    """
+    name = "dg_fp8_gemm_nt_skip_head_mid"
+    if not isinstance(head_splits, (tuple, list)) or len(head_splits) != 3:
+        raise InvalidArgument("head_splits: expected (left, mid, right), got %r" % (head_splits,))
+    left, mid, right = (_int64(x, "head_splits[%d]" % i) for i, x in enumerate(head_splits))
+    key = None
+    if stream is None and options is None and workspace is None:
+        key = _skip_head_mid_key(a, b, d, (left, mid, right), alpha, disable_ue8m0_cast, recipe)
+        if key is not None and _fast.call(key):
+            return
+    lib = _lib.get()
+    fn = lib.fn(name)
+    a_data, a_sf = _pair(a, "a")
+    b_data, b_sf = _pair(b, "b")
+    handle, dev, cu, infos = _prepare_call(
+        [(a_data, "a", None), (a_sf, "sfa", ROLE_SF), (b_data, "b", None), (b_sf, "sfb", ROLE_SF), (d, "d", None)],
+        stream,
+    )
+    ia, isfa, ib, isfb, idd = infos
+    assert ia is not None and ib is not None and isfa is not None and isfb is not None
+    _writable(idd, "d")
+    m, n, k, _, _ = _nt_dims(ia, ib, "nt")
+    eff = _recipe_tuple(recipe) or (1, 128, 128)
+    _recipe_code(eff)
+    isfa2, isfb2, keep = _dense_fp8_scales(handle, isfa, isfb, m, n, k, False, False, eff, disable_ue8m0_cast, dev, cu)
+    ws_ptr, ws_size, ws = _fp8_workspace(workspace, ia, ib, m, n, k, cu)
+    keep.append(ws)
+    opts = byref(_gemm_options(alpha, 1.0, _recipe_code(eff), disable_ue8m0_cast, options, ws_ptr, ws_size))
+    with Descriptors() as ds:
+        status = fn(handle, ds.add(ia), ds.add(isfa2), ds.add(ib), ds.add(isfb2), ds.add(idd), left, mid, right, opts)
+        lib.check(status, name)
+    # Warm path only where the call made nothing of its own (no scale copies, no workspace).
+    if key is not None and keep[0] is a_sf and keep[1] is b_sf and ws is None:
+        _fast.store(key, name, dev, (ia, isfa2, ib, isfb2, idd, c_int64(left), c_int64(mid), c_int64(right), opts))
+    del keep
+
+
+def _skip_head_mid_key(a: Any, b: Any, d: Any, splits: Tuple[int, int, int], alpha: Any, disable_ue8m0_cast: bool,
+                       recipe: Recipe) -> Any:
+    """The warm-path key of a skip_head_mid call on plain torch tensors (:mod:`dg._fast`), else None."""
+    if not (type(alpha) in _SCALARS and type(a) is tuple and type(b) is tuple and len(a) == 2 and len(b) == 2
+            and (recipe is None or type(recipe) is tuple)):
+        return None
+    types = _fast._types or _fast.tensor_types()
+    x, sx = a
+    y, sy = b
+    if types is None or not all(type(t) in types for t in (x, sx, y, sy, d)):
+        return None
+    return ("dg_fp8_gemm_nt_skip_head_mid", splits, alpha, bool(disable_ue8m0_cast), recipe,
+            x.data_ptr(), x.shape, x.stride(), x.dtype, sx.data_ptr(), sx.shape, sx.stride(), sx.dtype,
+            y.data_ptr(), y.shape, y.stride(), y.dtype, sy.data_ptr(), sy.shape, sy.stride(), sy.dtype,
+            d.data_ptr(), d.shape, d.stride(), d.dtype)
 
 
 def gemm_prepare(

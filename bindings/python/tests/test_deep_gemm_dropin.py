@@ -214,3 +214,32 @@ def test_fp8_fp4_gemm_nt_reaches_libdg_fp8_gemm_with_the_merged_recipe(monkeypat
     deep_gemm.fp8_fp4_gemm_nt(a, (b[0], sfb_per_token), FakeCAI((m, n), "<f4", ptr=0x5000), recipe=(1, 1, 128))
     recipes = [call[-1]._obj.recipe for call in rec.calls]
     assert recipes == [_lib.FP8_RECIPE_1D2D, _lib.FP8_RECIPE_1D1D]
+
+
+def test_fp8_gemm_nt_skip_head_mid_is_one_libdg_call_with_the_head_splits(monkeypatch):
+    rec, plain = _Recorder(), _Recorder()
+    lib = _lib.get()
+    monkeypatch.setitem(lib.functions, "dg_fp8_gemm_nt_skip_head_mid", rec)
+    monkeypatch.setitem(lib.functions, "dg_fp8_gemm_nt", plain)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    from dg import _arguments
+
+    orig = _arguments._sf_recipe
+    monkeypatch.setattr(_arguments, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
+    m, n, k, heads = 256, 512, 512, 2
+    a = (FakeCAI((m, k), "|u1", ptr=0x1000), FakeCAI((m, k // 128), "<f4", strides=(1, m), ptr=0x2000))
+    b = (FakeCAI((n, k), "|u1", ptr=0x3000), FakeCAI((n // 128, k // 128), "<f4", ptr=0x4000))
+    d = FakeCAI((m, heads * 320), "<f2", ptr=0x5000)
+    deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (128, 64, 128))
+    dg.fp8_gemm_nt_skip_head_mid(a, b, d, [128, 64, 128], alpha=0.5)
+    # One libdg call each (no GEMM into a temporary), with the split as the C arguments.
+    assert plain.calls == []
+    assert [call[6:9] for call in rec.calls] == [(128, 64, 128), (128, 64, 128)]
+    assert [call[-1]._obj.recipe for call in rec.calls] == [_lib.FP8_RECIPE_1D2D] * 2
+    assert [call[-1]._obj.alpha for call in rec.calls] == [1.0, 0.5]
+
+
+@pytest.mark.parametrize("splits", [(128, 64), (128, 64, 128, 0), "abc", (128, 2**70, 128), (1.5, 0, 128)])
+def test_fp8_gemm_nt_skip_head_mid_refuses_head_splits_that_are_not_three_integers(splits):
+    with pytest.raises(dg.InvalidArgument, match="head_splits"):
+        dg.fp8_gemm_nt_skip_head_mid(None, None, None, splits)

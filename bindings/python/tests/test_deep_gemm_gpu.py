@@ -156,3 +156,63 @@ def test_per_token_cast_to_fp8_round_trips():
         assert calc_diff(back, x.float()) < 1e-3
         if ue8m0:
             assert bool((torch.log2(sf) == torch.round(torch.log2(sf))).all())
+
+
+def _skip_head_mid_case(m, k, heads, splits, dtype=torch.bfloat16, row_pad=0):
+    """DeepGEMM's check (calc_diff < 1e-3 on the head columns) with the mid columns and the row
+    padding poisoned (NaN) and checked to keep it."""
+    from dg.deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+    left, mid, right = splits
+    n = heads * (left + right)
+    cols = heads * (left + mid + right)
+    a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
+    b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
+    qa, qb = per_token_cast_to_fp8(a, use_ue8m0=False), per_block_cast_to_fp8(b, use_ue8m0=False)
+    per16 = 16 // torch.empty((), dtype=dtype).element_size()
+    ld = -(-(cols + row_pad) // per16) * per16
+    storage = torch.full((m, ld), float("nan"), device="cuda", dtype=dtype)
+    d = storage[:, :cols]
+    deep_gemm.fp8_gemm_nt_skip_head_mid(qa, qb, d, splits)
+    # The reference on the dequantised operands.
+    a_deq = qa[0].double() * qa[1].double().repeat_interleave(128, dim=1)[:, :k]
+    b_deq = qb[0].double() * qb[1].double().repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)[:n, :k]
+    full = (a_deq @ b_deq.T).view(m, heads, left + right)
+    out = d.view(m, heads, left + mid + right)
+    if left:
+        assert calc_diff(out[:, :, :left], full[:, :, :left]) < 1e-3
+    if right:
+        assert calc_diff(out[:, :, left + mid:], full[:, :, left:]) < 1e-3
+    assert torch.isnan(out[:, :, left:left + mid]).all()
+    assert torch.isnan(storage[:, cols:]).all()
+
+
+@pytest.mark.parametrize("m", [128, 4096])
+@pytest.mark.parametrize("n,k", [(32768, 512), (8192, 512)])
+def test_fp8_gemm_nt_skip_head_mid_deep_gemm_shapes(m, n, k):
+    _skip_head_mid_case(m, k, n // 256, (128, 64, 128))
+
+
+@pytest.mark.parametrize("m,k,heads,splits,dtype,row_pad", [
+    (200, 640, 5, (16, 7, 48), torch.bfloat16, 0),
+    (77, 528, 7, (8, 3, 24), torch.float32, 12),
+    (300, 1040, 5, (0, 40, 96), torch.float32, 0),
+    (129, 384, 4, (32, 0, 64), torch.bfloat16, 8),
+    # Parts no 32-byte TMA box divides: the per-element store.
+    (150, 384, 9, (8, 5, 8), torch.bfloat16, 0),
+    (77, 528, 7, (5, 3, 11), torch.bfloat16, 3),
+    (100, 256, 6, (4, 2, 12), torch.float32, 0),
+])
+def test_fp8_gemm_nt_skip_head_mid_odd_splits(m, k, heads, splits, dtype, row_pad):
+    _skip_head_mid_case(m, k, heads, splits, dtype, row_pad)
+
+
+def test_fp8_gemm_nt_skip_head_mid_refuses_heads_that_do_not_divide_n_and_writes_nothing():
+    from dg.deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+    a = per_token_cast_to_fp8(torch.randn((64, 256), device="cuda", dtype=torch.bfloat16), use_ue8m0=False)
+    b = per_block_cast_to_fp8(torch.randn((256, 256), device="cuda", dtype=torch.bfloat16), use_ue8m0=False)
+    d = torch.full((64, 2 * (96 + 32 + 96)), float("nan"), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(dg.InvalidArgument, match="left"):
+        deep_gemm.fp8_gemm_nt_skip_head_mid(a, b, d, (96, 32, 96))
+    assert torch.isnan(d).all()

@@ -1,4 +1,4 @@
-"""The GEMM and MQA-logits wrappers' warm path (dg/_fast.py) end to end against the fake CUDA
+"""The GEMM (skip_head_mid included) and MQA-logits wrappers' warm path (dg/_fast.py) end to end against the fake CUDA
 driver (tests/fake_driver, put on LD_LIBRARY_PATH by the python_fake_driver CTest), with a stand-in
 for torch: a repeated call makes the same launch as the first without running the Python plumbing
 (into a new output where the call allocates one), anything in the key that changes takes the full
@@ -198,6 +198,21 @@ def test_fp8_warm_only_without_scale_copies(env):
         dg.fp8_gemm_nt(x2, y2, d2)
     assert full[0] == 4
     assert [l[0].startswith("dg_transpose") for l in launches[before:]] == [True, False, True, False]
+
+
+def test_repeated_skip_head_mid_call_replays_the_first_launch(env):
+    torch, launches, _stream_box, full = env
+    x, y, _ = _fp8(torch)
+    d = torch.Tensor(0x7E0000000000 + (5 << 32), torch.bfloat16, (128, 2 * 160))  # 2 heads of 64 + 32 + 64
+    for _ in range(3):
+        dg.fp8_gemm_nt_skip_head_mid(x, y, d, (64, 32, 64))
+    assert full[0] == 1 and len(launches) == 3 and launches[0] == launches[1] == launches[2]
+    assert "_heads64_32_64" in launches[0][0]
+    # Another split is a key of its own (and a kernel of its own).
+    d2 = torch.Tensor(d.data_ptr(), torch.bfloat16, (128, 2 * 144))
+    dg.fp8_gemm_nt_skip_head_mid(x, y, d2, (64, 16, 64))
+    dg.fp8_gemm_nt_skip_head_mid(x, y, d2, (64, 16, 64))
+    assert full[0] == 2 and "_heads64_16_64" in launches[-1][0]
 
 
 def test_the_current_stream_is_read_on_every_call(env, monkeypatch):

@@ -1,6 +1,6 @@
-"""DeepGEMM 2.6 calls beyond v2.2's API: ``fp8_gemm_nt_skip_head_mid`` (composed: a full GEMM,
-then the head columns copied around the skipped middle), ``einsum`` (libdg's batched GEMM kernels,
-docs/einsum.md) and ``tf32_hc_prenorm_gemm`` (libdg's kernel when the library has it)."""
+"""DeepGEMM 2.6 calls beyond the GEMM families: ``fp8_gemm_nt_skip_head_mid`` (libdg's kernel,
+docs/skip_head_mid.md), ``einsum`` (libdg's batched GEMM kernels, docs/einsum.md) and
+``tf32_hc_prenorm_gemm`` (libdg's kernel when the library has it)."""
 
 from __future__ import annotations
 
@@ -20,29 +20,13 @@ def fp8_gemm_nt_skip_head_mid(a: Tuple[Any, Any], b: Tuple[Any, Any], d: Any, he
     """``A @ B.T`` with B's rows grouped per head as ``left + right``, written into D whose heads are
     ``left + mid + right`` wide: the ``mid`` columns of every head are left untouched.
 
-    Composed: one FP8 GEMM into a temporary ``[M, N]`` (torch) and two strided copies."""
-    import torch
-
+    One libdg kernel (``dg.fp8_gemm_nt_skip_head_mid``): the GEMM's store writes each head's left
+    and right columns in place. ``compiled_dims`` is accepted and unused."""
     del compiled_dims
     _reject_fp4(a, "a")
     _reject_fp4(b, "b")
-    left, mid, right = (int(x) for x in head_splits)
-    m, n = a[0].shape[0], b[0].shape[0]
-    if left < 0 or mid < 0 or right < 0 or left + right == 0 or n % (left + right) != 0:
-        raise InvalidArgument("head_splits: %r does not divide b's %d rows into heads of left + right"
-                              % (tuple(head_splits), n))
-    heads = n // (left + right)
-    if tuple(d.shape) != (m, n + heads * mid):
-        raise InvalidArgument("d: shape %r (expected (%d, %d): %d heads of %d columns)"
-                              % (tuple(d.shape), m, n + heads * mid, heads, left + mid + right))
-    if m == 0:
-        return
-    full = torch.empty((m, n), dtype=d.dtype, device=d.device)
-    _gemm.fp8_gemm_nt(a, b, full, recipe=recipe, disable_ue8m0_cast=disable_ue8m0_cast, stream=call_stream(a))
-    src = full.view(m, heads, left + right)
-    dst = d.view(m, heads, left + mid + right)
-    dst[:, :, :left].copy_(src[:, :, :left])
-    dst[:, :, left + mid:].copy_(src[:, :, left:])
+    _gemm.fp8_gemm_nt_skip_head_mid(a, b, d, head_splits, recipe=recipe, disable_ue8m0_cast=disable_ue8m0_cast,
+                                    stream=call_stream(a))
 
 
 def einsum(expr: str, a: Any, b: Any, d: Any, c: Any = None, use_cublaslt: bool = False) -> None:

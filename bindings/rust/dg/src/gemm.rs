@@ -282,6 +282,24 @@ impl Stream {
         fp8_gemm_tt => sys::dg_fp8_gemm_tt;
     }
 
+    /// FP8 GEMM, a [M, K], b [N, K], whose store skips the middle columns of each head
+    /// (`dg_fp8_gemm_nt_skip_head_mid`): b's N rows are heads of `left + right`, d is
+    /// [M, N / (left + right) * (left + mid + right)] BFLOAT16 or FLOAT32, and GEMM column
+    /// h (left + right) + o goes to d's column h (left + mid + right) + (o < left ? o : o + mid);
+    /// the mid columns are never written. a, sfa, b, sfb as for [`Stream::fp8_gemm_nt`] with the
+    /// 1D2D recipe. `left` and `right` multiples of 16 (BFLOAT16 d) or 8 (FLOAT32 d) take the TMA
+    /// store, other values a slower per-element store.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fp8_gemm_nt_skip_head_mid(&self, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
+                                     left: i64, mid: i64, right: i64, options: Option<&GemmOptions<'_>>)
+                                     -> Result<()> {
+        // SAFETY: live handles; the memory they describe is covered by Tensor::new's contract.
+        check(unsafe {
+            sys::dg_fp8_gemm_nt_skip_head_mid(self.as_raw(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(),
+                                              d.as_raw(), left, mid, right, opt_options(options))
+        })
+    }
+
     /// Compiles and loads, without launching or touching device memory, every kernel the
     /// matching GEMM would use (`dg_gemm_prepare`), for contiguous a and b in `layout`:
     /// `ab_dtype` BFLOAT16 or FLOAT8_E4M3, `d_dtype` BFLOAT16 or FLOAT32 (FLOAT8_E4M3 with an

@@ -688,3 +688,25 @@ fn offline_k_grouped_quantization_validation() {
     let e = stream.quantize_fp8_k_grouped_device(&x, &out, &sf, &ks_t, 3, None).unwrap_err();
     assert!(e.message().starts_with("ks_tensor:"), "{}", e);
 }
+
+#[test]
+fn offline_fp8_gemm_nt_skip_head_mid_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (m, n, k) = (128i64, 512i64, 512i64);
+    let a = fake(1, DType::FLOAT8_E4M3, &[m, k], None);
+    let sfa = fake(2, DType::FLOAT32, &[m, k / 128], Some(&[1, m]));
+    let b = fake(3, DType::FLOAT8_E4M3, &[n, k], None);
+    let sfb = fake(4, DType::FLOAT32, &[n / 128, k / 128], None);
+    let d = fake(5, DType::BFLOAT16, &[m, 2 * 320], None);
+    // A negative part.
+    let e = stream.fp8_gemm_nt_skip_head_mid(&a, &sfa, &b, &sfb, &d, -8, 64, 264, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().starts_with("left, mid, right"), "{}", e);
+    // Heads of 96 + 96 do not divide N = 512.
+    let e = stream.fp8_gemm_nt_skip_head_mid(&a, &sfa, &b, &sfb, &d, 96, 64, 96, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    // d sized for another mid.
+    let e = stream.fp8_gemm_nt_skip_head_mid(&a, &sfa, &b, &sfb, &d, 128, 32, 128, None).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
+    assert!(e.message().starts_with("d:"), "{}", e);
+}

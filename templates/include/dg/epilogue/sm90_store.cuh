@@ -27,17 +27,82 @@ template <> struct OutTraits<bf16> { static constexpr uint32_t kBytes = 2; };
 template <> struct OutTraits<float> { static constexpr uint32_t kBytes = 4; };
 template <> struct OutTraits<fp8_e4m3> { static constexpr uint32_t kBytes = 1; };
 
-// Largest strip width (elements) with strip bytes in {128, 64, 32, 16} dividing block_n.
-template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t block_n) {
+// Largest strip width (elements) with strip bytes in {128, 64, 32, 16} dividing block_n and
+// `divisor` (0: no constraint beyond block_n). The widths are powers of two, so one divides both
+// numbers exactly when it divides their bitwise or.
+template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t block_n, uint32_t divisor = 0) {
   constexpr uint32_t b = OutTraits<OutT>::kBytes;
-  return block_n % (128 / b) == 0 ? 128 / b : block_n % (64 / b) == 0 ? 64 / b : block_n % (32 / b) == 0 ? 32 / b : 16 / b;
+  return (block_n | divisor) % (128 / b) == 0 ? 128 / b
+         : (block_n | divisor) % (64 / b) == 0 ? 64 / b
+         : (block_n | divisor) % (32 / b) == 0 ? 32 / b
+                                               : 16 / b;
+}
+
+DG_HOST_DEVICE constexpr uint32_t gcd_of(uint32_t a, uint32_t b) { return b == 0 ? a : gcd_of(b, a % b); }
+
+// Where the store puts the tile's columns in D. IdentityColumns: GEMM column n is D's column n.
+struct IdentityColumns {
+  static constexpr bool kDirect = false;
+  static constexpr uint32_t kStripDivisor = 0;
+  DG_DEVICE static int32_t map(int32_t col) { return col; }
+};
+
+// skip_head_mid (docs/skip_head_mid.md): the GEMM's columns are heads of kLeft + kRight, D's heads
+// are kLeft + kMid + kRight wide, and GEMM column n = h (kLeft + kRight) + o goes to D's column
+// h (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid): the kMid middle columns of each head are
+// never written. Each strip is one TMA box at the mapped column, so a strip must not straddle a
+// left / right boundary: its width divides kLeft and kRight (strips start at multiples of their
+// width, which then divides every boundary). Where no strip of 32 bytes or more does (the narrowest
+// the store writes), kDirect: the tile goes to D from registers (direct_store), element by element.
+template <typename OutT, uint32_t kLeft, uint32_t kMid, uint32_t kRight>
+struct HeadColumns {
+  static constexpr uint32_t kHead = kLeft + kRight;
+  static constexpr uint32_t kMinStrip = 32 / sizeof(OutT);
+  static constexpr bool kDirect = gcd_of(kLeft, kRight) % kMinStrip != 0;
+  static constexpr uint32_t kStripDivisor = kDirect ? 0 : gcd_of(kLeft, kRight);
+  DG_DEVICE static int32_t map(int32_t col) {
+    const uint32_t c = static_cast<uint32_t>(col), h = c / kHead, o = c - h * kHead;
+    const uint64_t out = uint64_t(h) * (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid);
+    // Columns past N (a CTA pair's spare tile) land past D's last column: the box is clipped whole.
+    return out > 0x7fffffffu ? 0x7fffffff : static_cast<int32_t>(out);
+  }
+};
+
+// The store of HeadColumns::kDirect: every thread writes its fragment's elements (acc[i][.], the
+// WGMMA m64nN layout) to their mapped D columns with plain stores, rows below `rows` and GEMM
+// columns below `cols` only. No shared memory, no TMA: slower, for heads whose parts are narrower
+// than a 32-byte strip.
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, class Columns, typename AccArray>
+DG_DEVICE void direct_store(const AccArray& acc, float alpha, void* d, int64_t ldd, uint32_t rows, uint32_t cols,
+                            uint32_t row0, uint32_t col0) {
+  const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+#pragma unroll
+  for (uint32_t i = 0; i < kWgM / 64; ++i)
+#pragma unroll
+    for (uint32_t hi = 0; hi < 2; ++hi) {  // the fragment's rows r and r + 8
+      const uint32_t row = row0 + i * 64 + warp * 16 + lane / 4 + hi * 8;
+      if (row >= rows) continue;
+      OutT* out = static_cast<OutT*>(d) + static_cast<int64_t>(row) * ldd;
+#pragma unroll
+      for (uint32_t g = 0; g < kBlockN / 8; ++g)
+#pragma unroll
+        for (uint32_t e = 0; e < 2; ++e) {
+          const uint32_t col = col0 + g * 8 + (lane % 4) * 2 + e;
+          if (col >= cols) continue;
+          const float v = acc[i][g * 4 + hi * 2 + e] * alpha;
+          if constexpr (sizeof(OutT) == 4) out[Columns::map(static_cast<int32_t>(col))] = v;
+          else out[Columns::map(static_cast<int32_t>(col))] = float_to_bf16(v);
+        }
+    }
 }
 
 // k3D: D's map is 3-D (columns, rows, group) and every box also takes the group coordinate.
-template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false>
+// Columns: where each strip's first column goes in D (IdentityColumns or HeadColumns).
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false,
+          class Columns = IdentityColumns>
 struct WarpgroupStore {
   static constexpr uint32_t kBytes = OutTraits<OutT>::kBytes;
-  static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN);
+  static constexpr uint32_t kStrip = strip_elems<OutT>(kBlockN, Columns::kStripDivisor);
   static constexpr uint32_t kStripBytes = kStrip * kBytes;
   static constexpr uint32_t kSwizzle = kStripBytes >= 32 ? kStripBytes : 0;
   static constexpr uint32_t kNumStrips = kBlockN / kStrip;
@@ -49,6 +114,7 @@ struct WarpgroupStore {
   static_assert(kBlockN % 8 == 0 && kWgM % 64 == 0, "");
   static_assert(kBufBytes % 1024 == 0, "buffers stay 1024-byte aligned for the swizzle");
   static_assert(!(sizeof(OutT) == 2) || kBlockN % 16 == 0, "BF16 output needs BLOCK_N % 16 == 0 (stmatrix x4)");
+  static_assert(kStrip % (kBytes == 2 ? 16 : 8) == 0, "a strip holds whole stmatrix x4 / 8-column fragment groups");
 
   // Writes strip `s` of acc (scaled by alpha) into the buffer at byte address `buf`.
   template <uint32_t s, typename AccArray>
@@ -92,7 +158,8 @@ struct WarpgroupStore {
     }
   }
 
-  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t col, int32_t row, int32_t z) {
+  DG_DEVICE static void store(const TmaDescriptor* desc, const uint8_t* src, int32_t gemm_col, int32_t row, int32_t z) {
+    const int32_t col = Columns::map(gemm_col);
     if constexpr (k3D) {
       if constexpr (kReduceAdd) ptx::tma_reduce_add_3d(desc, src, col, row, z);
       else ptx::tma_store_3d(desc, src, col, row, z);

@@ -90,7 +90,8 @@ template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kRed
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
           uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
           bool kStageAligned_ = false, epilogue::Activation kAct_ = epilogue::Activation::kNone,
-          epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone>
+          epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone,
+          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -152,14 +153,20 @@ struct Sm90GemmTraits {
   using Fused = epilogue::Fused<kAct_, kBias_, kScales_, kMIters, kBlockN>;
   static constexpr uint32_t kOutN = Fused::kOutN;
   // D staging: each consumer warp-group's strip buffers (the whole tile, or kDBufs_ rotating strips).
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, k3dD>;
+  // skip_head_mid (kHeadLeft_ + kHeadRight_ > 0): the store maps GEMM columns to D's head columns.
+  static constexpr bool kHeadSplit = kHeadLeft_ + kHeadRight_ > 0;
+  using Columns = typename Select<kHeadSplit, epilogue::HeadColumns<OutT, kHeadLeft_, kHeadMid_, kHeadRight_>,
+                                  epilogue::IdentityColumns>::type;
+  // Head parts narrower than a 32-byte strip: the tile is stored from registers, nothing staged.
+  static constexpr bool kDirectStore = Columns::kDirect;
+  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, k3dD, Columns>;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
   // ring is idle once its last K block is consumed, and the stages keep the whole budget.
   static constexpr uint32_t kRedPitch = kBlockN * 4 + ((kBlockN * 4) % 64 == 0 ? 32 : 0);
   static constexpr uint32_t kSmemRed = kSplitK > 1 ? kBlockM * kRedPitch : 0;
-  static constexpr uint32_t kSmemD = kSplitK > 1 && !kTail ? 0 : kMathWG * Store::kSmemBytes;
+  static constexpr uint32_t kSmemD = (kSplitK > 1 && !kTail) || kDirectStore ? 0 : kMathWG * Store::kSmemBytes;
   static constexpr uint32_t kOffA = kSmemD;
   static constexpr uint32_t kOffB = kOffA + kStages * kSmemA;
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
@@ -201,6 +208,8 @@ struct Sm90GemmTraits {
   static_assert(!sched::is_batched(kType) || (kKind == Kind::kBf16 && kSplitK == 1 && !Fused::kActive),
                 "batched GEMMs: BF16, no split-K, no fused epilogue");
   static_assert(!kBatchReduced || (sizeof(OutT) == 4 && kReduceAdd), "batch-reduced GEMMs add into FP32 D");
+  static_assert(!kHeadSplit || (kSplitK == 1 && !k3dD && !Fused::kSwiGlu),
+                "skip_head_mid stores whole tiles of GEMM columns (no split-K, 3-D D or SwiGLU)");
 };
 
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
@@ -839,8 +848,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           alpha = 1.0f;
         }
         const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : T::kBatched ? static_cast<int32_t>(t.group) : 0;
-        T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d, static_cast<int32_t>(t.n_block * T::kOutN),
-                      static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
+        if constexpr (T::kDirectStore)
+          epilogue::direct_store<typename T::OutT, T::kWgM, T::kOutN, typename T::Columns>(
+              acc, alpha, p.d, p.ldd, p.m, p.n, m0 + wg_row0, t.n_block * T::kOutN);
+        else
+          T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d,
+                        static_cast<int32_t>(t.n_block * T::kOutN), static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
     if constexpr (T::kSplitK == 1 || T::kTail) T::Store::drain();
