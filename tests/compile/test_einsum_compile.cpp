@@ -14,6 +14,7 @@
 #include "ops/batched_gemm.h"
 #include "ops/gemm.h"
 #include "runtime/config.h"
+#include "ptxas.h"
 
 namespace {
 
@@ -57,22 +58,7 @@ std::vector<BatchedArgs> einsum_problems() {
   return out;
 }
 
-struct Ptxas {
-  int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
-};
-
-Ptxas parse_ptxas(const std::string& log) {
-  Ptxas p;
-  std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("bytes stack frame") != std::string::npos)
-      std::sscanf(line.c_str(), "ptxas . %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &p.stack,
-                  &p.spill_stores, &p.spill_loads);
-    const size_t used = line.find("Used ");
-    if (used != std::string::npos) std::sscanf(line.c_str() + used, "Used %d registers", &p.registers);
-  }
-  return p;
-}
+using dg::test::parse_ptxas;
 
 
 }  // namespace
@@ -99,9 +85,9 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
     const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
     INFO(spec.kernel_name << ": " << dg_last_error() << "\n" << r.log);
     CHECK(st == DG_SUCCESS);
-    const Ptxas p = parse_ptxas(r.log);
+    const dg::test::PtxasInfo p = parse_ptxas(r.log);
     CHECK(p.registers > 0);
-    CHECK(p.stack == 0);
+    CHECK(p.stack_frame == 0);
     CHECK(p.spill_stores == 0);
     CHECK(p.spill_loads == 0);
     table += "  " + spec.kernel_name + ": " + std::to_string(p.registers) + " regs, " + dg::ops::describe(s, c) + "\n";

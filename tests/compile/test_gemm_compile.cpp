@@ -19,6 +19,7 @@
 #include "ops/gemm.h"
 #include "ops/skinny_gemm.h"
 #include "runtime/config.h"
+#include "ptxas.h"
 
 namespace {
 
@@ -123,12 +124,8 @@ std::vector<GemmShape> gemm_shapes() {
   return out;
 }
 
-// What ptxas reports for a kernel (--ptxas-options=-v in the NVRTC log).
-struct PtxasInfo {
-  int registers = -1, stack_frame = -1, spill_stores = -1, spill_loads = -1;
-  bool wgmma_serialized = false;  // ptxas fell back to waiting on every WGMMA (C7515-style advisory)
-  int mbarrier_inits = -1;        // mbarrier.init instructions in the PTX (when it was kept)
-};
+using dg::test::parse_ptxas;
+using dg::test::PtxasInfo;
 
 // nvdisasm, for reading a kernel's SASS: $DG_NVDISASM, else the CUDA toolkit's; empty when absent
 // (it is not part of every toolkit install; `pip install nvidia-cuda-nvdisasm` provides one).
@@ -174,20 +171,6 @@ int count_r2ur(const std::vector<char>& cubin) {
 // 90-205 where it does not (count_r2ur).
 constexpr int kMaxR2ur = 48;
 
-PtxasInfo parse_ptxas(const std::string& log) {
-  PtxasInfo info;
-  std::istringstream lines(log);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("bytes stack frame") != std::string::npos)
-      std::sscanf(line.c_str(), "ptxas . %d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
-                  &info.stack_frame, &info.spill_stores, &info.spill_loads);
-    const size_t used = line.find("Used ");
-    if (used != std::string::npos) std::sscanf(line.c_str() + used, "Used %d registers", &info.registers);
-    if (line.find("wgmma") != std::string::npos && line.find("serialized") != std::string::npos)
-      info.wgmma_serialized = true;
-  }
-  return info;
-}
 
 // Compiles `spec` for sm_90a and checks what every GEMM kernel must satisfy: it compiles, and ptxas
 // reports registers, no stack frame, no spills and (where it has any) WGMMAs left asynchronous.
