@@ -36,11 +36,15 @@ inline int64_t d_cols(const GemmShape& s) {
 // The narrowest epilogue strip (one TMA box) of a BF16 or FP32 D: 16 BF16 columns (stmatrix x4), 8
 // FP32 (a fragment group).
 constexpr int kMinStripBytes = 32;
-// skip_head_mid whose left or right part no strip of kMinStripBytes or more divides: the kernel
-// stores the tile from registers, element by element (mirrors dg::epilogue::HeadColumns::kDirect).
+// A TMA box starts on a 16-byte boundary of global memory (an unaligned start faults).
+constexpr int kTmaBoxAlignBytes = 16;
+// skip_head_mid whose left or right part no strip of kMinStripBytes or more divides, or whose middle
+// part would start the right boxes off a 16-byte boundary: the kernel stores the tile from registers,
+// element by element (mirrors dg::epilogue::HeadColumns::kDirect).
 inline bool direct_head_store(const GemmShape& s) {
-  return s.epilogue.head_split() &&
-         std::gcd(s.epilogue.head_left, s.epilogue.head_right) % (kMinStripBytes / out_bytes(s)) != 0;
+  const GemmEpilogue& e = s.epilogue;
+  return e.head_split() && (std::gcd(e.head_left, e.head_right) % (kMinStripBytes / out_bytes(s)) != 0 ||
+                            e.head_mid * out_bytes(s) % kTmaBoxAlignBytes != 0);
 }
 // What each epilogue strip must divide besides the tile's columns: with skip_head_mid (TMA stores)
 // gcd(left, right), so that no box straddles a left / right boundary; 0 = nothing.

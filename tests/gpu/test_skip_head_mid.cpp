@@ -216,17 +216,19 @@ TEST_CASE("sm90 fp8 gemm skip_head_mid: odd splits, FP32 D, tiles straddling hea
   if (!g.sm90()) return;
   std::mt19937 rng(4401);
   std::vector<Case> cases;
-  // Mid of 7 columns (every head's right part starts at an odd column), 5 heads, K and M tails.
+  // Mid of 8 columns (16 bytes: every head's right part starts at a TMA box's narrowest alignment),
+  // 5 heads, K and M tails; mid of 7 (right parts at odd columns: the per-element store).
+  cases.push_back({200, 640, 16, 8, 48, 5});
   cases.push_back({200, 640, 16, 7, 48, 5});
   // The same with 144-column tiles (tiles straddle heads and 128-column SFB blocks) and alpha.
   {
-    Case c{200, 640, 16, 7, 48, 5};
+    Case c{200, 640, 16, 8, 48, 5};
     c.block_n = 144, c.alpha = 0.625f, c.row_pad = 24;
     cases.push_back(c);
   }
-  // FP32 D: 8-column boxes, 7 heads of (8, 3, 24).
-  {
-    Case c{77, 528, 8, 3, 24, 7};
+  // FP32 D: 8-column boxes, 7 heads of (8, 4, 24); (8, 3, 24) stores per element.
+  for (int64_t mid : {4, 3}) {
+    Case c{77, 528, 8, mid, 24, 7};
     c.d_dtype = DG_DTYPE_FLOAT32;
     cases.push_back(c);
   }

@@ -194,11 +194,14 @@ def test_fp8_gemm_nt_skip_head_mid_deep_gemm_shapes(m, n, k):
 
 
 @pytest.mark.parametrize("m,k,heads,splits,dtype,row_pad", [
-    (200, 640, 5, (16, 7, 48), torch.bfloat16, 0),
-    (77, 528, 7, (8, 3, 24), torch.float32, 12),
+    (200, 640, 5, (16, 8, 48), torch.bfloat16, 0),
+    (77, 528, 7, (8, 4, 24), torch.float32, 12),
     (300, 1040, 5, (0, 40, 96), torch.float32, 0),
     (129, 384, 4, (32, 0, 64), torch.bfloat16, 8),
-    # Parts no 32-byte TMA box divides: the per-element store.
+    # Parts no 32-byte TMA box divides, or a mid that starts the right parts off 16 bytes: the
+    # per-element store.
+    (200, 640, 5, (16, 7, 48), torch.bfloat16, 0),
+    (77, 528, 7, (8, 3, 24), torch.float32, 12),
     (150, 384, 9, (8, 5, 8), torch.bfloat16, 0),
     (77, 528, 7, (5, 3, 11), torch.bfloat16, 3),
     (100, 256, 6, (4, 2, 12), torch.float32, 0),

@@ -52,13 +52,15 @@ struct IdentityColumns {
 // h (kLeft + kMid + kRight) + (o < kLeft ? o : o + kMid): the kMid middle columns of each head are
 // never written. Each strip is one TMA box at the mapped column, so a strip must not straddle a
 // left / right boundary: its width divides kLeft and kRight (strips start at multiples of their
-// width, which then divides every boundary). Where no strip of 32 bytes or more does (the narrowest
-// the store writes), kDirect: the tile goes to D from registers (direct_store), element by element.
+// width, which then divides every boundary). A TMA box must also start on a 16-byte boundary of D
+// (else the store faults with an illegal instruction), so kMid must span whole 16 bytes. Where no
+// strip of 32 bytes or more divides kLeft and kRight (the narrowest the store writes) or kMid is not
+// 16-byte aligned, kDirect: the tile goes to D from registers (direct_store), element by element.
 template <typename OutT, uint32_t kLeft, uint32_t kMid, uint32_t kRight>
 struct HeadColumns {
   static constexpr uint32_t kHead = kLeft + kRight;
   static constexpr uint32_t kMinStrip = 32 / sizeof(OutT);
-  static constexpr bool kDirect = gcd_of(kLeft, kRight) % kMinStrip != 0;
+  static constexpr bool kDirect = gcd_of(kLeft, kRight) % kMinStrip != 0 || kMid * sizeof(OutT) % 16 != 0;
   static constexpr uint32_t kStripDivisor = kDirect ? 0 : gcd_of(kLeft, kRight);
   DG_DEVICE static int32_t map(int32_t col) {
     const uint32_t c = static_cast<uint32_t>(col), h = c / kHead, o = c - h * kHead;
