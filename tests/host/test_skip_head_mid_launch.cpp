@@ -36,10 +36,13 @@ TEST_CASE("skip_head_mid launches one GEMM whose D map spans every head column i
   const Split splits[] = {
       {300, 512, 128, 64, 128, 5, DG_DTYPE_BFLOAT16, 0},
       {300, 512, 128, 64, 128, 5, DG_DTYPE_BFLOAT16, 192},
+      {77, 528, 8, 4, 24, 7, DG_DTYPE_FLOAT32, 0},
+      {200, 640, 16, 8, 48, 5, DG_DTYPE_BFLOAT16, 144},
+      // Parts no 32-byte box divides, or a middle part that starts boxes off 16 bytes: stored
+      // element by element, nothing staged.
+      {77, 528, 5, 3, 11, 7, DG_DTYPE_BFLOAT16, 0},
       {77, 528, 8, 3, 24, 7, DG_DTYPE_FLOAT32, 0},
       {200, 640, 16, 7, 48, 5, DG_DTYPE_BFLOAT16, 144},
-      // Parts no 32-byte box divides: stored element by element, nothing staged.
-      {77, 528, 5, 3, 11, 7, DG_DTYPE_BFLOAT16, 0},
   };
   for (const Split& t : splits) {
     const int64_t n = t.heads * (t.left + t.right), d_cols = t.heads * (t.left + t.mid + t.right);
@@ -92,12 +95,13 @@ TEST_CASE("skip_head_mid launches one GEMM whose D map spans every head column i
     CHECK(md.stride1 == uint64_t(ldd * ob));
     CHECK(md.box[0] == uint32_t(cfg.d_strip));
     CHECK(md.box[1] == uint32_t(cfg.block_m / cfg.math_wg));
-    // Every box lies within one head's left or right part, at least 32 bytes wide; or none does and
-    // the tile is stored from registers (no staging in the shared memory the launch asks for).
+    // Every box lies within one head's left or right part, at least 32 bytes wide, and starts on a
+    // 16-byte boundary of D; or no such box exists and the tile is stored from registers (no staging
+    // in the shared memory the launch asks for).
     CHECK(cfg.block_n % cfg.d_strip == 0);
     CHECK(cfg.d_strip * ob >= 32);
     if (dg::ops::direct_head_store(s)) {
-      CHECK((t.left % cfg.d_strip != 0 || t.right % cfg.d_strip != 0));
+      CHECK((t.left % cfg.d_strip != 0 || t.right % cfg.d_strip != 0 || t.mid * ob % 16 != 0));
       GemmShape plain = s;
       plain.epilogue = {};
       CHECK(l.config.smem_bytes <
@@ -105,6 +109,7 @@ TEST_CASE("skip_head_mid launches one GEMM whose D map spans every head column i
     } else {
       CHECK(t.left % cfg.d_strip == 0);
       CHECK(t.right % cfg.d_strip == 0);
+      CHECK(t.mid * ob % 16 == 0);
     }
     CHECK(q.n == uint32_t(n));
     CHECK(q.m == uint32_t(t.m));
