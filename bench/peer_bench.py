@@ -756,10 +756,11 @@ def report(out_dir, meta=None):
                               if r.get("us_libdg") and r.get("us_libdg_" + name))]
     lines += ["", "| suite | kind | vs DeepGEMM (geomean, n, min) | vs cuBLAS (geomean, n, min) |", "|---|---|---|---|"]
     for suite in SUITES:
-        for kind in ("fp8", "bf16", "tf32"):
+        measured = list(dict.fromkeys(r["kind"] for r in rows if r["suite"] == suite))
+        kinds = [k for k in ("fp8", "bf16", "tf32") if k in measured] + [k for k in measured if k not in
+                                                                          ("fp8", "bf16", "tf32")]
+        for kind in kinds:
             sel = [r for r in rows if r["suite"] == suite and r["kind"] == kind]
-            if not sel:
-                continue
             cells = []
             for peer in ("deepgemm", "cublas"):
                 gm = geomean(sel, peer)
