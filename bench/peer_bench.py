@@ -37,11 +37,14 @@ Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mq
                                    [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
-                                   [--out DIR] [--name NAME] [--alt NAME=field:value,...]
+                                   [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice; where the
 forced config cannot run a problem, the row says so and leaves that contender out.
+--tuned adds "libdg_tuned": libdg on a stream whose config reads the tuning table TABLE (written by
+dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with no table (the
+heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
 every group it drew, `ks`), --masked the masked suite's (G, expected M) sets, --grouped-nk the
 contiguous and masked suites' (N, K) shapes. Writes NAME.json (rows) and NAME.txt (table + geometric means)
@@ -106,6 +109,17 @@ HEAD_SPLITS = (128, 64, 128)
 SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa-compressed", "hc-prenorm",
           "quant", "einsum", "skip-head-mid")
 NAME = "grouped"
+
+
+# --tuned: the stream whose config reads the tuning table (the "libdg_tuned" contender).
+TUNED_ALT = "tuned"
+TUNED_STREAM = None
+
+
+def alt_kwargs(name):
+    """The keyword arguments of alternative `name`'s libdg call: its forced dg_gemm_options fields, or
+    for --tuned the stream that reads the tuning table."""
+    return {"stream": TUNED_STREAM} if name == TUNED_ALT and TUNED_STREAM is not None else {"options": ALT[name]}
 
 
 def t_median(fn):
@@ -206,8 +220,8 @@ def dense(kind, m, n, k):
         asf = dg.get_mn_major_tma_aligned_tensor(asf)
         ref = dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()
         contenders["libdg"] = lambda: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.fp8_fp4_gemm_nt((aq, asf), (bq, bsf), d2,
                                                                        disable_ue8m0_cast=True)
@@ -215,8 +229,8 @@ def dense(kind, m, n, k):
     else:
         ref = a.float() @ b.float().t()
         contenders["libdg"] = lambda: dg.bf16_gemm_nt(a, b, d1)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.bf16_gemm_nt(a, b, d1, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.bf16_gemm_nt(a, b, d1, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.bf16_gemm_nt(a, b, d2)
         contenders["cublas"] = lambda: torch.matmul(a, b.t())
@@ -256,9 +270,9 @@ def contiguous(kind, groups, expected, n, k):
         asf = dg.get_mn_major_tma_aligned_tensor(asf)
         ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
         contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx,
-                                                                                          options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx,
+                                                                                          **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous(
                 (aq, asf), (bq, bsf), d2, idx, disable_ue8m0_cast=True)
@@ -267,8 +281,8 @@ def contiguous(kind, groups, expected, n, k):
     else:
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d2, idx)
         views = [(a[s:s + m], b[g]) for g, (s, m) in enumerate(zip(starts, ms)) if m > 0]
@@ -305,9 +319,9 @@ def masked(kind, groups, expected, n, k):
         asf = dg.get_mn_major_tma_aligned_tensor(asf)
         ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
         contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m, hint)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m,
-                                                                                      hint, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m,
+                                                                                      hint, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_masked(
                 (aq, asf), (bq, bsf), d2, masked_m, hint, disable_ue8m0_cast=True)
@@ -316,8 +330,8 @@ def masked(kind, groups, expected, n, k):
     else:
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_masked(a, b, d2, masked_m, hint)
         views = [(a[g, :m], b[g]) for g, m in enumerate(ms) if m > 0]
@@ -362,9 +376,9 @@ def k_grouped(kind, groups, m, n, expected_k):
         fa = torch.cat([qa[0][:, s:s + kg].flatten() for s, kg in zip(starts, ks)])
         fb = torch.cat([qb[0][:, s:s + kg].flatten() for s, kg in zip(starts, ks)])
         contenders["libdg"] = lambda: dg.k_grouped_fp8_gemm_nt_contiguous((fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.k_grouped_fp8_gemm_nt_contiguous(
-                (fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1, options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.k_grouped_fp8_gemm_nt_contiguous(
+                (fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1, **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.k_grouped_fp8_gemm_nt_contiguous(
                 (fa, sfa), (fb, sfb), d2, ks, ks_tensor, d2, recipe=(1, 1, 128))
@@ -374,9 +388,9 @@ def k_grouped(kind, groups, m, n, expected_k):
     else:
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1)
-        for name, o in ALT.items():
-            contenders["libdg_" + name] = lambda o=o: dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1,
-                                                                                          options=o)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1,
+                                                                                          **kw)
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d2, ks, ks_tensor, d2)
         views = [(a[s:s + kg], b[s:s + kg], d2[g]) for g, (s, kg) in enumerate(zip(starts, ks)) if kg]
@@ -844,6 +858,7 @@ def main():
     ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
                     "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
     ap.add_argument("--alt", action="append", default=[])
+    ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
     for suite in args.suites:
@@ -869,6 +884,12 @@ def main():
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
+    if args.tuned:
+        if TUNED_ALT in ALT:
+            ap.error("--alt %s: the name is --tuned's" % TUNED_ALT)
+        if not os.path.isfile(args.tuned):
+            ap.error("--tuned: %r is not a file (write one with dg-tune -o %s PROBLEMS)" % (args.tuned, args.tuned))
+        ALT[TUNED_ALT] = "the tuning table %s" % os.path.basename(args.tuned)
     if args.merge:
         meta = {}
         for path in args.merge:
@@ -892,7 +913,12 @@ def main():
         plot(args.out, "libdg %s beside DeepGEMM and cuBLAS (per group; the copy for paged-mqa), %s"
              % (" / ".join(versions), meta.get("device")))
         return
+    if args.tuned:
+        os.environ["DG_TUNING_TABLE"] = "off"  # "libdg": the heuristic alone
     import_gpu_stack()
+    if args.tuned:
+        globals()["TUNED_STREAM"] = dg.Stream(torch.cuda.current_device(), torch.cuda.current_stream(),
+                                              config=dg.Config(tuning_table=os.path.abspath(args.tuned)))
     random.seed(0)
     torch.manual_seed(0)
     kinds = ["fp8"] if args.fp8_only else ["bf16"] if args.bf16_only else ["fp8", "bf16"]

@@ -43,7 +43,10 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
     auto s = std::make_unique<dg_stream_s>();
     s->device = d;
     s->handle = static_cast<CUstream>(cu_stream);
-    if (config != nullptr) s->config = config->value;
+    if (config != nullptr) {
+      s->config = config->value;
+      s->tuning_key = dg::tuning_table_key(config->value);
+    }
     if (flags == DG_STREAM_CREATE) {
       dg::ContextScope scope;
       DG_TRY(scope.enter(*d));
@@ -63,7 +66,10 @@ DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major
     DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, &d));
     auto s = std::make_unique<dg_stream_s>();
     s->device = d;
-    if (config != nullptr) s->config = config->value;
+    if (config != nullptr) {
+      s->config = config->value;
+      s->tuning_key = dg::tuning_table_key(config->value);
+    }
     *stream = s.release();
     return DG_SUCCESS;
   })

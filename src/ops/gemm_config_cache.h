@@ -1,6 +1,7 @@
 // The heuristic's choice per distinct problem, so that a warm call costs one lookup; a new entry
 // is also when DG_PRINT_CONFIGS prints. One cache per config type (tiled, skinny): any GEMM family
-// whose config is a pure function of (GemmShape, SM count, GemmOverride) shares it.
+// whose config is a pure function of (GemmShape, SM count, GemmOverride, the stream's tuning
+// table) shares it.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -16,7 +17,7 @@
 namespace dg::ops {
 
 struct ConfigKey {
-  int64_t v[18];
+  int64_t v[19];
   bool operator==(const ConfigKey& o) const { return std::memcmp(v, o.v, sizeof(v)) == 0; }
 };
 struct ConfigKeyHash {
@@ -38,7 +39,8 @@ inline ConfigKey config_key(const dg_stream_s& stream, const GemmShape& s, int n
                         int64_t(o.split_k) << 24 | int64_t(o.kernel) << 32,
                     o.multicast_a, o.math_wg, o.num_sms, reinterpret_cast<int64_t>(stream.device),
                     static_cast<int64_t>(s.type), s.num_groups, s.expected_m,
-                    s.epilogue.head_left, s.epilogue.head_mid, s.epilogue.head_right}};
+                    s.epilogue.head_left, s.epilogue.head_mid, s.epilogue.head_right,
+                    static_cast<int64_t>(stream.tuning_key)}};
 }
 
 // `choose(s, num_sms, o, out)` runs on a miss; `describe(s, config)` names the choice for

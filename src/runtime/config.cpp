@@ -8,6 +8,15 @@
 
 namespace dg {
 
+uint64_t tuning_table_key(const Config& c) {
+  constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;
+  // "" names the default table beside the JIT cache: the cache directory tells those apart.
+  const std::string& name = c.tuning_table.empty() ? c.cache_dir : c.tuning_table;
+  uint64_t h = kFnvOffset ^ static_cast<uint64_t>(c.tuning_table.empty());
+  for (const char ch : name) h = (h ^ static_cast<unsigned char>(ch)) * kFnvPrime;
+  return h | 1u;
+}
+
 Config Config::from_environment() {
   Config c;
   c.num_sms = env::integer("DG_NUM_SMS", 0, 0, 1024);

@@ -1,6 +1,7 @@
 // Settings (dg_config) and the process-wide defaults they fall back to.
 #pragma once
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "dg.h"
@@ -39,6 +40,10 @@ Globals& globals();
 
 // The process default config (environment-derived, built once).
 const Config& default_config();
+
+// A nonzero digest of the tuning table `c` names (its path, or the JIT cache directory the default
+// table lives in; "off"): equal for configs that read the same table.
+uint64_t tuning_table_key(const Config& c);
 
 }  // namespace dg
 

@@ -11,6 +11,10 @@ struct dg_stream_s {
   CUstream handle = nullptr;
   bool owned = false;
   std::optional<dg::Config> config;  // empty: follow the process-wide defaults
+  // Which tuning table the stream's GEMM configs come from (dg::tuning_table_key of its config; 0:
+  // the process default's): part of the config cache's key, so that streams reading different
+  // tables choose their configs apart.
+  uint64_t tuning_key = 0;
 };
 
 namespace dg {

@@ -1,6 +1,7 @@
 // GEMM tuning on the host (docs/tuning.md): the heuristic's ranked candidates and their round trip
 // through an override, the table's text form (round trip, corrupt, foreign, read-only), the M-bucket
-// lookup, the config choice with a table (tuned, near, overridden, capped, invalid entries), problem
+// lookup, the config choice with a table (tuned, near, overridden, capped, invalid entries; streams
+// with different tables apart), problem
 // lists, and dg_tune's argument checks (outputs untouched on error).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include "dg.h"
 #include "ops/gemm.h"
+#include "ops/gemm_config_cache.h"
 #include "ops/gemm_cost_model.h"
 #include "ops/gemm_tuning.h"
 #include "runtime/log_deferred.h"
@@ -505,4 +507,36 @@ TEST_CASE("dg_tune: argument checks leave the outputs untouched") {
   o.candidates = 2, o.repetitions = 3, o.table_path = path.c_str();
   check(off.stream, list, &o, DG_ERROR_NO_DEVICE, "offline");
   CHECK(dg_tune(os.stream, list, nullptr, nullptr) == DG_ERROR_NO_DEVICE);
+}
+
+TEST_CASE("tuning table: streams reading different tables choose a problem's config apart") {
+  const std::string dir = temp_dir("apart");
+  const std::string path = dir + "/table.txt";
+  const GemmShape s = dense(GemmKind::kFp8_1D2D, 3000, 2112, 7168);
+  GemmConfig heuristic;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &heuristic) == DG_SUCCESS);
+  const int bn = heuristic.block_n == 96 ? 112 : 96;
+  OfflineStream untuned("off"), tuned(path), tuned_too(path);
+  TuningTable t = table_for(tuned.s());
+  t.entries.push_back(entry(s, 128, bn, 4));
+  REQUIRE(dg::ops::write_tuning_table(path, t) == DG_SUCCESS);
+  CHECK(untuned.s().tuning_key != tuned.s().tuning_key);
+  CHECK(tuned.s().tuning_key == tuned_too.s().tuning_key);
+
+  // What a GEMM call does on a config-cache miss, through the cache every call consults.
+  auto choose_on = [&](const OfflineStream& os) {
+    GemmConfig c;
+    const auto choose = [&](const GemmShape& shape, int sms, const GemmOverride& o, GemmConfig* out) {
+      return dg::ops::choose_tuned_gemm_config(os.s(), shape, sms, o, out);
+    };
+    REQUIRE(dg::ops::cached_config(os.s(), s, kSms, GemmOverride{}, choose, &c) == DG_SUCCESS);
+    return c;
+  };
+  // The untuned stream runs the problem first; the tuned one still gets its table's entry.
+  CHECK(choose_on(untuned).block_n == heuristic.block_n);
+  CHECK(choose_on(tuned).block_n == bn);
+  CHECK(choose_on(tuned_too).block_n == bn);
+  CHECK(choose_on(untuned).block_n == heuristic.block_n);
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
 }
