@@ -1,8 +1,8 @@
 // GEMM tuning on the host (docs/tuning.md): the heuristic's ranked candidates and their round trip
 // through an override, the table's text form (round trip, corrupt, foreign, read-only), the M-bucket
 // lookup, the config choice with a table (tuned, near, overridden, capped, invalid entries; streams
-// with different tables apart), problem
-// lists, and dg_tune's argument checks (outputs untouched on error).
+// with different tables apart), problem lists, and dg_tune's argument checks (outputs untouched on
+// error).
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
