@@ -6,8 +6,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -193,6 +195,24 @@ void time_copy_contender(Context& ctx, Result& r, void* dst, const void* src, si
 void time_case(Context& ctx);
 // Copies the timings into the case's results (by name) and reports the case.
 void finish(Context& ctx, Case& c, std::vector<Case>& out);
+// Runs a case's `body` (its contenders through time_case): an entry point libdg lacks (resolve's
+// std::logic_error) marks libdg's result `r` absent, any other exception an error with its
+// message. Then adds `r` and the peers' results to the case and finishes it.
+template <class Body>
+void run_case(Context& ctx, Case& c, Result& r, std::initializer_list<Result*> peers, std::vector<Case>& out,
+              Body body) {
+  try {
+    body();
+  } catch (const std::logic_error&) {
+    r.status = "absent";
+  } catch (const std::exception& e) {
+    r.status = "error";
+    r.message = e.what();
+  }
+  c.results.push_back(r);
+  for (Result* p : peers) c.results.push_back(*p);
+  finish(ctx, c, out);
+}
 #ifdef DG_GEMM_OPTIONS_INIT
 // A --gemm-config applied to libdg's GEMM options (fields the config leaves at 0 keep the heuristic).
 void apply_gemm_config(const GemmConfigArg& g, dg_gemm_options* o);

@@ -135,7 +135,7 @@ void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Ca
     Result r, peer;
     r.name = "libdg";
     peer.name = "cudaMemcpyAsync";
-    try {
+    run_case(ctx, c, r, {&peer}, out, [&] {
       if (!fn || !fn_layout) {
         r.message = "dg_get_mn_major_tma_aligned_tensor is not exported by this libdg";
         throw std::logic_error("absent");
@@ -180,15 +180,7 @@ void suite_layout(Context& ctx, const std::vector<Shape>& shapes, std::vector<Ca
       peer.bytes = 2.0 * in_elems * 4;
       time_copy_contender(ctx, peer, scratch.ptr, in.ptr, size_t(in_elems) * 4);
       time_case(ctx);
-    } catch (const std::logic_error&) {
-      r.status = "absent";
-    } catch (const std::exception& e) {
-      r.status = "error";
-      r.message = e.what();
-    }
-    c.results.push_back(r);
-    c.results.push_back(peer);
-    finish(ctx, c, out);
+    });
   }
 }
 

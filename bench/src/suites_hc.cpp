@@ -56,7 +56,7 @@ void suite_hc_prenorm(Context& ctx, const std::vector<Shape>& shapes, std::vecto
     r.name = "libdg";
     rd.name = "read";
     copy.name = "cudaMemcpyAsync";
-    try {
+    run_case(ctx, c, r, {&rd, &copy}, out, [&] {
       const int64_t rows = splits * m;
       Buffer a(m * k * 2), b(n * k * 4), d(rows * n * 4), s(rows * 4), ref_d(rows * n * 4), ref_s(rows * 4);
       DGB_GPU(gpu::fill_randn_bf16(a.ptr, m * k, ctx.next_seed(), 1.0f, ctx.cu_stream));
@@ -90,16 +90,7 @@ void suite_hc_prenorm(Context& ctx, const std::vector<Shape>& shapes, std::vecto
       rd.config = "grid=" + std::to_string(grid) + " block=" + std::to_string(kReadBlock);
       time_copy_contender(ctx, copy, copy_dst.ptr, copy_src.ptr, size_t(moved / 2));
       time_case(ctx);
-    } catch (const std::logic_error&) {
-      r.status = "absent";
-    } catch (const std::exception& e) {
-      r.status = "error";
-      r.message = e.what();
-    }
-    c.results.push_back(r);
-    c.results.push_back(rd);
-    c.results.push_back(copy);
-    finish(ctx, c, out);
+    });
   }
 }
 

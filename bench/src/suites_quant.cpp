@@ -68,7 +68,7 @@ void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Cas
     r.name = "libdg";
     naive.name = "per-group kernel";
     copy.name = "cudaMemcpyAsync";
-    try {
+    run_case(ctx, c, r, {&naive, &copy}, out, [&] {
       Buffer x(rows * k * 2), q(rows * k), q_ref(rows * k), sf_ref(rows * kb * 4);
       const int64_t sf_ld = align_up(m, 4);
       Buffer sf(g * sf_ld * kb * 4);
@@ -95,16 +95,7 @@ void suite_quant(Context& ctx, const std::vector<Shape>& shapes, std::vector<Cas
       });
       time_copy_contender(ctx, copy, copy_dst.ptr, copy_src.ptr, size_t(moved / 2));
       time_case(ctx);
-    } catch (const std::logic_error&) {
-      r.status = "absent";
-    } catch (const std::exception& e) {
-      r.status = "error";
-      r.message = e.what();
-    }
-    c.results.push_back(r);
-    c.results.push_back(naive);
-    c.results.push_back(copy);
-    finish(ctx, c, out);
+    });
   }
 }
 
