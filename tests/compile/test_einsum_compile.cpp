@@ -1,6 +1,7 @@
 // The batched GEMMs behind dg_bf16_einsum and dg_fp8_einsum (sched::GemmType kBatched /
-// kBatchReduced): every config the heuristic picks for DeepGEMM's einsum test shapes and for the GPU
-// tests' odd shapes renders and NVRTC-compiles for sm_90a without spills; the K splits of the batch-reduced form. No GPU.
+// kBatchReduced): every config the heuristic picks for DeepGEMM's einsum test shapes and for the
+// GPU tests' odd shapes renders and NVRTC-compiles for sm_90a without spills; the K splits of the
+// batch-reduced form. No GPU.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -127,9 +128,11 @@ TEST_CASE("einsum: forced tiles, CTA pairs along M and N, compile for sm_90a") {
       {per_head(true, 77, 5, 200, 72), 256, 128, 1, -1},
       {reduced(9, 200, 136, 200), 128, 64, 2, 0},
       {reduced(9, 200, 136, 200), 64, 128, 2, 1},
-      {fp8_per_head(300, 3, 384, 336), 128, 64, 2, 0},   // FP8: pairs along M (SFA rows past b clip)
-      {fp8_per_head(300, 3, 384, 336), 64, 128, 2, 1},   // FP8: pairs along N
-      {fp8_per_head(300, 3, 384, 336), 64, 160, 1, -1},  // FP8: tiles straddling two SFB rows
+      {fp8_per_head(300, 3, 400, 336), 128, 64, 2, 0},   // FP8: pairs along M (SFA rows past b clip)
+      {fp8_per_head(300, 3, 400, 336), 64, 128, 2, 1},   // FP8: pairs along N
+      {fp8_per_head(300, 3, 400, 336), 64, 160, 1, -1},  // FP8: tiles straddling two SFB rows
+      {fp8_per_head(300, 3, 400, 336), 128, 192, 1, -1},
+      {fp8_per_head(300, 3, 400, 336), 256, 128, 1, -1},
   };
   for (const Forced& f : forced) {
     const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(f.args);
