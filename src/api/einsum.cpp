@@ -286,12 +286,12 @@ dg_status check_fp8_sfa(const dg_tensor_s& t, int64_t batch, int64_t h, int64_t 
   *ld = sf_k > 1 ? t.strides[2] : h > 1 ? t.strides[1] : aligned;
   if (dg::numel(t) == 0) return DG_SUCCESS;
   const bool ok = (batch == 1 || t.strides[0] == 1) && *ld % kSfRowAlign == 0 && *ld >= aligned &&
-                  (h == 1 || t.strides[1] == sf_k * *ld);
+                  (h == 1 || (t.strides[1] % sf_k == 0 && t.strides[1] / sf_k == *ld));
   if (!ok)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "sfa: strides must be (1, {} * L, L) with L a multiple of 4 and >= align(b, 4) = {} (per-token scales "
-                    "MN-major and TMA-aligned per head: dg_transform_sf_into_required_layout of the [h, b, {}] view "
-                    "gives them); got {}",
+                    "sfa: strides must be (1, {} * L, L) with L a multiple of 4 and >= align(b, 4) = {} "
+                    "(per-token scales MN-major and TMA-aligned per head: dg_transform_sf_into_required_layout of "
+                    "the [h, b, {}] view gives them); got {}",
                     sf_k, aligned, sf_k, dg::describe(t));
   if (t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfa: data is NULL");
   return dg::check_alignment(t, "sfa", 16);
@@ -316,7 +316,8 @@ dg_status check_fp8_sfb(const dg_tensor_s& t, int64_t h, int64_t dd, int64_t sf_
 dg_status fp8_args(const dg_tensor_s& a, const dg_tensor_s& sfa, const dg_tensor_s& b, const dg_tensor_s& sfb,
                    const dg_tensor_s& d, const dg_tensor_s* c, BatchedArgs* args) {
   if (c != nullptr)
-    return dg::fail(DG_ERROR_UNSUPPORTED, "c: given; the SM90 FP8 einsum writes d without accumulation (expected NULL)");
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "c: given; the SM90 FP8 einsum writes d without accumulation (expected NULL)");
   DG_TRY(dg::check_rank(b, "b", {3}));
   const int64_t h = b.sizes[0], dd = b.sizes[1], r = b.sizes[2];
   DG_TRY(check_operand(b, "b", DG_DTYPE_FLOAT8_E4M3, "h, d, r", {h, dd, r}));
@@ -324,6 +325,10 @@ dg_status fp8_args(const dg_tensor_s& a, const dg_tensor_s& sfa, const dg_tensor
   const int64_t batch = a.sizes[0], sf_k = (r + kSfBlock - 1) / kSfBlock;
   DG_TRY(check_operand(a, "a", DG_DTYPE_FLOAT8_E4M3, "b, h, r", {batch, h, r}));
   DG_TRY(check_sizes(a, b));
+  // The kernel addresses sfa's K blocks of every head as rows of one map (32-bit TMA coordinates).
+  if (h * sf_k > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "sfa: h * ceil(r / 128) = {} * {} rows of scales (expected below 2^31)", h,
+                    sf_k);
   DG_TRY(check_fp8_sfa(sfa, batch, h, sf_k, &args->ld_sfa));
   DG_TRY(check_fp8_sfb(sfb, h, dd, sf_k));
   DG_TRY(dg::check_rank(d, "d", {3}));
@@ -381,7 +386,8 @@ dg_status fp8_prepare(dg_stream* stream, const char* expr, const int64_t* a_size
     return dg::fail(DG_ERROR_UNSUPPORTED, "with_c: 1; the SM90 FP8 einsum writes d without accumulation (expected 0)");
   if (a_sizes[1] != b_sizes[0] || a_sizes[2] != b_sizes[2])
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
-                    "b_sizes: [{}, {}, {}] does not match a_sizes [{}, {}, {}] for \"bhr,hdr->bhd\" (expected [{}, d, {}])",
+                    "b_sizes: [{}, {}, {}] does not match a_sizes [{}, {}, {}] for \"bhr,hdr->bhd\" "
+                    "(expected [{}, d, {}])",
                     b_sizes[0], b_sizes[1], b_sizes[2], a_sizes[0], a_sizes[1], a_sizes[2], a_sizes[1], a_sizes[2]);
   BatchedArgs args;
   args.kind = dg::ops::GemmKind::kFp8_1D2D;

@@ -408,7 +408,8 @@ TEST_CASE("fp8 einsum refuses what it cannot run, naming the argument") {
   expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 1, nullptr), DG_ERROR_UNSUPPORTED, "with_c");
   expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 2, nullptr), DG_ERROR_INVALID_ARGUMENT, "with_c");
   expect(dg_fp8_einsum_prepare(stream.s, "bhd,hdr->bhr", as, bs, 0, nullptr), DG_ERROR_UNSUPPORTED, "expr");
-  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", nullptr, bs, 0, nullptr), DG_ERROR_INVALID_ARGUMENT, "a_sizes");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", nullptr, bs, 0, nullptr), DG_ERROR_INVALID_ARGUMENT,
+         "a_sizes");
   CHECK(fake.take().empty());
   // prepare loads the GEMM kernel and launches nothing.
   CHECK_MESSAGE(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 0, nullptr) == DG_SUCCESS, dg_last_error());
