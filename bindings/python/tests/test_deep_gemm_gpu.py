@@ -170,8 +170,9 @@ def test_fp8_einsum_reads_transformed_scales_and_views_in_place():
     bsz, h, r, dd = 130, 6, 512, 256
     x_fp8, y_fp8, _x, _y, ref_deq = _fp8_einsum_operands(bsz, h, r, dd)
     sfa = dg.get_mn_major_tma_aligned_tensor(x_fp8[1].transpose(0, 1)).transpose(0, 1)
-    wide = torch.zeros((h, dd, r + 64), device="cuda", dtype=torch.float8_e4m3fn)
-    wide[:, :, :r] = y_fp8[0]
+    wide = torch.zeros((h, dd, r + 64), device="cuda", dtype=torch.uint8)
+    wide[:, :, :r] = y_fp8[0].view(torch.uint8)
+    wide = wide.view(torch.float8_e4m3fn)
     z0 = torch.full((bsz, h, dd), float("nan"), device="cuda", dtype=torch.bfloat16)
     z1 = z0.clone()
     deep_gemm.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z0)
