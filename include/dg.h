@@ -743,6 +743,41 @@ DG_API dg_status dg_bf16_einsum_prepare(dg_stream* stream, const char* expr, con
                                         const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options);
 
 /* ============================================================================================
+ * FP8 einsum (DeepGEMM's fp8_einsum on SM90; docs/einsum.md#fp8)
+ *
+ *   "bhr,hdr->bhd"  d[b, h, d] = sum over r of (sfa[b, h, r / 128] a[b, h, r]) (sfb[h, d / 128, r / 128] b[h, d, r])
+ * One launch of the SM90 FP8 GEMM kernel, per head h D_h [b, d] = A_h [b, r] . B_h^T with DeepGEMM's
+ * 1D2D recipe (1, 128, 128): FP32 products of the E4M3 codes, each 128-wide block of r scaled by its
+ * sfa and sfb and summed in FP32; d BFLOAT16, rounded once.
+ *   a: FLOAT8_E4M3 [b, h, r]; b: FLOAT8_E4M3 [h, d, r]; d: BFLOAT16 [b, h, d]. Strides as for
+ *      dg_bf16_einsum: 1 in the last dimension, the others positive multiples of 16 bytes where the
+ *      dimension's size exceeds 1, data 16-byte aligned (DG_ERROR_UNSUPPORTED otherwise); views are
+ *      read in place. d must not overlap itself (checked), a or b.
+ *   sfa: FLOAT32 [b, h, ceil(r / 128)], one scale per token, head and 128 elements of r, MN-major and
+ *      TMA-aligned per head: strides (1, ceil(r / 128) * L, L) with L a multiple of 4 and >= b (the
+ *      [h, b, ceil(r / 128)] view in the layout dg_get_mn_major_tma_aligned_tensor gives, L = align(b, 4);
+ *      dg_transform_sf_into_required_layout with num_groups h makes it), 16-byte aligned.
+ *   sfb: FLOAT32 [h, ceil(d / 128), ceil(r / 128)], one scale per head and 128 x 128 block, any strides,
+ *      4-byte aligned.
+ *   c: NULL (DeepGEMM's SM90 path has no accumulation: anything else is DG_ERROR_UNSUPPORTED).
+ * expr: "bhr,hdr->bhd" (spaces ignored); DeepGEMM's SM100-only FP8 forms "bhd,hdr->bhr" and
+ * "bhd,bhr->hdr", and any other expression, are DG_ERROR_UNSUPPORTED. A FLOAT32 d is DG_ERROR_UNSUPPORTED.
+ * Sizes below 2^31; empty outputs return at once; r = 0 writes zeros.
+ * Options: NULL, or as for dg_bf16_einsum plus fp8_promotion and fp8_promotion_slices; recipe
+ * DG_FP8_RECIPE_1D2D (DG_FP8_RECIPE_1D1D is DG_ERROR_UNSUPPORTED); disable_ue8m0_cast has no effect.
+ * SM90 only.
+ * ========================================================================================== */
+DG_API dg_status dg_fp8_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* sfa,
+                               const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                               const dg_gemm_options* options);
+
+/* Compiles and loads (no launch, no device memory touched) the kernels that dg_fp8_einsum would use
+ * for expr with a's sizes a_sizes[3] = {b, h, r} and b's sizes b_sizes[3] = {h, d, r}; with_c must be
+ * 0 (1 is DG_ERROR_UNSUPPORTED, as c is). Call it before capturing a CUDA graph. */
+DG_API dg_status dg_fp8_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes,
+                                       const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options);
+
+/* ============================================================================================
  * GEMM tuning (docs/tuning.md)
  *
  * dg_tune times the heuristic's best-ranked kernel configs of each problem of a list on the

@@ -199,6 +199,12 @@ static inline dgw_result dgw_bf16_einsum(dg_stream* stream, const char* expr, co
 static inline dgw_result dgw_bf16_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options) {
   return dgw_result_of(dg_bf16_einsum_prepare(stream, expr, a_sizes, b_sizes, with_c, options));
 }
+static inline dgw_result dgw_fp8_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options) {
+  return dgw_result_of(dg_fp8_einsum(stream, expr, a, sfa, b, sfb, d, c, options));
+}
+static inline dgw_result dgw_fp8_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options) {
+  return dgw_result_of(dg_fp8_einsum_prepare(stream, expr, a_sizes, b_sizes, with_c, options));
+}
 static inline dgw_result dgw_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned) {
   return dgw_result_of(dg_tune(stream, problems, options, num_tuned));
 }

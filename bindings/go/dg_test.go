@@ -310,6 +310,28 @@ func TestOfflineFP8GemmNTSkipHeadMidValidates(t *testing.T) {
 	wantError(t, s.FP8GemmNTSkipHeadMid(a, sfa, b, sfb, d, 128, 32, 128, nil), ErrInvalidArgument, "d:")
 }
 
+func TestOfflineFP8EinsumValidates(t *testing.T) {
+	s, err := NewOfflineStream(9, 0, 132, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const b, h, r, d = 8, 2, 256, 128
+	a := mustTensor(t, fakeDevicePtr(1), Float8E4M3, []int64{b, h, r}, nil)
+	// Each head's [b, r / 128] scales MN-major, K blocks align(b, 4) = 8 apart.
+	sfa := mustTensor(t, fakeDevicePtr(2), Float32, []int64{b, h, r / 128}, []int64{1, 16, 8})
+	w := mustTensor(t, fakeDevicePtr(3), Float8E4M3, []int64{h, d, r}, nil)
+	sfb := mustTensor(t, fakeDevicePtr(4), Float32, []int64{h, 1, r / 128}, nil)
+	out := mustTensor(t, fakeDevicePtr(5), BFloat16, []int64{b, h, d}, nil)
+	rowMajor := mustTensor(t, fakeDevicePtr(6), Float32, []int64{b, h, r / 128}, nil)
+	wantError(t, s.FP8Einsum("bhr,hdr->bhd", a, sfa, w, sfb, out, out, nil), ErrUnsupported, "c:")
+	wantError(t, s.FP8Einsum("bhd,hdr->bhr", a, sfa, w, sfb, out, nil, nil), ErrUnsupported, "SM100")
+	wantError(t, s.FP8Einsum("bhr,hdr->bhd", a, rowMajor, w, sfb, out, nil, nil), ErrInvalidArgument, "sfa:")
+	wantError(t, s.FP8EinsumPrepare("bhr,hdr->bhd", [3]int64{b, h, r}, [3]int64{h, d, r + 128}, nil),
+		ErrInvalidArgument, "b_sizes")
+	wantError(t, s.FP8EinsumPrepare("bmk,bnk->mn", [3]int64{b, h, r}, [3]int64{h, d, r}, nil), ErrUnsupported, "expr")
+}
+
 func TestOfflinePrepareCompilesAKernel(t *testing.T) {
 	processState.Lock()
 	defer processState.Unlock()

@@ -1,7 +1,8 @@
-// dg_bf16_einsum / dg_bf16_einsum_prepare: DeepGEMM's einsum forms parsed and validated, then the
-// batched GEMMs of ops/batched_gemm.
+// dg_bf16_einsum / dg_bf16_einsum_prepare and dg_fp8_einsum / dg_fp8_einsum_prepare: DeepGEMM's
+// einsum forms parsed and validated, then the batched GEMMs of ops/batched_gemm.
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "api/gemm_common.h"
 #include "dg.h"
@@ -22,14 +23,22 @@ constexpr const char* kForms = "\"bmk,bnk->mn\", \"bhr,hdr->bhd\" or \"bhd,hdr->
 // Expressions longer than this are no form of ours (and are not copied whole into the message).
 constexpr size_t kMaxExprChars = 64;
 
-dg_status parse_expr(const char* expr, Form* out) {
-  if (expr == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "expr: NULL (expected {})", kForms);
+// `expr` without its spaces; `forms` names the expected ones in the messages.
+dg_status strip_expr(const char* expr, const char* forms, std::string* out) {
+  if (expr == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "expr: NULL (expected {})", forms);
   std::string e;
   for (const char* p = expr; *p != '\0'; ++p) {
     if (e.size() > kMaxExprChars)
-      return dg::fail(DG_ERROR_UNSUPPORTED, "expr: longer than {} characters (expected {})", kMaxExprChars, kForms);
+      return dg::fail(DG_ERROR_UNSUPPORTED, "expr: longer than {} characters (expected {})", kMaxExprChars, forms);
     if (*p != ' ') e.push_back(*p);
   }
+  *out = std::move(e);
+  return DG_SUCCESS;
+}
+
+dg_status parse_expr(const char* expr, Form* out) {
+  std::string e;
+  DG_TRY(strip_expr(expr, kForms, &e));
   if (e == "bmk,bnk->mn") *out = Form::kBmkBnkMn;
   else if (e == "bhr,hdr->bhd") *out = Form::kBhrHdrBhd;
   else if (e == "bhd,hdr->bhr") *out = Form::kBhdHdrBhr;
@@ -37,8 +46,9 @@ dg_status parse_expr(const char* expr, Form* out) {
   return DG_SUCCESS;
 }
 
-// The options an einsum honours: the tile overrides and the SM cap; the rest keep their defaults.
-dg_status check_einsum_options(const dg_gemm_options& o) {
+// The options an einsum honours: the tile overrides and the SM cap (FP8: the promotion options and
+// the 1D2D recipe too); the rest keep their defaults.
+dg_status check_einsum_options(const dg_gemm_options& o, bool fp8) {
   if (o.alpha != 1.0f || o.beta != 1.0f)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.alpha, options.beta: {}, {} (einsum takes neither: expected 1, 1)", o.alpha, o.beta);
@@ -47,8 +57,12 @@ dg_status check_einsum_options(const dg_gemm_options& o) {
                     o.split_k);
   if (o.kernel == DG_GEMM_KERNEL_SKINNY)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.kernel: DG_GEMM_KERNEL_SKINNY (einsum runs the tiled kernel)");
-  if (o.fp8_promotion != 0 || o.fp8_promotion_slices != 0)
+  if (!fp8 && (o.fp8_promotion != 0 || o.fp8_promotion_slices != 0))
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "options.fp8_promotion, fp8_promotion_slices: FP8 options (expected 0)");
+  if (fp8 && o.recipe != DG_FP8_RECIPE_1D2D)
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "options.recipe: {} (the FP8 einsum takes DG_FP8_RECIPE_1D2D: per-token sfa, 128 x 128 block sfb)",
+                    o.recipe);
   if (o.workspace != nullptr || o.workspace_size != 0)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                     "options.workspace: einsum takes none (expected NULL and workspace_size 0)");
@@ -186,13 +200,24 @@ dg_status einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const 
   if (c != nullptr) DG_TRY(dg::check_tensor(c, "c"));
   dg_gemm_options opts;
   DG_TRY(dg::api::read_options(options, &opts));
-  DG_TRY(check_einsum_options(opts));
+  DG_TRY(check_einsum_options(opts, false));
   BatchedArgs args;
   if (form == Form::kBmkBnkMn) DG_TRY(reduced_args(*a, *b, *d, c, &args));
   else DG_TRY(batched_args(form, *a, *b, *d, c, &args));
   DG_TRY(check_sm90(*stream));
   if (args.m == 0 || args.n == 0 || (!args.reduce && args.batches == 0)) return DG_SUCCESS;
   return dg::ops::run_batched_gemm(*stream, args, dg::api::override_of(opts), false);
+}
+
+// prepare's a_sizes[3] and b_sizes[3]: each in [0, 2^31).
+dg_status check_prepare_sizes(const int64_t* a_sizes, const int64_t* b_sizes) {
+  for (int j = 0; j < 3; ++j) {
+    if (a_sizes[j] < 0 || a_sizes[j] > INT32_MAX)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a_sizes[{}]: {} (expected 0 .. 2^31 - 1)", j, a_sizes[j]);
+    if (b_sizes[j] < 0 || b_sizes[j] > INT32_MAX)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b_sizes[{}]: {} (expected 0 .. 2^31 - 1)", j, b_sizes[j]);
+  }
+  return DG_SUCCESS;
 }
 
 // The call's problem from the sizes of a and b alone (the pointers are never read).
@@ -205,13 +230,8 @@ dg_status prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, c
   if (b_sizes == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b_sizes: NULL (expected b's 3 sizes)");
   dg_gemm_options opts;
   DG_TRY(dg::api::read_options(options, &opts));
-  DG_TRY(check_einsum_options(opts));
-  for (int j = 0; j < 3; ++j) {
-    if (a_sizes[j] < 0 || a_sizes[j] > INT32_MAX)
-      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a_sizes[{}]: {} (expected 0 .. 2^31 - 1)", j, a_sizes[j]);
-    if (b_sizes[j] < 0 || b_sizes[j] > INT32_MAX)
-      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b_sizes[{}]: {} (expected 0 .. 2^31 - 1)", j, b_sizes[j]);
-  }
+  DG_TRY(check_einsum_options(opts, false));
+  DG_TRY(check_prepare_sizes(a_sizes, b_sizes));
   if (with_c != 0 && with_c != 1) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "with_c: {} (expected 0 or 1)", with_c);
   if (with_c == 1 && form != Form::kBmkBnkMn)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "with_c: 1 (only \"bmk,bnk->mn\" accumulates)");
@@ -237,6 +257,146 @@ dg_status prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, c
   return dg::ops::run_batched_gemm(*stream, args, dg::api::override_of(opts), true);
 }
 
+// ---------------------------------------------------------------------------------------------
+// FP8: "bhr,hdr->bhd" with DeepGEMM's 1D2D recipe, per head the FP8 GEMM D_h = A_h . B_h^T.
+
+constexpr const char* kFp8Form = "\"bhr,hdr->bhd\"";
+constexpr int64_t kSfBlock = 128;      // scales cover 128 elements of r (and 128 rows of d for sfb)
+constexpr int64_t kSfRowAlign = 4;     // per-token scales: K blocks a multiple of 16 bytes apart (TMA)
+
+dg_status parse_fp8_expr(const char* expr) {
+  std::string e;
+  DG_TRY(strip_expr(expr, kFp8Form, &e));
+  if (e == "bhr,hdr->bhd") return DG_SUCCESS;
+  if (e == "bhd,hdr->bhr" || e == "bhd,bhr->hdr")
+    return dg::fail(DG_ERROR_UNSUPPORTED, "expr: \"{}\" (DeepGEMM runs this FP8 form on SM100 only; libdg's SM90 FP8 "
+                    "einsum takes {})", e, kFp8Form);
+  return dg::fail(DG_ERROR_UNSUPPORTED, "expr: \"{}\" (the FP8 einsum takes {})", e, kFp8Form);
+}
+
+// sfa: FP32 [b, h, ceil(r / 128)], MN-major and TMA-aligned per head: strides (1, ceil(r / 128) * L, L)
+// with L a multiple of 4 and >= b (the kernel reads it as one map of h * ceil(r / 128) rows of L).
+dg_status check_fp8_sfa(const dg_tensor_s& t, int64_t batch, int64_t h, int64_t sf_k, int64_t* ld) {
+  DG_TRY(dg::check_rank(t, "sfa", {3}));
+  DG_TRY(dg::check_dtype(t, "sfa", {DG_DTYPE_FLOAT32}));
+  if (t.sizes[0] != batch || t.sizes[1] != h || t.sizes[2] != sf_k)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfa: shape {} (expected [b, h, ceil(r / 128)] = [{}, {}, {}])",
+                    dg::describe(t), batch, h, sf_k);
+  const int64_t aligned = (batch + kSfRowAlign - 1) / kSfRowAlign * kSfRowAlign;
+  *ld = sf_k > 1 ? t.strides[2] : h > 1 ? t.strides[1] : aligned;
+  if (dg::numel(t) == 0) return DG_SUCCESS;
+  const bool ok = (batch == 1 || t.strides[0] == 1) && *ld % kSfRowAlign == 0 && *ld >= aligned &&
+                  (h == 1 || (t.strides[1] % sf_k == 0 && t.strides[1] / sf_k == *ld));
+  if (!ok)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "sfa: strides must be (1, {} * L, L) with L a multiple of 4 and >= align(b, 4) = {} "
+                    "(per-token scales MN-major and TMA-aligned per head: dg_transform_sf_into_required_layout of "
+                    "the [h, b, {}] view gives them); got {}",
+                    sf_k, aligned, sf_k, dg::describe(t));
+  if (t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfa: data is NULL");
+  return dg::check_alignment(t, "sfa", 16);
+}
+
+// sfb: FP32 [h, ceil(d / 128), ceil(r / 128)], any strides, 4-byte aligned.
+dg_status check_fp8_sfb(const dg_tensor_s& t, int64_t h, int64_t dd, int64_t sf_k) {
+  DG_TRY(dg::check_rank(t, "sfb", {3}));
+  DG_TRY(dg::check_dtype(t, "sfb", {DG_DTYPE_FLOAT32}));
+  const int64_t sf_n = (dd + kSfBlock - 1) / kSfBlock;
+  if (t.sizes[0] != h || t.sizes[1] != sf_n || t.sizes[2] != sf_k)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "sfb: shape {} (expected [h, ceil(d / 128), ceil(r / 128)] = [{}, {}, {}] for the 1D2D recipe)",
+                    dg::describe(t), h, sf_n, sf_k);
+  if (dg::numel(t) == 0) return DG_SUCCESS;
+  if (t.data == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "sfb: data is NULL");
+  return dg::check_alignment(t, "sfb", 4);
+}
+
+// a FLOAT8_E4M3 [b, h, r], b FLOAT8_E4M3 [h, d, r], d BFLOAT16 [b, h, d] (TMA-legal strides as the
+// BF16 forms'), their scales; c NULL.
+dg_status fp8_args(const dg_tensor_s& a, const dg_tensor_s& sfa, const dg_tensor_s& b, const dg_tensor_s& sfb,
+                   const dg_tensor_s& d, const dg_tensor_s* c, BatchedArgs* args) {
+  if (c != nullptr)
+    return dg::fail(DG_ERROR_UNSUPPORTED,
+                    "c: given; the SM90 FP8 einsum writes d without accumulation (expected NULL)");
+  DG_TRY(dg::check_rank(b, "b", {3}));
+  const int64_t h = b.sizes[0], dd = b.sizes[1], r = b.sizes[2];
+  DG_TRY(check_operand(b, "b", DG_DTYPE_FLOAT8_E4M3, "h, d, r", {h, dd, r}));
+  DG_TRY(dg::check_rank(a, "a", {3}));
+  const int64_t batch = a.sizes[0], sf_k = (r + kSfBlock - 1) / kSfBlock;
+  DG_TRY(check_operand(a, "a", DG_DTYPE_FLOAT8_E4M3, "b, h, r", {batch, h, r}));
+  DG_TRY(check_sizes(a, b));
+  // The kernel addresses sfa's K blocks of every head as rows of one map (32-bit TMA coordinates).
+  if (h * sf_k > INT32_MAX)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "sfa: h * ceil(r / 128) = {} * {} rows of scales (expected below 2^31)", h,
+                    sf_k);
+  DG_TRY(check_fp8_sfa(sfa, batch, h, sf_k, &args->ld_sfa));
+  DG_TRY(check_fp8_sfb(sfb, h, dd, sf_k));
+  DG_TRY(dg::check_rank(d, "d", {3}));
+  if (d.dtype == DG_DTYPE_FLOAT32)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "d: FLOAT32; the SM90 FP8 einsum writes BFLOAT16 d (as DeepGEMM's)");
+  DG_TRY(check_operand(d, "d", DG_DTYPE_BFLOAT16, "b, h, d", {batch, h, dd}));
+  DG_TRY(dg::check_no_overlap(d, "d"));
+  args->kind = dg::ops::GemmKind::kFp8_1D2D;
+  args->batches = h, args->m = batch, args->n = dd, args->k = r;
+  args->a = operand(a, 1, 0, Major::kK);
+  args->b = operand(b, 0, 1, Major::kK);
+  args->d_dtype = DG_DTYPE_BFLOAT16;
+  args->d = d.data;
+  args->ldd = batch > 1 ? d.strides[0] : dd;
+  args->d_batch_stride = h > 1 ? d.strides[1] : 0;
+  args->sfa = static_cast<const float*>(sfa.data);
+  args->sfb = static_cast<const float*>(sfb.data);
+  args->sfb_stride_g = sfb.strides[0], args->sfb_stride_n = sfb.strides[1], args->sfb_stride_k = sfb.strides[2];
+  return DG_SUCCESS;
+}
+
+dg_status fp8_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* sfa, const dg_tensor* b,
+                     const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c, const dg_gemm_options* options) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  DG_TRY(parse_fp8_expr(expr));
+  DG_TRY(dg::check_tensor(a, "a"));
+  DG_TRY(dg::check_tensor(sfa, "sfa"));
+  DG_TRY(dg::check_tensor(b, "b"));
+  DG_TRY(dg::check_tensor(sfb, "sfb"));
+  DG_TRY(dg::check_tensor(d, "d"));
+  if (c != nullptr) DG_TRY(dg::check_tensor(c, "c"));
+  dg_gemm_options opts;
+  DG_TRY(dg::api::read_options(options, &opts));
+  DG_TRY(check_einsum_options(opts, true));
+  BatchedArgs args;
+  DG_TRY(fp8_args(*a, *sfa, *b, *sfb, *d, c, &args));
+  DG_TRY(check_sm90(*stream));
+  if (args.m == 0 || args.n == 0 || args.batches == 0) return DG_SUCCESS;
+  return dg::ops::run_batched_gemm(*stream, args, dg::api::override_of(opts), false);
+}
+
+// The FP8 call's problem from a's [b, h, r] and b's [h, d, r] sizes (no pointer is read).
+dg_status fp8_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes, const int64_t* b_sizes,
+                      int32_t with_c, const dg_gemm_options* options) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  DG_TRY(parse_fp8_expr(expr));
+  if (a_sizes == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a_sizes: NULL (expected a's 3 sizes b, h, r)");
+  if (b_sizes == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "b_sizes: NULL (expected b's 3 sizes h, d, r)");
+  dg_gemm_options opts;
+  DG_TRY(dg::api::read_options(options, &opts));
+  DG_TRY(check_einsum_options(opts, true));
+  DG_TRY(check_prepare_sizes(a_sizes, b_sizes));
+  if (with_c != 0 && with_c != 1) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "with_c: {} (expected 0 or 1)", with_c);
+  if (with_c == 1)
+    return dg::fail(DG_ERROR_UNSUPPORTED, "with_c: 1; the SM90 FP8 einsum writes d without accumulation (expected 0)");
+  if (a_sizes[1] != b_sizes[0] || a_sizes[2] != b_sizes[2])
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                    "b_sizes: [{}, {}, {}] does not match a_sizes [{}, {}, {}] for \"bhr,hdr->bhd\" "
+                    "(expected [{}, d, {}])",
+                    b_sizes[0], b_sizes[1], b_sizes[2], a_sizes[0], a_sizes[1], a_sizes[2], a_sizes[1], a_sizes[2]);
+  BatchedArgs args;
+  args.kind = dg::ops::GemmKind::kFp8_1D2D;
+  args.batches = b_sizes[0], args.m = a_sizes[0], args.n = b_sizes[1], args.k = a_sizes[2];
+  DG_TRY(check_sm90(*stream));
+  if (args.m == 0 || args.n == 0 || args.batches == 0) return DG_SUCCESS;
+  return dg::ops::run_batched_gemm(*stream, args, dg::api::override_of(opts), true);
+}
+
 }  // namespace
 
 extern "C" {
@@ -249,6 +409,21 @@ DG_API dg_status dg_bf16_einsum(dg_stream* stream, const char* expr, const dg_te
 DG_API dg_status dg_bf16_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes,
                                         const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options) {
   DG_API_GUARD(return prepare(stream, expr, a_sizes, b_sizes, with_c, options);)
+}
+
+}  // extern "C"
+
+extern "C" {
+
+DG_API dg_status dg_fp8_einsum(dg_stream* stream, const char* expr, const dg_tensor* a, const dg_tensor* sfa,
+                               const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d, const dg_tensor* c,
+                               const dg_gemm_options* options) {
+  DG_API_GUARD(return fp8_einsum(stream, expr, a, sfa, b, sfb, d, c, options);)
+}
+
+DG_API dg_status dg_fp8_einsum_prepare(dg_stream* stream, const char* expr, const int64_t* a_sizes,
+                                       const int64_t* b_sizes, int32_t with_c, const dg_gemm_options* options) {
+  DG_API_GUARD(return fp8_prepare(stream, expr, a_sizes, b_sizes, with_c, options);)
 }
 
 }  // extern "C"

@@ -20,10 +20,10 @@ constexpr int kReduceBlock = 128, kReduceSmallM = 64, kReduceBlockNStep = 8;
 
 // Operand maps: K-major (K, MN, batch) with boxes of block_k x rows; MN-major (MN, K, batch) with
 // boxes 64 elements wide (the kernel loads an MN-major tile in 64-element chunks).
-dg_status encode_operand(tma::Descriptor* out, const BatchedOperand& op, int64_t mn, int64_t k, int64_t batches,
-                         int block_k, int box_rows, const char* what) {
-  const CUtensorMapDataType dt = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const uint32_t eb = 2;
+dg_status encode_operand(tma::Descriptor* out, const BatchedOperand& op, GemmKind kind, int64_t mn, int64_t k,
+                         int64_t batches, int block_k, int box_rows, const char* what) {
+  const CUtensorMapDataType dt = is_fp8(kind) ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint32_t eb = static_cast<uint32_t>(elem_bytes(kind));
   if (op.major == Major::kK)
     return tma::encode_3d(out, op.data, dt, eb, k, mn, op.ld, batches, op.batch_stride, block_k, box_rows,
                           kOperandSwizzle, what);
@@ -78,14 +78,29 @@ dg_status fill_reduced(const BatchedArgs& args, const GemmConfig& c, Sm90GemmPar
   return DG_SUCCESS;
 }
 
+// FP8 1D2D: SFA one 2-D map (rows of the batch's m scales, ceil(k / 128) rows per batch, batch after
+// batch), boxes of a tile's rows; SFB read by the kernel's producer at the batch's offset.
+dg_status fill_scales(const BatchedArgs& args, const GemmConfig& c, Sm90GemmParams* p) {
+  const int64_t sf_k = cdiv(args.k, kScaleBlock);
+  DG_TRY(tma::encode_2d(&p->tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, args.m, args.batches * sf_k,
+                        args.ld_sfa, c.block_m, 1, 0, "sfa"));
+  p->sfb = args.sfb;
+  p->sfb_stride_g = args.sfb_stride_g;
+  p->sfb_stride_n = args.sfb_stride_n;
+  p->sfb_stride_k = args.sfb_stride_k;
+  p->sfb_rows = static_cast<uint32_t>(cdiv(args.n, kScaleBlock));
+  return DG_SUCCESS;
+}
+
 dg_status launch_batched(const dg_stream_s& stream, const BatchedArgs& args, const GemmShape& s, const GemmConfig& c,
                          const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& launch_cfg) {
   const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
-  DG_TRY(encode_operand(&p->tma_a, args.a, args.m, args.k, args.batches, c.block_k, mc_a ? c.block_m / 2 : c.block_m,
-                        "a"));
-  DG_TRY(encode_operand(&p->tma_b, args.b, args.n, args.k, args.batches, c.block_k, mc_b ? c.block_n / 2 : c.block_n,
-                        "b"));
+  DG_TRY(encode_operand(&p->tma_a, args.a, args.kind, args.m, args.k, args.batches, c.block_k,
+                        mc_a ? c.block_m / 2 : c.block_m, "a"));
+  DG_TRY(encode_operand(&p->tma_b, args.b, args.kind, args.n, args.k, args.batches, c.block_k,
+                        mc_b ? c.block_n / 2 : c.block_n, "b"));
   DG_TRY(encode_d(args, s, c, &p->tma_d));
+  if (is_fp8(args.kind)) DG_TRY(fill_scales(args, c, p));
   p->alpha = 1.0f;
   p->d = args.d;
   p->ldd = args.ldd;
@@ -122,7 +137,7 @@ dg_status run_empty(const dg_stream_s& stream, const BatchedArgs& args, bool pre
 
 GemmShape batched_gemm_shape(const BatchedArgs& args) {
   GemmShape s;
-  s.kind = GemmKind::kBf16;
+  s.kind = args.kind;
   s.m = args.m;
   s.n = args.n;
   s.k = args.reduce ? args.batches * args.k : args.k;

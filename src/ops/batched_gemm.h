@@ -1,7 +1,8 @@
-// Batched BF16 GEMMs (docs/einsum.md): the SM90 GEMM kernel over a batch of problems whose operands
-// are strided views, each read through one 3-D TMA map (K-major: (K, MN, batch); MN-major: (MN, K,
+// Batched GEMMs (docs/einsum.md): the SM90 GEMM kernel over a batch of problems whose operands are
+// strided views, each read through one 3-D TMA map (K-major: (K, MN, batch); MN-major: (MN, K,
 // batch)), so that no operand is copied and every batch's K and MN tails clip on their own.
-//   kBatched:      D[z] = A[z] . B[z]^T for z < batches (D a 3-D map as well);
+//   kBatched:      D[z] = A[z] . B[z]^T for z < batches (D a 3-D map as well); BF16, or FP8 E4M3
+//                  K-major with the 1D2D recipe's scales of every batch (sfa, sfb below);
 //   kBatchReduced: D = C + sum_z A[z] . B[z]^T, FP32 D, the K blocks of every batch split over CTAs
 //                  that add their partial tiles into D (TMA reduce-add; the order of the additions
 //                  varies from run to run).
@@ -24,6 +25,7 @@ struct BatchedOperand {
 };
 
 struct BatchedArgs {
+  GemmKind kind = GemmKind::kBf16;  // kBf16, or kFp8_1D2D (kBatched only)
   bool reduce = false;  // kBatchReduced (D = C + sum over the batch) instead of kBatched
   int64_t batches = 0, m = 0, n = 0, k = 0;  // every batch's problem [m, n] over k
   BatchedOperand a, b;
@@ -33,6 +35,13 @@ struct BatchedArgs {
   int64_t d_batch_stride = 0;  // kBatched: elements between D[z] and D[z + 1]
   const float* c = nullptr;  // reduce: FP32 [m, n] with rows ldc apart, may be d; nullptr: D = the sum
   int64_t ldc = 0;
+  // FP8 1D2D: batch z's per-token scale of row i and K block kb is sfa[(z * ceil(k / 128) + kb) * ld_sfa + i]
+  // (ld_sfa a multiple of 4, >= m); its 128 x 128 block scale of rows nb * 128.. and K block kb is
+  // sfb[z * sfb_stride_g + nb * sfb_stride_n + kb * sfb_stride_k].
+  const float* sfa = nullptr;
+  int64_t ld_sfa = 0;
+  const float* sfb = nullptr;
+  int64_t sfb_stride_g = 0, sfb_stride_n = 0, sfb_stride_k = 0;
 };
 
 // The kernel's problem as the heuristic sees it: [m, n] per batch over k (kBatched), or [m, n]

@@ -141,6 +141,15 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
     require(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c), "choose_gemm_config");
     add(dg::ops::gemm_kernel_spec(s, c));
   }
+  {
+    // dg_fp8_einsum's per-head FP8 1D2D GEMM (DeepGEMM's b = 4096, h = 8, r = 4096, d = 1024).
+    dg::ops::BatchedArgs args;
+    args.kind = GemmKind::kFp8_1D2D, args.batches = 8, args.m = 4096, args.n = 1024, args.k = 4096;
+    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(args);
+    dg::ops::GemmConfig c;
+    require(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c), "choose_gemm_config");
+    add(dg::ops::gemm_kernel_spec(s, c));
+  }
   for (GemmKind kind : {GemmKind::kBf16, GemmKind::kFp8_1D2D}) {
     dg::ops::GemmShape s;
     s.kind = kind, s.m = 9, s.n = 576, s.k = 7168, s.accumulate = kind == GemmKind::kBf16;

@@ -1,6 +1,7 @@
-// The batched GEMMs behind dg_bf16_einsum (sched::GemmType kBatched / kBatchReduced): every config
-// the heuristic picks for DeepGEMM's einsum test shapes and for the GPU tests' odd shapes renders
-// and NVRTC-compiles for sm_90a without spills; the K splits of the batch-reduced form. No GPU.
+// The batched GEMMs behind dg_bf16_einsum and dg_fp8_einsum (sched::GemmType kBatched /
+// kBatchReduced): every config the heuristic picks for DeepGEMM's einsum test shapes and for the
+// GPU tests' odd shapes renders and NVRTC-compiles for sm_90a without spills; the K splits of the
+// batch-reduced form. No GPU.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -26,6 +27,13 @@ BatchedArgs per_head(bool absorb, int64_t b, int64_t h, int64_t r, int64_t d) {
   BatchedArgs a;
   a.batches = h, a.m = b, a.n = absorb ? d : r, a.k = absorb ? r : d;
   a.b.major = absorb ? Major::kK : Major::kMN;
+  return a;
+}
+
+// dg_fp8_einsum's "bhr,hdr->bhd": per head the FP8 1D2D GEMM, B K-major.
+BatchedArgs fp8_per_head(int64_t b, int64_t h, int64_t r, int64_t d) {
+  BatchedArgs a = per_head(true, b, h, r, d);
+  a.kind = dg::ops::GemmKind::kFp8_1D2D;
   return a;
 }
 
@@ -55,6 +63,13 @@ std::vector<BatchedArgs> einsum_problems() {
   out.push_back(reduced(7, 77, 40, 200));
   out.push_back(reduced(33, 200, 136, 72));
   out.push_back(reduced(1, 8, 8, 8));
+  // FP8 "bhr,hdr->bhd": DeepGEMM's test_fp8_bhr_hdr_bhd shapes, then the GPU tests' odd ones (rows
+  // not a multiple of the block, r and d tails, d straddling 128-row scale blocks, one head).
+  for (int64_t b : {4, 32, 128, 4096, 8192}) out.push_back(fp8_per_head(b, 8, 4096, 1024));
+  out.push_back(fp8_per_head(77, 5, 208, 72));
+  out.push_back(fp8_per_head(1, 3, 144, 264));
+  out.push_back(fp8_per_head(300, 1, 384, 200));
+  out.push_back(fp8_per_head(129, 4, 656, 336));
   return out;
 }
 
@@ -80,6 +95,8 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
     CHECK(c.split_k == 1);
     const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
     CHECK(spec.kernel_name.find(args.reduce ? "_bsum" : "_bat") != std::string::npos);
+    const bool fp8_name = spec.kernel_name.find("fp8_1d2d") != std::string::npos;
+    CHECK(fp8_name == (args.kind == dg::ops::GemmKind::kFp8_1D2D));
     if (!seen.insert(spec.kernel_name).second) continue;
     dg::jit::CompileResult r;
     const dg_status st = dg::jit::compile(spec, "sm_90a", config, &r);
@@ -111,6 +128,11 @@ TEST_CASE("einsum: forced tiles, CTA pairs along M and N, compile for sm_90a") {
       {per_head(true, 77, 5, 200, 72), 256, 128, 1, -1},
       {reduced(9, 200, 136, 200), 128, 64, 2, 0},
       {reduced(9, 200, 136, 200), 64, 128, 2, 1},
+      {fp8_per_head(300, 3, 400, 336), 128, 64, 2, 0},   // FP8: pairs along M (SFA rows past b clip)
+      {fp8_per_head(300, 3, 400, 336), 64, 128, 2, 1},   // FP8: pairs along N
+      {fp8_per_head(300, 3, 400, 336), 64, 160, 1, -1},  // FP8: tiles straddling two SFB rows
+      {fp8_per_head(300, 3, 400, 336), 128, 192, 1, -1},
+      {fp8_per_head(300, 3, 400, 336), 256, 128, 1, -1},
   };
   for (const Forced& f : forced) {
     const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(f.args);

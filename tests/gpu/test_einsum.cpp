@@ -1,10 +1,11 @@
-// dg_bf16_einsum against an FP64 CPU reference of the BF16 inputs: the MLA weight-absorption forms
-// "bhr,hdr->bhd" and "bhd,hdr->bhr" (per-head batched GEMMs, B K-major and MN-major) and the batch
-// sum "bmk,bnk->mn" (FP32 D, with no C, a separate C or D itself), on DeepGEMM's test shapes
-// (tests/test_einsum.py; b is a strided view of a wider tensor as there) and odd ones: rows not a
-// multiple of the tile, K and N tails per head, one head, heads-first A, padded D rows, CTA pairs.
-// Outputs are poisoned first (NaN); D's padding must stay poisoned. Large shapes check every head
-// and column of a sample of rows (every element is computed by the same tiles).
+// dg_bf16_einsum and dg_fp8_einsum against an FP64 CPU reference of the (dequantised) inputs: the
+// MLA weight-absorption forms "bhr,hdr->bhd" and "bhd,hdr->bhr" (per-head batched GEMMs, B K-major
+// and MN-major; the first also in FP8 with DeepGEMM's 1D2D recipe) and the batch sum "bmk,bnk->mn"
+// (FP32 D, with no C, a separate C or D itself), on DeepGEMM's test shapes (tests/test_einsum.py;
+// b is a strided view of a wider tensor as there) and odd ones: rows not a multiple of the tile, K
+// and N tails per head, one head, heads-first A, padded D rows, CTA pairs. Outputs are poisoned
+// first (NaN); D's padding must stay poisoned. Large shapes check every head and column of a sample
+// of rows (every element is computed by the same tiles).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -223,6 +224,173 @@ dg_gemm_options tiles(int bm, int bn, int cluster, int multicast_a) {
   return o;
 }
 
+// ---------------------------------------------------------------------------------------------
+// dg_fp8_einsum "bhr,hdr->bhd": a [b, h, r] E4M3 quantised per (token, head, 128 of r), b [h, d, r]
+// E4M3 per (head, 128 x 128 block), against FP64 on the dequantised operands. Every scale block's
+// values are drawn at a magnitude of its own (2^-4 .. 2^4), so a scale read from another head,
+// token or block shows as a large error.
+
+constexpr int64_t kSfBlock = 128;
+
+struct Fp8Case {
+  int64_t b, h, r, d;
+  int64_t a_pad = 0, b_pad = 0, d_pad = 0;  // extra elements per row of a's heads, b's rows, d's heads
+  int64_t sfa_pad = 0;                      // extra scales per K block of sfa (L = align(b, 4) + sfa_pad)
+  bool pow2 = true;                         // power-of-two scales (DeepGEMM's use_ue8m0 default)
+  dg_gemm_options options = DG_GEMM_OPTIONS_INIT;
+};
+
+// Quantisation scale of a block whose largest magnitude is amax.
+float fp8_scale(float amax, bool pow2) {
+  const float s = std::max(amax, 1e-4f) / 448.f;
+  return pow2 ? std::exp2(std::ceil(std::log2(s))) : s;
+}
+
+// E4M3 codes and scales of both operands, in the layouts dg_fp8_einsum reads.
+struct Fp8Operands {
+  int64_t b, h, r, d, sf_k, sf_n, lda, ldb, ld_sfa;
+  std::vector<uint8_t> a, bw;       // a [b, h, lda] (head rows lda apart), bw [h, d, ldb]
+  std::vector<float> sfa, sfb;      // sfa[(g * sf_k + kb) * ld_sfa + i], sfb [h, sf_n, sf_k]
+  Fp8Operands(const Fp8Case& c, std::mt19937& rng)
+      : b(c.b), h(c.h), r(c.r), d(c.d), sf_k((c.r + kSfBlock - 1) / kSfBlock), sf_n((c.d + kSfBlock - 1) / kSfBlock),
+        lda(c.r + c.a_pad), ldb(c.r + c.b_pad), ld_sfa((c.b + 3) / 4 * 4 + c.sfa_pad),
+        a(size_t(std::max<int64_t>(c.b * c.h * lda, 1)), 0), bw(size_t(std::max<int64_t>(c.h * c.d * ldb, 1)), 0),
+        sfa(size_t(std::max<int64_t>(c.h * sf_k * ld_sfa, 1)), 0.f),
+        sfb(size_t(std::max<int64_t>(c.h * sf_n * sf_k, 1))) {
+    const uint32_t seed_a = rng(), seed_b = rng();
+    // a: one (token, head) row per work item.
+    dg::test::parallel_for(b * h, [&](int64_t row) {
+      std::mt19937 local(seed_a ^ static_cast<uint32_t>(row * 0x9E3779B9u));
+      std::normal_distribution<float> nd(0.f, 1.f);
+      std::uniform_int_distribution<int> mag(-4, 4);
+      const int64_t i = row / h, g = row % h;
+      std::vector<float> raw(static_cast<size_t>(kSfBlock));
+      for (int64_t kb = 0; kb < sf_k; ++kb) {
+        const int64_t k0 = kb * kSfBlock, n = std::min(kSfBlock, r - k0);
+        const float m = std::ldexp(1.f, mag(local));
+        float amax = 0.f;
+        for (int64_t x = 0; x < n; ++x) amax = std::max(amax, std::fabs(raw[size_t(x)] = nd(local) * m));
+        const float s = fp8_scale(amax, c.pow2);
+        sfa[size_t((g * sf_k + kb) * ld_sfa + i)] = s;
+        for (int64_t x = 0; x < n; ++x) a[size_t(row * lda + k0 + x)] = dg::test::f_to_e4m3(raw[size_t(x)] / s);
+      }
+    });
+    // b: one (head, 128 rows of d) block row per work item.
+    dg::test::parallel_for(h * sf_n, [&](int64_t unit) {
+      std::mt19937 local(seed_b ^ static_cast<uint32_t>(unit * 0x85EBCA6Bu));
+      std::normal_distribution<float> nd(0.f, 1.f);
+      std::uniform_int_distribution<int> mag(-4, 4);
+      const int64_t g = unit / sf_n, jb = unit % sf_n, j0 = jb * kSfBlock, rows = std::min(kSfBlock, d - j0);
+      std::vector<float> raw(size_t(rows * r));
+      for (int64_t kb = 0; kb < sf_k; ++kb) {
+        const int64_t k0 = kb * kSfBlock, n = std::min(kSfBlock, r - k0);
+        const float m = std::ldexp(1.f, mag(local));
+        float amax = 0.f;
+        for (int64_t j = 0; j < rows; ++j)
+          for (int64_t x = 0; x < n; ++x) amax = std::max(amax, std::fabs(raw[size_t(j * r + k0 + x)] = nd(local) * m));
+        const float s = fp8_scale(amax, c.pow2);
+        sfb[size_t((g * sf_n + jb) * sf_k + kb)] = s;
+        for (int64_t j = 0; j < rows; ++j)
+          for (int64_t x = 0; x < n; ++x)
+            bw[size_t((g * d + j0 + j) * ldb + k0 + x)] = dg::test::f_to_e4m3(raw[size_t(j * r + k0 + x)] / s);
+      }
+    });
+  }
+  // sum over r of dequantised a[i, g, :] . b[g, j, :], and the sum of the products' magnitudes.
+  void dot(int64_t i, int64_t g, int64_t j, double* ref, double* mag) const {
+    double acc = 0, abs_acc = 0;
+    const uint8_t* ar = &a[size_t((i * h + g) * lda)];
+    const uint8_t* br = &bw[size_t((g * d + j) * ldb)];
+    for (int64_t kb = 0; kb < sf_k; ++kb) {
+      const double s =
+          double(sfa[size_t((g * sf_k + kb) * ld_sfa + i)]) * sfb[size_t((g * sf_n + j / kSfBlock) * sf_k + kb)];
+      double blk = 0, blk_abs = 0;
+      for (int64_t x = kb * kSfBlock; x < std::min(r, (kb + 1) * kSfBlock); ++x) {
+        const double p = double(dg::test::e4m3_to_f(ar[x])) * dg::test::e4m3_to_f(br[x]);
+        blk += p;
+        blk_abs += std::fabs(p);
+      }
+      acc += blk * s;
+      abs_acc += blk_abs * s;
+    }
+    *ref = acc;
+    *mag = abs_acc;
+  }
+};
+
+// Runs the case with d poisoned: the checked rows element by element (FP8 products summed in FP32 per
+// 128 of r, one BF16 rounding) and with DeepGEMM's calc_diff < 1e-3; every other element of d
+// written; d's row padding still poisoned.
+void run_fp8_case(Gpu& gpu, const Fp8Case& c, uint32_t seed) {
+  CAPTURE(c.b);
+  CAPTURE(c.h);
+  CAPTURE(c.r);
+  CAPTURE(c.d);
+  CAPTURE(c.a_pad);
+  CAPTURE(c.b_pad);
+  CAPTURE(c.d_pad);
+  CAPTURE(c.sfa_pad);
+  CAPTURE(c.pow2);
+  CAPTURE(c.options.block_m);
+  CAPTURE(c.options.block_n);
+  CAPTURE(c.options.cluster);
+  std::mt19937 rng(seed);
+  const Fp8Operands ops(c, rng);
+  const int64_t ldd = c.d + c.d_pad;
+  DeviceBuffer da(gpu.device, ops.a.size()), db(gpu.device, ops.bw.size());
+  DeviceBuffer dd(gpu.device, size_t(std::max<int64_t>(c.b * c.h * ldd, 1)) * 2);
+  DeviceBuffer dsa(gpu.device, ops.sfa.size() * 4), dsb(gpu.device, ops.sfb.size() * 4);
+  da.upload(ops.a);
+  db.upload(ops.bw);
+  dsa.upload(ops.sfa);
+  dsb.upload(ops.sfb);
+  dd.poison();
+  Tensor ta(da.data(), DG_DTYPE_FLOAT8_E4M3, {c.b, c.h, c.r}, {c.h * ops.lda, ops.lda, 1});
+  Tensor tb(db.data(), DG_DTYPE_FLOAT8_E4M3, {c.h, c.d, c.r}, {c.d * ops.ldb, ops.ldb, 1});
+  Tensor tsa(dsa.data(), DG_DTYPE_FLOAT32, {c.b, c.h, ops.sf_k}, {1, ops.sf_k * ops.ld_sfa, ops.ld_sfa});
+  Tensor tsb(dsb.data(), DG_DTYPE_FLOAT32, {c.h, ops.sf_n, ops.sf_k});
+  Tensor td(dd.data(), DG_DTYPE_BFLOAT16, {c.b, c.h, c.d}, {c.h * ldd, ldd, 1});
+  REQUIRE_MESSAGE(dg_fp8_einsum(gpu.stream, "bhr,hdr->bhd", ta.t, tsa.t, tb.t, tsb.t, td.t, nullptr, &c.options) ==
+                      DG_SUCCESS,
+                  std::string(dg_last_error()));
+  const std::vector<uint16_t> out = dd.download<uint16_t>();
+  const std::vector<int64_t> rows = rows_to_check(c.b, rng);
+  const size_t per_row = size_t(c.h * c.d);
+  std::vector<double> ref(rows.size() * per_row), got(ref.size());
+  std::vector<int64_t> bad(rows.size(), 0);
+  dg::test::parallel_for(static_cast<int64_t>(rows.size()), [&](int64_t t) {
+    const int64_t i = rows[size_t(t)];
+    for (int64_t g = 0; g < c.h; ++g)
+      for (int64_t j = 0; j < ldd; ++j) {
+        const uint16_t word = out[size_t((i * c.h + g) * ldd + j)];
+        if (j >= c.d) {  // padding: untouched
+          bad[size_t(t)] += word != kPoisonBf16;
+          continue;
+        }
+        double r, mag;
+        ops.dot(i, g, j, &r, &mag);
+        const double v = bf2f(word);
+        ref[size_t(t) * per_row + size_t(g * c.d + j)] = r;
+        got[size_t(t) * per_row + size_t(g * c.d + j)] = v;
+        // One BF16 rounding (2^-9 relative) over the tensor cores' FP8 block sums (their accumulator
+        // keeps fewer bits than FP32) promoted into FP32.
+        const double tol = std::fabs(r) * 0x1p-8 + mag * 0x1p-10 + 1e-6;
+        if (!(std::fabs(v - r) <= tol)) ++bad[size_t(t)];
+      }
+  });
+  int64_t total_bad = 0;
+  for (int64_t x : bad) total_bad += x;
+  CHECK(total_bad == 0);
+  const double diff = dg::test::calc_diff(ref, got);
+  CAPTURE(diff);
+  CHECK(diff < 1e-3);
+  int64_t unwritten = 0;
+  for (int64_t i = 0; i < c.b; ++i)
+    for (int64_t g = 0; g < c.h; ++g)
+      for (int64_t j = 0; j < c.d; ++j) unwritten += !std::isfinite(bf2f(out[size_t((i * c.h + g) * ldd + j)]));
+  CHECK(unwritten == 0);
+}
+
 }  // namespace
 
 TEST_CASE("einsum: bhr,hdr->bhd and bhd,hdr->bhr on DeepGEMM's shapes (b a view of a wider tensor)") {
@@ -351,4 +519,63 @@ TEST_CASE("einsum: prepare compiles what the call runs" * doctest::test_suite("q
   run_sum_case(gpu, SumCase{7, 77, 40, 200, CMode::kNone}, 9);
   REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
   CHECK(compiled + from_disk == after_prepare);
+}
+
+TEST_CASE("fp8 einsum: bhr,hdr->bhd on DeepGEMM's shapes (power-of-two scales)") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  uint32_t seed = 400;
+  for (int64_t b : {4, 32, 128, 4096, 8192}) run_fp8_case(gpu, Fp8Case{b, 8, 4096, 1024}, seed++);
+}
+
+TEST_CASE("fp8 einsum: tails in b, r and d, views, padded scales, forced tiles" * doctest::test_suite("quick")) {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  uint32_t seed = 500;
+  run_fp8_case(gpu, Fp8Case{77, 5, 208, 72}, seed++);                  // b, r and d tails
+  run_fp8_case(gpu, Fp8Case{1, 3, 144, 264}, seed++);                  // one row, d over three scale rows
+  run_fp8_case(gpu, Fp8Case{300, 1, 384, 200}, seed++);                // one head
+  Fp8Case views{129, 4, 656, 336, 48, 128, 24, 12};                    // a, b views of wider rows; padded d, sfa
+  views.pow2 = false;
+  run_fp8_case(gpu, views, seed++);
+  run_fp8_case(gpu, Fp8Case{33, 6, 128, 128, 0, 0, 0, 0, false}, seed++);  // one K block (sfa's L from the head stride)
+  // Forced tiles: CTA pairs along M (blocks per head padded to even) and along N, tiles straddling
+  // two 128-row SFB blocks (block_n 160, 192), 256-row tiles.
+  const int tiles_of[5][4] = {{128, 64, 2, 0}, {64, 128, 2, 1}, {64, 160, 1, -1}, {128, 192, 1, -1}, {256, 128, 1, -1}};
+  for (const auto& t : tiles_of) {
+    Fp8Case f{300, 3, 400, 336};
+    f.options = tiles(t[0], t[1], t[2], t[3]);
+    run_fp8_case(gpu, f, seed++);
+  }
+}
+
+TEST_CASE("fp8 einsum: r = 0 writes zeros, b = 0 writes nothing, prepare compiles what the call runs" *
+          doctest::test_suite("quick")) {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  const int64_t b = 9, h = 3, d = 40;
+  DeviceBuffer dx(gpu.device, 256), dy(gpu.device, 256), ds(gpu.device, 256), dz(gpu.device, size_t(b * h * d) * 2);
+  dz.poison();
+  Tensor x(dx.data(), DG_DTYPE_FLOAT8_E4M3, {b, h, 0}), y(dy.data(), DG_DTYPE_FLOAT8_E4M3, {h, d, 0});
+  Tensor sx(ds.data(), DG_DTYPE_FLOAT32, {b, h, 0}), sy(ds.data(), DG_DTYPE_FLOAT32, {h, 1, 0});
+  Tensor z(dz.data(), DG_DTYPE_BFLOAT16, {b, h, d});
+  REQUIRE_MESSAGE(dg_fp8_einsum(gpu.stream, "bhr,hdr->bhd", x.t, sx.t, y.t, sy.t, z.t, nullptr, nullptr) == DG_SUCCESS,
+                  std::string(dg_last_error()));
+  CHECK(dz.download<uint16_t>() == std::vector<uint16_t>(size_t(b * h * d), 0));
+  dz.poison();
+  Tensor x0(dx.data(), DG_DTYPE_FLOAT8_E4M3, {0, h, 128}), y1(dy.data(), DG_DTYPE_FLOAT8_E4M3, {h, d, 128});
+  Tensor sx0(ds.data(), DG_DTYPE_FLOAT32, {0, h, 1}), sy1(ds.data(), DG_DTYPE_FLOAT32, {h, 1, 1});
+  Tensor z0(dz.data(), DG_DTYPE_BFLOAT16, {0, h, d});
+  REQUIRE(dg_fp8_einsum(gpu.stream, "bhr,hdr->bhd", x0.t, sx0.t, y1.t, sy1.t, z0.t, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(dz.download<uint16_t>() == std::vector<uint16_t>(size_t(b * h * d), kPoisonBf16));
+  // prepare, then the call compiles nothing more.
+  const int64_t a_sizes[3] = {77, 5, 208}, b_sizes[3] = {5, 72, 208};
+  REQUIRE_MESSAGE(dg_fp8_einsum_prepare(gpu.stream, "bhr,hdr->bhd", a_sizes, b_sizes, 0, nullptr) == DG_SUCCESS,
+                  std::string(dg_last_error()));
+  int64_t compiled = 0, from_disk = 0, hits = 0;
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+  const int64_t before = compiled + from_disk;
+  run_fp8_case(gpu, Fp8Case{77, 5, 208, 72}, 9);
+  REQUIRE(dg_jit_get_stats(&compiled, &from_disk, &hits) == DG_SUCCESS);
+  CHECK(compiled + from_disk == before);
 }

@@ -536,6 +536,50 @@ std::vector<Entry> entries() {
     e.push_back(std::move(x));
   }
 
+  {
+    // FP8 einsum: a [b, h, r], b [h, d, r] E4M3, d [b, h, d]; sfa [b, h, r / 128] MN-major per head,
+    // sfb [h, d / 128, r / 128].
+    Entry x;
+    x.name = "dg_fp8_einsum";
+    Args& a = x.baseline;
+    const int64_t eb = 64, eh = 4, er = 256, ed = 128;
+    a.tensors["a"] = fp8(1, {eb, eh, er});
+    a.tensors["b"] = fp8(2, {eh, ed, er});
+    a.tensors["d"] = bf16(3, {eb, eh, ed});
+    a.tensors["sfa"] = f32(5, {eb, eh, er / 128}, {1, eb * er / 128, eb});
+    a.tensors["sfb"] = f32(6, {eh, ed / 128, er / 128});
+    x.operands = {"a", "sfa", "b", "sfb", "d"};
+    x.aligned = {"a", "sfa", "b", "sfb", "d"};
+    x.optional_tensors = {"c"};
+    x.options = "gemm";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles& h) {
+      return dg_fp8_einsum(as_mut_stream(c, a), "bhr,hdr->bhd", h["a"], h["sfa"], h["b"], h["sfb"], h["d"], h["c"],
+                           gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
+    x.name = "dg_fp8_einsum_prepare";
+    Args& a = x.baseline;
+    a.ints = {{"a0", 64}, {"a1", 4}, {"a2", 256}, {"b0", 4}, {"b1", 128}, {"b2", 256}, {"with_c", 0}};
+    x.options = "gemm";
+    x.enums = {"with_c"};
+    x.sizes = {"a0", "a1", "a2", "b0", "b1", "b2"};
+    x.array_of = {{"a0", "a_sizes"}, {"a1", "a_sizes"}, {"a2", "a_sizes"},
+                  {"b0", "b_sizes"}, {"b1", "b_sizes"}, {"b2", "b_sizes"}};
+    x.outs = {"a_sizes", "b_sizes"};
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      const int64_t as[3] = {a.ints.at("a0"), a.ints.at("a1"), a.ints.at("a2")};
+      const int64_t bs[3] = {a.ints.at("b0"), a.ints.at("b1"), a.ints.at("b2")};
+      return dg_fp8_einsum_prepare(as_mut_stream(c, a), "bhr,hdr->bhd", out_or_null(a, "a_sizes", as),
+                                   out_or_null(a, "b_sizes", bs), int32_t(a.ints.at("with_c")), gemm_opts(a));
+    };
+    e.push_back(std::move(x));
+  }
+
   // Scaling-factor layouts.
   for (const bool packed : {false, true}) {
     Entry x;

@@ -1,9 +1,10 @@
-// dg_bf16_einsum against the fake driver: the per-head forms launch the batched GEMM kernel with 3-D
-// maps of a, b and d over the tensors' own strides (views read in place), the walk over every
-// head's blocks of rows (padded to even with CTA pairs along M) and the heads' divider; the batch
-// sum sets D to C (or zeros) first and launches units x splits CTAs whose K splits cover the
+// dg_bf16_einsum and dg_fp8_einsum against the fake driver: the per-head forms launch the batched
+// GEMM kernel with 3-D maps of a, b and d over the tensors' own strides (views read in place), the
+// walk over every head's blocks of rows (padded to even with CTA pairs along M) and the heads'
+// divider; the FP8 form adds SFA's map of ceil(r / 128) rows per head and SFB's per-head stride; the
+// batch sum sets D to C (or zeros) first and launches units x splits CTAs whose K splits cover the
 // batch's K blocks. Also the argument checks the bad-input matrix cannot see (expressions, layouts,
-// c, options, prepare's sizes), each naming its argument. No GPU.
+// scales, c, options, prepare's sizes), each naming its argument. No GPU.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -155,6 +156,61 @@ void check_sum(FakeDriver& fake, int64_t s, int64_t m, int64_t n, int64_t k, int
   CHECK(dm.dtype == uint32_t(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
 }
 
+// dg_fp8_einsum "bhr,hdr->bhd": a [b, h, r] E4M3, b [h, d, r] rows r + pad apart, d [b, h, d], sfa the
+// [h, b, ceil(r / 128)] MN-major view with K blocks ld_sfa apart, sfb [h, ceil(d / 128), ceil(r / 128)].
+void check_fp8(FakeDriver& fake, int64_t b, int64_t h, int64_t r, int64_t d, int64_t pad, int64_t ld_sfa,
+               const dg_gemm_options& o) {
+  CAPTURE(b);
+  CAPTURE(h);
+  CAPTURE(r);
+  CAPTURE(d);
+  CAPTURE(o.cluster);
+  const int64_t ldb = r + pad, sf_k = cdiv(r, 128), sf_n = cdiv(d, 128);
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *psa = fake_address(4),
+       *psb = fake_address(5);
+  Tensor ta(pa, DG_DTYPE_FLOAT8_E4M3, {b, h, r});
+  Tensor tb(pb, DG_DTYPE_FLOAT8_E4M3, {h, d, r}, {d * ldb, ldb, 1});
+  Tensor td(pd, DG_DTYPE_BFLOAT16, {b, h, d});
+  Tensor tsa(psa, DG_DTYPE_FLOAT32, {b, h, sf_k}, {1, sf_k * ld_sfa, ld_sfa});
+  Tensor tsb(psb, DG_DTYPE_FLOAT32, {h, sf_n, sf_k});
+  Stream stream;
+  REQUIRE_MESSAGE(dg_fp8_einsum(stream.s, "bhr, hdr -> bhd", ta.t, tsa.t, tb.t, tsb.t, td.t, nullptr, &o) ==
+                      DG_SUCCESS,
+                  std::string(dg_last_error()));
+  BatchedArgs args;
+  args.kind = dg::ops::GemmKind::kFp8_1D2D;
+  args.batches = h, args.m = b, args.n = d, args.k = r;
+  const GemmConfig c = config_of(args, o);
+  CAPTURE(dg::ops::describe(dg::ops::batched_gemm_shape(args), c));
+  Launch L;
+  const Sm90GemmParams p = only_gemm(fake, 0, &L);
+  CHECK(L.kernel.find("fp8_1d2d") != std::string::npos);
+  CHECK(L.kernel.find("_bat_") != std::string::npos);
+  CHECK(L.config.grid[0] == unsigned(c.grid));
+  const bool pair_m = c.cluster == 2 && !c.multicast_a;
+  const int64_t blocks = (cdiv(b, c.block_m) + (pair_m ? 1 : 0)) / (pair_m ? 2 : 1) * (pair_m ? 2 : 1);
+  CHECK(p.m == uint32_t(h * blocks * c.block_m));
+  CHECK((p.n == uint32_t(d) && p.k == uint32_t(r) && p.num_groups == uint32_t(h)));
+  // a, b: 3-D byte maps over the views; d: the BF16 3-D map.
+  const fake_tensor_map am = map_of(p.tma_a), bm = map_of(p.tma_b), dm = map_of(p.tma_d), sm = map_of(p.tma_sfa);
+  CHECK((am.rank == 3 && am.address == addr(pa) && am.dtype == uint32_t(CU_TENSOR_MAP_DATA_TYPE_UINT8)));
+  CHECK((am.dims[0] == uint64_t(r) && am.dims[1] == uint64_t(b) && am.dim2 == uint64_t(h)));
+  CHECK((am.stride2 == uint64_t(r) && am.box[0] == 128u));
+  if (b > 1) CHECK(am.stride1 == uint64_t(h * r));  // one row: no row stride
+  CHECK((bm.rank == 3 && bm.address == addr(pb) && bm.dtype == uint32_t(CU_TENSOR_MAP_DATA_TYPE_UINT8)));
+  CHECK((bm.dims[0] == uint64_t(r) && bm.dims[1] == uint64_t(d) && bm.dim2 == uint64_t(h)));
+  CHECK((bm.stride1 == uint64_t(ldb) && bm.stride2 == uint64_t(d * ldb)));
+  CHECK((dm.rank == 3 && dm.dims[0] == uint64_t(d) && dm.dims[1] == uint64_t(b) && dm.dim2 == uint64_t(h)));
+  // sfa: one 2-D map, b scales per row, ceil(r / 128) rows per head, boxes of a tile's rows.
+  CHECK((sm.rank == 2 && sm.address == addr(psa) && sm.dtype == uint32_t(CU_TENSOR_MAP_DATA_TYPE_FLOAT32)));
+  CHECK((sm.dims[0] == uint64_t(b) && sm.dims[1] == uint64_t(h * sf_k) && sm.stride1 == uint64_t(ld_sfa * 4)));
+  CHECK((sm.box[0] == unsigned(c.block_m) && sm.box[1] == 1u));
+  // sfb: read by the producer at head * sfb_stride_g.
+  CHECK(addr(p.sfb) == addr(psb));
+  CHECK((p.sfb_stride_g == sf_n * sf_k && p.sfb_stride_n == sf_k && p.sfb_stride_k == 1));
+  CHECK(p.sfb_rows == uint32_t(sf_n));
+}
+
 dg_gemm_options pair(int bm, int bn, int multicast_a) {
   dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
   o.block_m = bm, o.block_n = bn, o.cluster = 2, o.multicast_a = multicast_a;
@@ -243,5 +299,119 @@ TEST_CASE("einsum refuses what it cannot run, naming the argument") {
   expect(dg_bf16_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 1, nullptr), DG_ERROR_INVALID_ARGUMENT, "with_c");
   expect(dg_bf16_einsum_prepare(stream.s, "bmk,bnk->mm", as, bs, 0, nullptr), DG_ERROR_UNSUPPORTED, "expr");
   // Nothing reached the driver.
+  CHECK(fake.take().empty());
+}
+
+TEST_CASE("fp8 einsum launches the batched FP8 GEMM with per-head scale maps") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
+  check_fp8(fake, 4096, 8, 4096, 1024, 0, 4096, none);  // DeepGEMM's test shape
+  check_fp8(fake, 4, 8, 4096, 1024, 0, 4, none);
+  check_fp8(fake, 77, 5, 208, 72, 16, 80, none);        // tails in b, r and d; scale rows padded
+  check_fp8(fake, 1, 3, 128, 264, 0, 4, none);          // one K block: the head stride gives L
+  check_fp8(fake, 300, 3, 384, 336, 0, 304, pair(128, 64, 0));
+  check_fp8(fake, 300, 3, 384, 336, 0, 304, pair(64, 128, 1));
+}
+
+TEST_CASE("fp8 einsum: r = 0 writes zeros per head, empty outputs launch nothing") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  Stream stream;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
+  Tensor a(pa, DG_DTYPE_FLOAT8_E4M3, {7, 3, 0}), b(pb, DG_DTYPE_FLOAT8_E4M3, {3, 40, 0});
+  Tensor sfa(ps, DG_DTYPE_FLOAT32, {7, 3, 0}), sfb(ps, DG_DTYPE_FLOAT32, {3, 1, 0});
+  Tensor d(pd, DG_DTYPE_BFLOAT16, {7, 3, 40});
+  REQUIRE_MESSAGE(dg_fp8_einsum(stream.s, "bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr) == DG_SUCCESS,
+                  dg_last_error());
+  const std::vector<Launch> l = fake.take();
+  REQUIRE(l.size() == 3u);
+  for (const Launch& x : l) CHECK(x.kernel.find("dg_gemm_scale_bf16_zero") == 0);
+  Tensor a0(pa, DG_DTYPE_FLOAT8_E4M3, {0, 3, 256}), sfa0(ps, DG_DTYPE_FLOAT32, {0, 3, 2});
+  Tensor b1(pb, DG_DTYPE_FLOAT8_E4M3, {3, 40, 256}), sfb1(ps, DG_DTYPE_FLOAT32, {3, 1, 2});
+  Tensor d0(pd, DG_DTYPE_BFLOAT16, {0, 3, 40});
+  REQUIRE(dg_fp8_einsum(stream.s, "bhr,hdr->bhd", a0.t, sfa0.t, b1.t, sfb1.t, d0.t, nullptr, nullptr) == DG_SUCCESS);
+  CHECK(fake.take().empty());
+}
+
+TEST_CASE("fp8 einsum refuses what it cannot run, naming the argument") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  Stream stream;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *psa = fake_address(4),
+       *psb = fake_address(5);
+  // b = 64, h = 4, r = 256, d = 200: two K blocks, two 128-row blocks of d.
+  Tensor a(pa, DG_DTYPE_FLOAT8_E4M3, {64, 4, 256});
+  Tensor b(pb, DG_DTYPE_FLOAT8_E4M3, {4, 200, 256});
+  Tensor d(pd, DG_DTYPE_BFLOAT16, {64, 4, 200});
+  Tensor sfa(psa, DG_DTYPE_FLOAT32, {64, 4, 2}, {1, 128, 64});
+  Tensor sfb(psb, DG_DTYPE_FLOAT32, {4, 2, 2});
+  auto expect = [&](dg_status st, dg_status want, const char* needle) {
+    CHECK_MESSAGE(st == want, dg_status_string(st), ": ", dg_last_error());
+    CHECK_MESSAGE(std::strstr(dg_last_error(), needle) != nullptr, dg_last_error());
+  };
+  auto call = [&](const char* expr, const dg_tensor* ta, const dg_tensor* tsa, const dg_tensor* tb,
+                  const dg_tensor* tsb, const dg_tensor* tdd, const dg_tensor* tc, const dg_gemm_options* o) {
+    return dg_fp8_einsum(stream.s, expr, ta, tsa, tb, tsb, tdd, tc, o);
+  };
+  REQUIRE_MESSAGE(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr) == DG_SUCCESS, dg_last_error());
+  fake.take();
+  // Expressions: DeepGEMM's SM100-only FP8 forms and the BF16-only ones.
+  expect(call("bhd,hdr->bhr", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "SM100");
+  expect(call("bhd,bhr->hdr", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "SM100");
+  expect(call("bmk,bnk->mn", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "bhr,hdr->bhd");
+  expect(call(nullptr, a.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "expr");
+  // No accumulation, no FP32 d (DeepGEMM's SM90 path has neither).
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, d.t, nullptr), DG_ERROR_UNSUPPORTED, "c:");
+  Tensor d32(pd, DG_DTYPE_FLOAT32, {64, 4, 200});
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d32.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "d:");
+  // Operand dtypes and shapes.
+  Tensor a16(pa, DG_DTYPE_BFLOAT16, {64, 4, 256});
+  expect(call("bhr,hdr->bhd", a16.t, sfa.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "a:");
+  Tensor b_r(pb, DG_DTYPE_FLOAT8_E4M3, {4, 200, 384});
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b_r.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "a:");
+  Tensor d_h(pd, DG_DTYPE_BFLOAT16, {64, 4, 192});
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d_h.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "d:");
+  expect(call("bhr,hdr->bhd", a.t, nullptr, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfa");
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, nullptr, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfb");
+  // A row of r = 120 FP8 codes is not a multiple of 16 bytes: TMA cannot read a's heads.
+  Tensor a120(pa, DG_DTYPE_FLOAT8_E4M3, {64, 4, 120}), b120(pb, DG_DTYPE_FLOAT8_E4M3, {4, 200, 120});
+  Tensor sfa1(psa, DG_DTYPE_FLOAT32, {64, 4, 1}, {1, 64, 64}), sfb1(psb, DG_DTYPE_FLOAT32, {4, 2, 1});
+  expect(call("bhr,hdr->bhd", a120.t, sfa1.t, b120.t, sfb1.t, d.t, nullptr, nullptr), DG_ERROR_UNSUPPORTED, "b:");
+  // sfa: per_token_cast_to_fp8's row-major [b, h, 2] is not the MN-major layout; nor a K-block stride
+  // off 16 bytes, one below b, or heads not ceil(r / 128) K blocks apart; the shape is checked.
+  const std::vector<std::vector<int64_t>> bad_strides = {{8, 2, 1}, {1, 132, 66}, {1, 120, 60}, {1, 192, 64}};
+  for (const auto& st : bad_strides) {
+    Tensor t(psa, DG_DTYPE_FLOAT32, {64, 4, 2}, st);
+    CAPTURE(st[1]);
+    expect(call("bhr,hdr->bhd", a.t, t.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfa:");
+  }
+  Tensor sfa_k(psa, DG_DTYPE_FLOAT32, {64, 4, 3}, {1, 192, 64});
+  expect(call("bhr,hdr->bhd", a.t, sfa_k.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfa:");
+  Tensor sfa_off(static_cast<char*>(psa) + 4, DG_DTYPE_FLOAT32, {64, 4, 2}, {1, 128, 64});
+  expect(call("bhr,hdr->bhd", a.t, sfa_off.t, b.t, sfb.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfa");
+  // sfb: [h, ceil(d / 128), ceil(r / 128)] FP32.
+  Tensor sfb_n(psb, DG_DTYPE_FLOAT32, {4, 1, 2}), sfb_t(psb, DG_DTYPE_BFLOAT16, {4, 2, 2});
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb_n.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfb:");
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb_t.t, d.t, nullptr, nullptr), DG_ERROR_INVALID_ARGUMENT, "sfb");
+  // Options: the 1D1D recipe is not DeepGEMM's einsum recipe; alpha, workspace, epilogue are refused.
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.recipe = DG_FP8_RECIPE_1D1D;
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, &o), DG_ERROR_UNSUPPORTED, "options.recipe");
+  o = DG_GEMM_OPTIONS_INIT;
+  o.alpha = 0.5f;
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, &o), DG_ERROR_INVALID_ARGUMENT, "options.alpha");
+  o = DG_GEMM_OPTIONS_INIT;
+  o.split_k = 4;
+  expect(call("bhr,hdr->bhd", a.t, sfa.t, b.t, sfb.t, d.t, nullptr, &o), DG_ERROR_INVALID_ARGUMENT, "options.split_k");
+  // prepare.
+  const int64_t as[3] = {64, 4, 256}, bs[3] = {4, 200, 256}, bad[3] = {4, 200, 128}, neg[3] = {-1, 4, 256};
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bad, 0, nullptr), DG_ERROR_INVALID_ARGUMENT, "b_sizes");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", neg, bs, 0, nullptr), DG_ERROR_INVALID_ARGUMENT, "a_sizes[0]");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 1, nullptr), DG_ERROR_UNSUPPORTED, "with_c");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 2, nullptr), DG_ERROR_INVALID_ARGUMENT, "with_c");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhd,hdr->bhr", as, bs, 0, nullptr), DG_ERROR_UNSUPPORTED, "expr");
+  expect(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", nullptr, bs, 0, nullptr), DG_ERROR_INVALID_ARGUMENT,
+         "a_sizes");
+  CHECK(fake.take().empty());
+  // prepare loads the GEMM kernel and launches nothing.
+  CHECK_MESSAGE(dg_fp8_einsum_prepare(stream.s, "bhr,hdr->bhd", as, bs, 0, nullptr) == DG_SUCCESS, dg_last_error());
   CHECK(fake.take().empty());
 }

@@ -115,7 +115,7 @@ from ._cublaslt import (  # noqa: E402
 from ._epilogue import GemmEpilogue, fp8_scales_like, swiglu_interleave  # noqa: E402
 from ._gemv import nvfp4_gemv  # noqa: E402
 from ._hc_prenorm import tf32_hc_prenorm_gemm  # noqa: E402
-from ._einsum import einsum, einsum_prepare  # noqa: E402
+from ._einsum import einsum, einsum_prepare, fp8_einsum, fp8_einsum_prepare  # noqa: E402
 from ._quant import (  # noqa: E402
     k_grouped_padded_ks,
     quantize_fp8_k_grouped,
@@ -238,4 +238,6 @@ __all__ = [
     # einsum forms (docs/einsum.md)
     "einsum",
     "einsum_prepare",
+    "fp8_einsum",
+    "fp8_einsum_prepare",
 ]

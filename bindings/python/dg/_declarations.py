@@ -354,6 +354,10 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_bf16_einsum": (dg_status, [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_gemm_options)]),
     # stream, expr, a_sizes, b_sizes, with_c, options
     "dg_bf16_einsum_prepare": (dg_status, [c_void_p, c_char_p, POINTER(c_int64), POINTER(c_int64), c_int32, POINTER(dg_gemm_options)]),
+    # stream, expr, a, sfa, b, sfb, d, c, options
+    "dg_fp8_einsum": (dg_status, [c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_gemm_options)]),
+    # stream, expr, a_sizes, b_sizes, with_c, options
+    "dg_fp8_einsum_prepare": (dg_status, [c_void_p, c_char_p, POINTER(c_int64), POINTER(c_int64), c_int32, POINTER(dg_gemm_options)]),
     # stream, problems, options, num_tuned
     "dg_tune": (dg_status, [c_void_p, c_char_p, POINTER(dg_tune_options), POINTER(c_int64)]),
     # stream, x, out, sf, options

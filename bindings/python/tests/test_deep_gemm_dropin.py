@@ -63,6 +63,8 @@ _SIGNATURES = {
                      ("compiled_dims", "nk")],
     "einsum": [("expr", "<required>"), ("a", "<required>"), ("b", "<required>"), ("d", "<required>"),
                ("c", None), ("use_cublaslt", False)],
+    "fp8_einsum": [("expr", "<required>"), ("a", "<required>"), ("b", "<required>"), ("d", "<required>"),
+                   ("c", None), ("recipe", (1, 128, 128))],
     "tf32_hc_prenorm_gemm": [("a", "<required>"), ("b", "<required>"), ("d", "<required>"),
                              ("sqr_sum", "<required>"), ("num_splits", None)],
     "fp8_gemm_nt_skip_head_mid": [("a", "<required>"), ("b", "<required>"), ("d", "<required>"),
@@ -183,8 +185,11 @@ def test_transform_sf_recipe_and_is_sfa_rules():
 def test_einsum_refuses_other_forms():
     with pytest.raises(dg.Unsupported, match="bmk,bnk->mn"):
         deep_gemm.einsum("ij,jk->ik", None, None, None)
-    with pytest.raises(dg.Unsupported):
-        deep_gemm.fp8_einsum("bhr,hdr->bhd", None, None, None)
+    for form in ("bhd,hdr->bhr", "bhd, bhr -> hdr"):  # DeepGEMM's SM100-only FP8 forms
+        with pytest.raises(dg.Unsupported, match="SM100"):
+            deep_gemm.fp8_einsum(form, None, None, None)
+    with pytest.raises(dg.Unsupported, match="bhr,hdr->bhd"):
+        deep_gemm.fp8_einsum("bmk,bnk->mn", None, None, None)
 
 
 class _Recorder:

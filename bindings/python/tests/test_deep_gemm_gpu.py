@@ -1,6 +1,6 @@
 """GPU tests of dg.deep_gemm's calls the way DeepGEMM's own tests check them (their shapes and
-tolerances): tf32_hc_prenorm_gemm, the einsum forms, skip_head_mid and the FP8 casts. Skipped
-without PyTorch or a CUDA device."""
+tolerances): tf32_hc_prenorm_gemm, the einsum forms (fp8_einsum included), skip_head_mid and the FP8
+casts. Skipped without PyTorch or a CUDA device."""
 
 import pytest
 
@@ -115,6 +115,81 @@ def test_einsum_per_head_odd_shapes_and_layouts(expr):
         z = torch.full((bsz, h, dd if expr.endswith("bhd") else r), float("nan"), device="cuda", dtype=torch.bfloat16)
         dg.einsum(expr, x, y, z)
         assert calc_diff(z, torch.einsum(expr, x.double(), y.double())) < 1e-5
+
+
+def _fp8_einsum_operands(bsz, h, r, dd, use_ue8m0=True):
+    """DeepGEMM's test_fp8_bhr_hdr_bhd operands: x per token, each head of y per 128 x 128 block,
+    and the FP64 einsum of the dequantised values."""
+    from dg.deep_gemm.utils import ceil_div, per_block_cast_to_fp8, per_token_cast_to_fp8
+
+    x = torch.randn((bsz, h, r), device="cuda", dtype=torch.bfloat16)
+    y = torch.randn((h, dd, r), device="cuda", dtype=torch.bfloat16)
+    xq, xs = per_token_cast_to_fp8(x.view(-1, r), use_ue8m0=use_ue8m0)
+    x_fp8 = xq.view(bsz, h, r), xs.view(bsz, h, ceil_div(r, 128))
+    y_fp8 = (torch.empty_like(y, dtype=torch.float8_e4m3fn),
+             torch.empty((h, ceil_div(dd, 128), ceil_div(r, 128)), device="cuda", dtype=torch.float))
+    for i in range(h):
+        y_fp8[0][i], y_fp8[1][i] = per_block_cast_to_fp8(y[i], use_ue8m0=use_ue8m0)
+    return x_fp8, y_fp8, x, y, torch.einsum("bhr,hdr->bhd", *_dequantised(x_fp8, y_fp8, r, dd))
+
+
+def _dequantised(x_fp8, y_fp8, r, dd):
+    """FP64 [b, h, r] and [h, d, r]: the E4M3 codes times their scales."""
+    sx = x_fp8[1].double().repeat_interleave(128, dim=2)[:, :, :r]
+    sy = y_fp8[1].double().repeat_interleave(128, dim=1)[:, :dd].repeat_interleave(128, dim=2)[:, :, :r]
+    return x_fp8[0].double() * sx, y_fp8[0].double() * sy
+
+
+@pytest.mark.parametrize("bsz", [4, 32, 128, 4096, 8192])
+def test_fp8_einsum_deepgemm_shapes(bsz):
+    # DeepGEMM's test_fp8_bhr_hdr_bhd: h 8, r 4096, d 1024, UE8M0-rounded scales, calc_diff < 1e-3
+    # against the BF16 einsum; here also against the dequantised operands' FP64 einsum.
+    h, r, dd = 8, 4096, 1024
+    x_fp8, y_fp8, x, y, ref_deq = _fp8_einsum_operands(bsz, h, r, dd)
+    z = torch.full((bsz, h, dd), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z)
+    assert calc_diff(z, torch.einsum("bhr,hdr->bhd", x.double(), y.double())) < 1e-3
+    assert calc_diff(z, ref_deq) < 1e-5
+
+
+@pytest.mark.parametrize("bsz,h,r,dd", [(77, 5, 208, 72), (1, 3, 144, 264), (300, 1, 384, 200), (129, 4, 656, 336)])
+@pytest.mark.parametrize("use_ue8m0", [True, False])
+def test_fp8_einsum_odd_shapes(bsz, h, r, dd, use_ue8m0):
+    x_fp8, y_fp8, _x, _y, ref_deq = _fp8_einsum_operands(bsz, h, r, dd, use_ue8m0)
+    z = torch.full((bsz, h, dd), float("nan"), device="cuda", dtype=torch.bfloat16)
+    dg.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z)
+    assert calc_diff(z, ref_deq) < 1e-5
+    # Each element: one BF16 rounding over FP32 sums of the tensor cores' per-128 block sums.
+    mag = torch.einsum("bhr,hdr->bhd", *(t.abs() for t in _dequantised(x_fp8, y_fp8, r, dd)))
+    assert ((z.double() - ref_deq).abs() <= ref_deq.abs() * 2.0 ** -8 + mag * 2.0 ** -10 + 1e-6).all()
+
+
+def test_fp8_einsum_reads_transformed_scales_and_views_in_place():
+    # sfa already in the per-head MN-major layout (transformed once, as an engine would) and y a view
+    # of a wider tensor: same result as the row-major scales DeepGEMM's tests pass.
+    bsz, h, r, dd = 130, 6, 512, 256
+    x_fp8, y_fp8, _x, _y, ref_deq = _fp8_einsum_operands(bsz, h, r, dd)
+    sfa = dg.get_mn_major_tma_aligned_tensor(x_fp8[1].transpose(0, 1)).transpose(0, 1)
+    wide = torch.zeros((h, dd, r + 64), device="cuda", dtype=torch.uint8)
+    wide[:, :, :r] = y_fp8[0].view(torch.uint8)
+    wide = wide.view(torch.float8_e4m3fn)
+    z0 = torch.full((bsz, h, dd), float("nan"), device="cuda", dtype=torch.bfloat16)
+    z1 = z0.clone()
+    deep_gemm.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z0)
+    deep_gemm.fp8_einsum("bhr,hdr->bhd", (x_fp8[0], sfa), (wide[:, :, :r], y_fp8[1]), z1)
+    assert torch.equal(z0, z1)
+    assert calc_diff(z1, ref_deq) < 1e-5
+
+
+def test_fp8_einsum_refuses_c_and_the_sm100_forms():
+    x_fp8, y_fp8, _x, _y, _ref = _fp8_einsum_operands(8, 2, 256, 128)
+    z = torch.zeros((8, 2, 128), device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(dg.Unsupported, match="c:"):
+        deep_gemm.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z, c=z)
+    with pytest.raises(dg.Unsupported, match="SM100"):
+        deep_gemm.fp8_einsum("bhd,hdr->bhr", x_fp8, y_fp8, z)
+    with pytest.raises(dg.Unsupported, match="d:"):
+        deep_gemm.fp8_einsum("bhr,hdr->bhd", x_fp8, y_fp8, z.float())
 
 
 def test_einsum_strides_the_tma_cannot_read_fall_back_to_torch_in_the_drop_in():

@@ -1,12 +1,12 @@
-"""What dg.einsum and dg.einsum_prepare hand to libdg, checked without a GPU: the C entry points are
-replaced by recorders that read descriptors back through dg_tensor_get; and the drop-in's form
-checks made before any call."""
+"""What dg.einsum, dg.fp8_einsum and their prepares hand to libdg, checked without a GPU: the C entry
+points are replaced by recorders that read descriptors back through dg_tensor_get; and the drop-in's
+form checks made before any call."""
 
 import pytest
 
 import dg
 import dg.deep_gemm as deep_gemm
-from dg import _lib, _tensor as T
+from dg import _einsum, _lib, _tensor as T
 from fakes import FakeCAI
 
 
@@ -92,3 +92,83 @@ def test_drop_in_checks_the_form_before_anything_else():
         deep_gemm.einsum("bhr,hrd->bhd", None, None, None)
     with pytest.raises(dg.Unsupported, match="expr"):
         deep_gemm.einsum(3, None, None, None)
+
+
+@pytest.fixture
+def hooked_fp8(monkeypatch):
+    rec, prep = Recorder(), PrepareRecorder()
+    monkeypatch.setitem(_lib.get().functions, "dg_fp8_einsum", rec)
+    monkeypatch.setitem(_lib.get().functions, "dg_fp8_einsum_prepare", prep)
+    monkeypatch.setattr(dg._stream, "resolve", lambda stream, device: (None, 0, 0))
+    # The scale-layout query answers for SM90 without a stream.
+    orig = _einsum._sf_recipe
+    monkeypatch.setattr(_einsum, "_sf_recipe", lambda *a, **k: orig(*a, **dict(k, arch_major=9)))
+    return rec, prep
+
+
+def fp8_operands(b, h, r, d, sfa_strides):
+    sf_k, sf_n = (r + 127) // 128, (d + 127) // 128
+    x = FakeCAI((b, h, r), "|u1", ptr=0x1000)  # the dtype is checked in C
+    sx = FakeCAI((b, h, sf_k), "<f4", strides=sfa_strides, ptr=0x2000)
+    y = FakeCAI((h, d, r), "|u1", strides=(d * (r + 128), r + 128, 1), ptr=0x3000)  # y[:, :, :r] of a wider one
+    sy = FakeCAI((h, sf_n, sf_k), "<f4", ptr=0x4000)
+    z = FakeCAI((b, h, d), "<f2", ptr=0x5000)
+    return (x, sx), (y, sy), z
+
+
+def test_fp8_scales_in_the_per_head_layout_are_read_in_place(hooked_fp8):
+    rec, _ = hooked_fp8
+    b, h, r, d = 33, 8, 512, 200
+    ld = 36  # align(33, 4)
+    a, bb, z = fp8_operands(b, h, r, d, (1, 4 * ld, ld))
+    dg.fp8_einsum("bhr,hdr->bhd", a, bb, z, options={"block_n": 128})
+    (expr, descs, opts), = rec.calls
+    assert expr == b"bhr,hdr->bhd"
+    assert [t[0] for t in descs[:5]] == [0x1000, 0x2000, 0x3000, 0x4000, 0x5000]
+    assert descs[1][2:] == ((b, h, 4), (1, 4 * ld, ld))
+    assert descs[2][2:] == ((h, d, r), (d * (r + 128), r + 128, 1))
+    assert descs[5] is None
+    assert (opts.alpha, opts.beta, opts.recipe, opts.block_n) == (1.0, 1.0, 0, 128)
+
+
+def test_fp8_row_major_scales_of_other_producers_need_out(hooked_fp8):
+    # per_token_cast_to_fp8's [b, h, r / 128] row-major: a copy, which only torch tensors get.
+    a, bb, z = fp8_operands(16, 4, 256, 128, None)
+    with pytest.raises(dg.InvalidArgument, match="sfa: needs a layout transform"):
+        dg.fp8_einsum("bhr,hdr->bhd", a, bb, z)
+    assert hooked_fp8[0].calls == []
+
+
+def test_fp8_c_goes_to_libdg_which_refuses_it(hooked_fp8):
+    rec, _ = hooked_fp8
+    a, bb, z = fp8_operands(4, 2, 128, 128, (1, 4, 4))
+    dg.fp8_einsum("bhr,hdr->bhd", a, bb, z, c=z)
+    (_, descs, _), = rec.calls
+    assert descs[5][0] == 0x5000
+
+
+@pytest.mark.parametrize("recipe", [(1, 1, 128), (128, 128, 128), [1, 128, 32]])
+def test_fp8_other_recipes_are_unsupported(hooked_fp8, recipe):
+    a, bb, z = fp8_operands(4, 2, 128, 128, (1, 4, 4))
+    with pytest.raises(dg.Unsupported, match="recipe"):
+        dg.fp8_einsum("bhr,hdr->bhd", a, bb, z, recipe=recipe)
+    with pytest.raises(dg.Unsupported, match="recipe"):
+        deep_gemm.fp8_einsum("bhr,hdr->bhd", a, bb, z, recipe=tuple(recipe))
+    assert hooked_fp8[0].calls == []
+
+
+def test_fp8_drop_in_reaches_libdg_with_the_form(hooked_fp8):
+    rec, _ = hooked_fp8
+    a, bb, z = fp8_operands(4, 2, 256, 128, (1, 8, 4))
+    deep_gemm.fp8_einsum("bhr, hdr -> bhd", a, bb, z)
+    deep_gemm.fp8_einsum("bhr,hdr->bhd", a, bb, z, None, (1, 128, 128))
+    assert [c[0] for c in rec.calls] == [b"bhr,hdr->bhd", b"bhr,hdr->bhd"]
+
+
+def test_fp8_prepare_passes_the_shapes(hooked_fp8):
+    _, prep = hooked_fp8
+    dg.fp8_einsum_prepare("bhr,hdr->bhd", (4, 8, 4096), [8, 1024, 4096], options={"block_m": 64})
+    (expr, a, b, with_c, opts), = prep.calls
+    assert (expr, a, b, with_c, opts.block_m) == (b"bhr,hdr->bhd", [4, 8, 4096], [8, 1024, 4096], 0, 64)
+    with pytest.raises(dg.InvalidArgument, match="b_shape"):
+        dg.fp8_einsum_prepare("bhr,hdr->bhd", (4, 8, 4096), (8, 1024))

@@ -1,5 +1,5 @@
 """DeepGEMM 2.6 calls beyond the GEMM families: ``fp8_gemm_nt_skip_head_mid`` (libdg's kernel,
-docs/skip_head_mid.md), ``einsum`` (libdg's batched GEMM kernels, docs/einsum.md) and
+docs/skip_head_mid.md), ``einsum`` and ``fp8_einsum`` (libdg's batched GEMM kernels, docs/einsum.md) and
 ``tf32_hc_prenorm_gemm`` (libdg's kernel when the library has it)."""
 
 from __future__ import annotations
@@ -94,10 +94,29 @@ def _layout_unsupported(*tensors: Any) -> bool:
     return False
 
 
+# DeepGEMM's FP8 forms that it runs on SM100 only.
+_FP8_SM100_FORMS = ("bhd,hdr->bhr", "bhd,bhr->hdr")
+
+
 def fp8_einsum(expr: str, a: Tuple[Any, Any], b: Tuple[Any, Any], d: Any, c: Any = None,
                recipe: Tuple[int, int, int] = (1, 128, 128)) -> None:
-    """DeepGEMM's FP8 ``bhr,hdr->bhd``: not in libdg yet."""
-    raise Unsupported("fp8_einsum(%r): libdg has no FP8 einsum kernel yet; dequantise and call einsum" % (expr,))
+    """DeepGEMM's FP8 einsum as it runs on SM90: ``bhr,hdr->bhd`` with ``a = (x, sfa)`` (E4M3
+    ``[b, h, r]``, FP32 per-token scales ``[b, h, ceil(r / 128)]``), ``b = (y, sfb)`` (E4M3
+    ``[h, d, r]``, FP32 128 x 128 block scales ``[h, ceil(d / 128), ceil(r / 128)]``) and BF16 ``d``
+    (libdg's ``dg.fp8_einsum``, docs/einsum.md#fp8). ``sfa`` is transformed as DeepGEMM does when
+    it is not already in the per-head MN-major layout. ``c`` and recipes other than
+    ``(1, 128, 128)`` raise :class:`dg.Unsupported`, as do DeepGEMM's SM100-only forms."""
+    from .. import _einsum
+
+    form = expr.replace(" ", "") if isinstance(expr, str) else expr
+    if form in _FP8_SM100_FORMS:
+        raise Unsupported("expr: %r (DeepGEMM runs this FP8 form on SM100 only; libdg's SM90 fp8_einsum takes "
+                          "'bhr,hdr->bhd')" % (expr,))
+    if form != "bhr,hdr->bhd":
+        raise Unsupported("expr: %r (libdg's fp8_einsum takes 'bhr,hdr->bhd')" % (expr,))
+    _reject_fp4(a, "a")
+    _reject_fp4(b, "b")
+    _einsum.fp8_einsum(form, a, b, d, c=c, recipe=recipe, stream=call_stream(a))
 
 
 def tf32_hc_prenorm_gemm(a: Any, b: Any, d: Any, sqr_sum: Any, num_splits: Optional[int] = None) -> None:

@@ -1,6 +1,7 @@
 //! DeepGEMM's einsum forms on BF16 operands (`dg_bf16_einsum`, docs/einsum.md): the batch sum
 //! `bmk,bnk->mn` and the MLA weight-absorption products `bhr,hdr->bhd` and `bhd,hdr->bhr`, each one
-//! launch of the batched GEMM kernel reading the operands in place.
+//! launch of the batched GEMM kernel reading the operands in place; and DeepGEMM's FP8 `bhr,hdr->bhd`
+//! (`dg_fp8_einsum`) on the same kernel with the 1D2D scales.
 
 use std::ffi::CString;
 
@@ -43,6 +44,39 @@ impl Stream {
         check(unsafe {
             sys::dg_bf16_einsum_prepare(self.as_raw(), text.as_ptr(), a_sizes.as_ptr(), b_sizes.as_ptr(),
                                         i32::from(with_c), opt_options(options))
+        })
+    }
+
+    /// `"bhr,hdr->bhd"` on FP8 operands with DeepGEMM's recipe (`dg_fp8_einsum`, docs/einsum.md#fp8):
+    /// `d[b, h, j] = Σ_r sfa[b, h, r/128] a[b, h, r] · sfb[h, j/128, r/128] b[h, j, r]`; a FLOAT8_E4M3
+    /// [b, h, r], b FLOAT8_E4M3 [h, d, r], d BFLOAT16 [b, h, d] (strides as for
+    /// [`Stream::bf16_einsum`]); sfa FLOAT32 [b, h, ceil(r/128)] with strides (1, ceil(r/128)·L, L),
+    /// L a multiple of 4 and >= b (each head's scales MN-major and TMA-aligned); sfb FLOAT32
+    /// [h, ceil(d/128), ceil(r/128)]. `c` must be None (a C term is `DG_ERROR_UNSUPPORTED`, as in
+    /// DeepGEMM's SM90 path); `options`: tile and FP8 promotion overrides, or None.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fp8_einsum(&self, expr: &str, a: &Tensor, sfa: &Tensor, b: &Tensor, sfb: &Tensor, d: &Tensor,
+                      c: Option<&Tensor>, options: Option<&GemmOptions<'_>>) -> Result<()> {
+        let text = expr_string(expr)?;
+        // SAFETY: live handles and a NUL-terminated string; the memory the tensors describe is covered by
+        // Tensor::new's contract.
+        check(unsafe {
+            sys::dg_fp8_einsum(self.as_raw(), text.as_ptr(), a.as_raw(), sfa.as_raw(), b.as_raw(), sfb.as_raw(),
+                               d.as_raw(), opt_tensor(c), opt_options(options))
+        })
+    }
+
+    /// Compiles and loads, without launching, the kernel [`Stream::fp8_einsum`] would use for `expr`
+    /// with a of sizes `a_sizes` = [b, h, r] and b of sizes `b_sizes` = [h, d, r]
+    /// (`dg_fp8_einsum_prepare`, with no C term). Works on an [offline](Stream::offline) stream.
+    pub fn fp8_einsum_prepare(&self, expr: &str, a_sizes: [i64; 3], b_sizes: [i64; 3],
+                              options: Option<&GemmOptions<'_>>) -> Result<()> {
+        let text = expr_string(expr)?;
+        // SAFETY: a live handle, a NUL-terminated string and two arrays of 3 values; no device memory
+        // is touched.
+        check(unsafe {
+            sys::dg_fp8_einsum_prepare(self.as_raw(), text.as_ptr(), a_sizes.as_ptr(), b_sizes.as_ptr(), 0,
+                                       opt_options(options))
         })
     }
 }

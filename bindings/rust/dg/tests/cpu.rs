@@ -710,3 +710,34 @@ fn offline_fp8_gemm_nt_skip_head_mid_validation() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e);
     assert!(e.message().starts_with("d:"), "{}", e);
 }
+
+#[test]
+fn offline_fp8_einsum_validation() {
+    let stream = Stream::offline(9, 0, 132, None).unwrap();
+    let (b, h, r, d) = (8i64, 2i64, 256i64, 128i64);
+    let fp8 = DType::FLOAT8_E4M3;
+    let a = fake(1, fp8, &[b, h, r], None);
+    // sfa: each head's [b, r / 128] scales MN-major, K blocks align(b, 4) = 8 apart.
+    let sfa = fake(2, DType::FLOAT32, &[b, h, r / 128], Some(&[1, 16, 8]));
+    let w = fake(3, fp8, &[h, d, r], None);
+    let sfb = fake(4, DType::FLOAT32, &[h, 1, r / 128], None);
+    let out = fake(5, DType::BFLOAT16, &[b, h, d], None);
+    let expect = |e: dg::Error, kind: ErrorKind, part: &str| {
+        assert_eq!(e.kind(), kind, "{}", e);
+        assert!(e.message().contains(part), "{:?} lacks {:?}", e.message(), part);
+    };
+    let e = stream.fp8_einsum("bhr,hdr->bhd", &a, &sfa, &w, &sfb, &out, Some(&out), None).unwrap_err();
+    expect(e, ErrorKind::Unsupported, "c:");
+    let e = stream.fp8_einsum("bhd,hdr->bhr", &a, &sfa, &w, &sfb, &out, None, None).unwrap_err();
+    expect(e, ErrorKind::Unsupported, "SM100");
+    // per_token_cast_to_fp8's row-major scales are not the layout the kernel reads.
+    let row_major = fake(6, DType::FLOAT32, &[b, h, r / 128], None);
+    let e = stream.fp8_einsum("bhr,hdr->bhd", &a, &row_major, &w, &sfb, &out, None, None).unwrap_err();
+    expect(e, ErrorKind::InvalidArgument, "sfa:");
+    let e = stream.fp8_einsum("bhr,hdr\0", &a, &sfa, &w, &sfb, &out, None, None).unwrap_err();
+    expect(e, ErrorKind::InvalidArgument, "expr");
+    let e = stream.fp8_einsum_prepare("bhr,hdr->bhd", [b, h, r], [h, d, r + 128], None).unwrap_err();
+    expect(e, ErrorKind::InvalidArgument, "b_sizes");
+    let e = stream.fp8_einsum_prepare("bmk,bnk->mn", [b, h, r], [h, d, r], None).unwrap_err();
+    expect(e, ErrorKind::Unsupported, "expr");
+}

@@ -10,10 +10,11 @@
 // epilogue. K-grouped GEMMs (kKGrouped; BF16 or 1D1D, FP32 D) compute D[g] (+)= alpha * A_g . B_g^T
 // for the groups of a second kernel parameter (sched::KGroupedSlots): each group's A and B have
 // their own TMA maps, SFA/SFB are offset by the group's first K block, D is a 3-D map [G, M, N].
-// Batched GEMMs (BF16; docs/einsum.md) read A and B through 3-D maps (K, rows, batch): kBatched
-// computes D[z] = alpha * A[z] . B[z]^T for every batch z (D a 3-D map too, the scheduler's tiles
-// carry the batch); kBatchReduced computes D (+)= alpha * sum_z A[z] . B[z]^T, its K loop walking
-// the (batch, K block) pairs of a split of them, each split adding its partial tile into FP32 D.
+// Batched GEMMs (docs/einsum.md) read A and B through 3-D maps (K, rows, batch): kBatched (BF16 or
+// FP8 1D2D) computes D[z] = alpha * A[z] . B[z]^T for every batch z (D a 3-D map too, the scheduler's
+// tiles carry the batch; FP8: SFA's 2-D map has ceil(K/128) rows per batch, SFB is offset by the batch
+// as by an M-grouped group); kBatchReduced (BF16) computes D (+)= alpha * sum_z A[z] . B[z]^T, its K
+// loop walking the (batch, K block) pairs of a split of them, each split adding its partial tile into FP32 D.
 //
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
@@ -205,8 +206,9 @@ struct Sm90GemmTraits {
   static_assert(!Fused::kActive || (kSplitK == 1 && !kKGrouped && !kReduceAdd),
                 "fused epilogues: dense or M-grouped, D written (no C), no split-K");
   static_assert((kScales_ != epilogue::Scales::kNone) == (sizeof(OutT) == 1), "an FP8 D comes with its scales");
-  static_assert(!sched::is_batched(kType) || (kKind == Kind::kBf16 && kSplitK == 1 && !Fused::kActive),
-                "batched GEMMs: BF16, no split-K, no fused epilogue");
+  static_assert(!sched::is_batched(kType) ||
+                    ((kKind == Kind::kBf16 || (kBatched && kKind == Kind::kFp8_1D2D)) && kSplitK == 1 && !Fused::kActive),
+                "batched GEMMs: BF16 (or FP8 1D2D per batch), no split-K, no fused epilogue");
   static_assert(!kBatchReduced || (sizeof(OutT) == 4 && kReduceAdd), "batch-reduced GEMMs add into FP32 D");
   static_assert(!kHeadSplit || (kSplitK == 1 && !k3dD && !Fused::kSwiGlu),
                 "skip_head_mid stores whole tiles of GEMM columns (no split-K, 3-D D or SwiGLU)");
@@ -468,11 +470,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           sf_kb0 = t.sf_kb0;
         }
         // Grouped B is [G * N, K] (K-major) or [G * K, N] (MN-major) in memory: the group selects
-        // the rows or the K offset of its matrix. SFA of masked groups: [G * sf_k] K blocks of max_m rows.
+        // the rows or the K offset of its matrix. SFA of masked groups (batches): [G * sf_k] K blocks of
+        // max_m (the batch's) rows.
         const uint32_t b_group = T::kMGrouped ? t.group : 0;
         const uint32_t b_mn0 = T::kMajorB == Major::kK ? b_group * p.n + n0 : n0;
         const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : b_group * p.k;
-        const uint32_t sfa_kb0 = T::kType == sched::GemmType::kMGroupedMasked ? t.group * num_kb : sf_kb0;
+        const uint32_t sfa_kb0 =
+            T::kType == sched::GemmType::kMGroupedMasked || T::kBatched ? t.group * num_kb : sf_kb0;
         // 1D2D: SFB of the tile's first 128-column block, stepped along K; the second (straddling
         // tiles) is the next row, or the same one at the last row.
         const float* sfb0 = nullptr;
