@@ -15,7 +15,9 @@ beside a Triton kernel written as inference engines write it, one program per 1 
 column, and both kernels must produce the same codes and scales bit for bit before they are timed),
 `einsum` (DeepGEMM's einsum forms at the shapes of its tests: bmk,bnk->mn with FP32 D
 accumulated and BF16 D, G = the batch; bhr,hdr->bhd and bhd,hdr->bhr, G = h, m = b; the cuBLAS column
-is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for the batch sum).
+is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for the batch sum; FP8
+(kind bhr8, not with --bf16-only): fp8_einsum bhr,hdr->bhd on the same head shapes, the cuBLAS column
+the BF16 torch.einsum).
 `skip-head-mid` (fp8_gemm_nt_skip_head_mid on DeepGEMM's test shapes, heads 128 + 64 + 128; G = heads,
 n = the GEMM's N; the cuBLAS column is cuBLASLt's FP8 GEMM into a temporary [M, N]).
 Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
@@ -693,6 +695,32 @@ def einsum_heads(expr, h, r, d, b):
     race(row, {name: graphed(fn) for name, fn in contenders.items()})
 
 
+def einsum_fp8(h, r, d, b):
+    """fp8_einsum("bhr,hdr->bhd") on the operands of DeepGEMM's test: x per token (scales [b, h, r/128],
+    row-major as per_token_cast_to_fp8 gives them: both libraries bring them into their layout per call),
+    each head of y per 128 x 128 block. Row fields as einsum_heads, kind bhr8. The cuBLAS column is the
+    BF16 torch.einsum of the unquantized operands; the diff is against the FP64 einsum of the dequantized ones."""
+    expr = "bhr,hdr->bhd"
+    x = torch.randn((b, h, r), dtype=torch.bfloat16, device="cuda")
+    y = torch.randn((h, d, r), dtype=torch.bfloat16, device="cuda")
+    xq = per_token_fp8(x)
+    yq = per_block_fp8(y)
+    outs = {name: torch.empty((b, h, d), dtype=torch.bfloat16, device="cuda") for name in ("libdg", "deepgemm", "cublas")}
+    row = dict(suite="einsum", kind="bhr8", groups=h, expected_m=b, n=d, k=r, flops=2.0 * b * h * r * d)
+    contenders = {"libdg": lambda: dg.fp8_einsum(expr, xq, yq, outs["libdg"])}
+    if deep_gemm is not None and hasattr(deep_gemm, "fp8_einsum"):
+        contenders["deepgemm"] = lambda: deep_gemm.fp8_einsum(expr, xq, yq, outs["deepgemm"])
+    contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
+    ref = torch.einsum(expr, dequant_a(*xq).double(), dequant_b(*yq).double())
+    for name, fn in contenders.items():
+        outs[name].fill_(float("nan"))
+        fn()
+        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    del ref
+    torch.cuda.synchronize()
+    race(row, {name: graphed(fn) for name, fn in contenders.items()})
+
+
 def skip_head_mid(m, n, k, splits=HEAD_SPLITS):
     """fp8_gemm_nt_skip_head_mid; row fields: G = heads, n = N (the GEMM's columns), k = K. The cuBLAS column is
     cuBLASLt's FP8 GEMM (no block scales) into a temporary [M, N]: the GEMM alone, before any copy into the heads.
@@ -965,6 +993,9 @@ def main():
         for expr in ("bhr,hdr->bhd", "bhd,hdr->bhr"):
             for h, r, d, b in EINSUM_HEADS:
                 einsum_heads(expr, h, r, d, b)
+    if "einsum" in args.suites and not args.bf16_only:
+        for h, r, d, b in EINSUM_HEADS:
+            einsum_fp8(h, r, d, b)
     if "skip-head-mid" in args.suites and not args.bf16_only:
         for m, n, k in SKIP_HEAD_MID:
             skip_head_mid(m, n, k)
