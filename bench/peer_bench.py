@@ -639,6 +639,16 @@ def quant(m, k):
     race(row, timed)
 
 
+def check_outputs(row, contenders, outs, ref, reset):
+    """Runs each contender once on its output (outs[name], first reset: poisoned or zeroed) and records
+    its calc_diff against the reference `ref` in the row."""
+    for name, fn in contenders.items():
+        reset(outs[name])
+        fn()
+        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    torch.cuda.synchronize()
+
+
 def einsum_sum(s_, m, n, k, fp32):
     """einsum("bmk,bnk->mn"); row fields: G = s (the batch summed over), m, n, k; kind bmk32 (FP32 D, c = d,
     accumulating on every replay) or bmk16 (BF16 D, no c). The cuBLAS column is torch.einsum (one GEMM over
@@ -657,12 +667,8 @@ def einsum_sum(s_, m, n, k, fp32):
         dd = outs["deepgemm"]
         contenders["deepgemm"] = lambda: deep_gemm.einsum("bmk,bnk->mn", a, b, dd, c=dd if fp32 else None)
     ref = torch.bmm(a.double(), b.double().mT).sum(0)
-    for name, fn in contenders.items():
-        outs[name].zero_()
-        fn()
-        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    check_outputs(row, contenders, outs, ref, lambda t: t.zero_())
     del ref
-    torch.cuda.synchronize()
     timed = {name: graphed(fn) for name, fn in contenders.items()}
     timed["cublas"] = lambda: torch.einsum("bmk,bnk->mn", a, b)
     race(row, timed)
@@ -686,12 +692,8 @@ def einsum_heads(expr, h, r, d, b):
     else:
         contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
     ref = torch.einsum(expr, x.double(), y.double())
-    for name, fn in contenders.items():
-        outs[name].fill_(float("nan"))
-        fn()
-        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    check_outputs(row, contenders, outs, ref, lambda t: t.fill_(float("nan")))
     del ref
-    torch.cuda.synchronize()
     race(row, {name: graphed(fn) for name, fn in contenders.items()})
 
 
@@ -712,12 +714,8 @@ def einsum_fp8(h, r, d, b):
         contenders["deepgemm"] = lambda: deep_gemm.fp8_einsum(expr, xq, yq, outs["deepgemm"])
     contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
     ref = torch.einsum(expr, dequant_a(*xq).double(), dequant_b(*yq).double())
-    for name, fn in contenders.items():
-        outs[name].fill_(float("nan"))
-        fn()
-        row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
+    check_outputs(row, contenders, outs, ref, lambda t: t.fill_(float("nan")))
     del ref
-    torch.cuda.synchronize()
     race(row, {name: graphed(fn) for name, fn in contenders.items()})
 
 

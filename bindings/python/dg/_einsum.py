@@ -130,14 +130,20 @@ def fp8_einsum_prepare(expr: str, a_shape: Sequence[int], b_shape: Sequence[int]
     """Compiles and loads the kernel :func:`fp8_einsum` will use for ``expr`` with ``a`` of shape
     ``(b, h, r)`` and ``b`` of shape ``(h, d, r)``, running nothing (call it before capturing a CUDA
     graph)."""
+    _prepare_kernels(_FP8_PREPARE, expr, a_shape, b_shape, False, device, stream, options)
+
+
+def _prepare_kernels(name: str, expr: str, a_shape: Sequence[int], b_shape: Sequence[int], with_c: bool,
+                     device: Optional[int], stream: StreamLike, options: Optional[Dict[str, int]]) -> None:
+    """The C prepare call `name` (``dg_bf16_einsum_prepare`` or ``dg_fp8_einsum_prepare``)."""
     if not isinstance(expr, str):
         raise InvalidArgument("expr: %r (expected a string)" % (expr,))
     sizes = _three_sizes(a_shape, b_shape)
     lib = _lib.get()
     handle, _dev, _cu = _stream.resolve(stream, device)
     opts = _gemm_options(1.0, 1.0, options=options)
-    status = lib.fn(_FP8_PREPARE)(handle, expr.encode("utf-8"), sizes[0], sizes[1], 0, byref(opts))
-    lib.check(status, _FP8_PREPARE)
+    status = lib.fn(name)(handle, expr.encode("utf-8"), sizes[0], sizes[1], 1 if with_c else 0, byref(opts))
+    lib.check(status, name)
 
 
 def _three_sizes(a_shape: Sequence[int], b_shape: Sequence[int]) -> List[Any]:
@@ -155,11 +161,4 @@ def einsum_prepare(expr: str, a_shape: Sequence[int], b_shape: Sequence[int], wi
                    options: Optional[Dict[str, int]] = None) -> None:
     """Compiles and loads the kernels :func:`einsum` will use for ``expr`` with operands of these
     shapes, running nothing (call it before capturing a CUDA graph)."""
-    if not isinstance(expr, str):
-        raise InvalidArgument("expr: %r (expected a string)" % (expr,))
-    sizes = _three_sizes(a_shape, b_shape)
-    lib = _lib.get()
-    handle, _dev, _cu = _stream.resolve(stream, device)
-    opts = _gemm_options(1.0, 1.0, options=options)
-    status = lib.fn(_PREPARE)(handle, expr.encode("utf-8"), sizes[0], sizes[1], 1 if with_c else 0, byref(opts))
-    lib.check(status, _PREPARE)
+    _prepare_kernels(_PREPARE, expr, a_shape, b_shape, with_c, device, stream, options)
