@@ -313,7 +313,8 @@ def masked(kind, groups, expected, n, k):
     b = torch.randn((groups, n, k), device="cuda", dtype=torch.bfloat16)
     d1 = torch.empty((groups, MAX_M, n), device="cuda", dtype=torch.bfloat16)
     d2 = torch.empty_like(d1)
-    row = dict(suite="masked", kind=kind, groups=groups, expected_m=expected, n=n, k=k, flops=2.0 * sum(ms) * n * k)
+    row = dict(suite="masked", kind=kind, groups=groups, expected_m=expected, n=n, k=k, flops=2.0 * sum(ms) * n * k,
+               hint=hint, max_m=MAX_M, ms=ms)
     contenders = {}
     if kind == "fp8":
         aq, asf = per_token_fp8(a)

@@ -5,15 +5,16 @@ For every shape of every dg-bench JSON given (sweeps from bench/scripts/sweep_ge
 model's estimate of each libdg contender's config (parsed from the config line dg-bench records)
 comes from dg-gemm-estimate; the "regret" of a shape is the measured time of the config the model
 ranks first over the best measured time. bench/peer_bench.py JSON is read too: its FP8 K-grouped
-rows that record their groups' K (`ks`), with the configs its --alt contenders forced; the same
-problem (the same ks) measured in several runs takes each config's geometric-mean time. Prints one
+rows that record their groups' K (`ks`) and its FP8 masked rows that record their hint and counts
+(`hint`, `ms`), with the configs its --alt contenders forced; the same problem (the same ks or ms)
+measured in several runs takes each config's geometric-mean time. Prints one
 line per shape and the geometric mean; shapes with regret above 2% are flagged. Refit a constant in
 src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate and rerun to see the effect on every measured
 shape at once.
 
     bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/tests/dg-gemm-estimate SWEEP.json [...]
 
-With --check (the ctests `gemm_model` and `gemm_model_k_grouped`), exits 1 when the geometric-mean
+With --check (the ctests `gemm_model`, `gemm_model_k_grouped` and `gemm_model_masked`), exits 1 when the geometric-mean
 regret or any shape's regret exceeds the given bounds: a model change that mis-ranks the committed
 measurements fails CI.
 """
@@ -41,28 +42,40 @@ def parse(suite, cfg):
     return kind, (bm, bn, stages, cluster, mca, promo, slices, int(split_k.group(1)) if split_k else 1)
 
 
-def k_grouped_runs(data):
-    """(key, query, config, us) of each forced config in a peer_bench JSON's FP8 K-grouped rows: the
-    problem as the library states it to its heuristic (the non-empty groups, their mean K rounded up
-    to 128), keyed by the groups' K so that repeated runs of one problem merge."""
-    out = []
-    alts = {name: o for name, o in data.get('alt', {}).items() if isinstance(o, dict) and o.get('block_n')}
-    for r in data['rows']:
-        if r.get('suite') != 'k-grouped' or r.get('kind') != 'fp8' or not r.get('ks'):
-            continue
-        live = [k for k in r['ks'] if k > 0]
-        if not live:
-            continue
-        k = ((sum(live) + len(live) - 1) // len(live) + 127) // 128 * 128  # as src/ops/k_grouped_gemm.cpp
-        key = (2, len(live), r['expected_m'], r['n'], k, tuple(r['ks']))
-        for name, o in sorted(alts.items()):
-            t = r.get('us_libdg_' + name)
-            if t is None:
-                continue
-            cfg = (o.get('block_m', 0), o['block_n'], o.get('num_stages', 0), o.get('cluster', 0),
+def alt_configs(data):
+    """The --alt contenders of a peer_bench JSON that force a tile: name -> the estimator's config fields."""
+    return {name: (o.get('block_m', 0), o['block_n'], o.get('num_stages', 0), o.get('cluster', 0),
                    o.get('multicast_a', -1), o.get('fp8_promotion', 0), o.get('fp8_promotion_slices', 0),
                    o.get('split_k', 0))
-            out.append((key, 'G 2 %d %d %d %d' % key[1:5], cfg, t))
+            for name, o in data.get('alt', {}).items() if isinstance(o, dict) and o.get('block_n')}
+
+
+def forced_runs(row, key, query, alts):
+    return [(key, query, cfg, row['us_libdg_' + name]) for name, cfg in sorted(alts.items())
+            if row.get('us_libdg_' + name) is not None]
+
+
+def peer_bench_runs(data):
+    """(key, query, config, us) of each forced config in a peer_bench JSON's FP8 K-grouped rows (the
+    problem as the library states it to its heuristic: the non-empty groups, their mean K rounded up
+    to 128) and FP8 masked rows (G, max_m, the hint), keyed by the groups' K or counts so that
+    repeated runs of one problem merge."""
+    out = []
+    alts = alt_configs(data)
+    for r in data['rows']:
+        if r.get('kind') != 'fp8':
+            continue
+        if r.get('suite') == 'k-grouped' and r.get('ks'):
+            live = [k for k in r['ks'] if k > 0]
+            if not live:
+                continue
+            k = ((sum(live) + len(live) - 1) // len(live) + 127) // 128 * 128  # as src/ops/k_grouped_gemm.cpp
+            key = ('kg', len(live), r['expected_m'], r['n'], k, tuple(r['ks']))
+            out += forced_runs(r, key, 'G 2 %d %d %d %d' % key[1:5], alts)
+        elif r.get('suite') == 'masked' and r.get('ms'):
+            key = ('ms', r['groups'], r['hint'], r['n'], r['k'], tuple(r['ms']))
+            query = 'Q 1 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k'])
+            out += forced_runs(r, key, query, alts)
     return out
 
 
@@ -77,7 +90,7 @@ def main():
     for f in files:
         data = json.load(open(f))
         if 'rows' in data:
-            runs += k_grouped_runs(data)
+            runs += peer_bench_runs(data)
             continue
         for case in data['cases']:
             shape = case['shape']
@@ -92,7 +105,7 @@ def main():
                     key = (kind, shape['m'], shape['n'], shape['k'], f)
                     runs.append((key, '%d %d %d %d' % key[:4], cfg, r['time_us']['median']))
     if not runs:
-        sys.exit('no libdg results with M > 128 in the given files')
+        sys.exit('no libdg results with M > 128 or forced grouped configs in the given files')
     lines = ''.join(query + ' ' + ' '.join(map(str, cfg)) + '\n' for _, query, cfg, _ in runs)
     answers = subprocess.run([estimator], input=lines, capture_output=True, text=True, check=True).stdout.splitlines()
     shapes = {}
@@ -107,7 +120,7 @@ def main():
         regret = pick[1] / best[1]
         regrets.append(regret)
         label = ('%-4s %5d %5d %5d' % (['bf16', 'fp8', '1d1d'][key[0]], key[1], key[2], key[3]) if len(key) == 5 else
-                 'kg%-2d %5d %5d %5d' % (key[1], key[2], key[3], key[4]))
+                 '%s%-2d %5d %5d %5d' % key[:5])
         print('%s  model picks %-34s %8.1f us (est %8.1f)  best %-34s %8.1f us (est %8.1f)  regret %.3f%s'
               % (label, pick[2], pick[1], pick[0], best[2], best[1], best[0], regret, '  <--' if regret > 1.02 else ''))
     geomean = math.exp(sum(map(math.log, regrets)) / len(regrets))

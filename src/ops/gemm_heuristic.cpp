@@ -155,15 +155,36 @@ int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
   return stages;
 }
 
+// Masked and psum groups: the rows of a group vary around the expected_m hint, so a tile of bm rows
+// covers a group in ceil(m / bm) blocks for counts m spread over [kSpreadLow, kSpreadHigh] x
+// expected_m (as DeepGEMM's tests and bench/peer_bench.py draw them: 0.7-1.3 of a mean, the hint
+// 1.2 of it). Counting ceil(expected_m / bm) instead priced 64-row tiles at hint 76 as two blocks per
+// group where the counts needed 1.5, and picked 128-row tiles 15-19% slower on an H200
+// (bench/models/h200/masked-decode-tiles.json).
+constexpr double kSpreadLow = 0.6, kSpreadHigh = 1.1;
+
+// sum over m = 1..x of ceil(m / bm)
+int64_t ceil_div_prefix_sum(int64_t x, int64_t bm) {
+  const int64_t q = x / bm, r = x % bm;
+  return bm * q * (q + 1) / 2 + r * (q + 1);
+}
+
+double mean_blocks_per_group(int64_t expected_m, int bm) {
+  const int64_t lo = std::max<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected_m)), 1);
+  const int64_t hi = std::max<int64_t>(static_cast<int64_t>(kSpreadHigh * double(expected_m)), lo);
+  return double(ceil_div_prefix_sum(hi, bm) - ceil_div_prefix_sum(lo - 1, bm)) / double(hi - lo + 1);
+}
+
 // Rows of tiles of bm rows the problem is expected to have: the whole M of a dense or contiguous
-// problem (groups padded to 128), expected_m per group for psum and masked groups, M per group for
-// K-grouped problems.
+// problem (groups padded to 128), M per group for K-grouped and batched problems, and for psum and
+// masked groups the mean over counts spread around expected_m (above).
 int64_t expected_m_blocks(const GemmShape& s, int bm) {
   if (s.type == GemmType::kNormal || s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kBatchReduced)
     return cdiv(s.m, bm);
   if (s.type == GemmType::kKGrouped || s.type == GemmType::kBatched)
     return s.num_groups * cdiv(s.m, bm);  // each group's (batch's) [M, N] tiles
-  return s.num_groups * cdiv(std::max<int64_t>(s.expected_m, 1), bm);
+  const double blocks = double(s.num_groups) * mean_blocks_per_group(std::max<int64_t>(s.expected_m, 1), bm);
+  return std::max<int64_t>(static_cast<int64_t>(std::ceil(blocks)), 1);
 }
 
 // Cost of FP8 promotion in the table of `p`: overlapped or after, 1, 2 or 4 column slices.

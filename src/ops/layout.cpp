@@ -12,7 +12,10 @@
 namespace dg::ops {
 namespace {
 
-constexpr int kTile = 32;  // matches kTile in layout.cu.j2
+// The transpose kernels' tiles (layout.cu.j2): 1024 outputs each, up to kMaxTileCols columns wide.
+constexpr int kTileOutputs = 1024;
+constexpr int kMaxTileCols = 32;
+constexpr int kLayoutThreads = 256;
 
 const char* op_name(LayoutOp op) { return op == LayoutOp::kPackUe8m0 ? "pack_ue8m0" : "transpose"; }
 
@@ -54,13 +57,20 @@ bool has_layout(const dg_tensor_s& t, const SfLayout& layout) {
   return true;
 }
 
-jit::KernelSpec layout_kernel_spec(LayoutOp op, bool input_mn_major) {
+int layout_tile_cols(int64_t out_cols) {
+  int cols = 1;
+  while (cols < out_cols && cols < kMaxTileCols) cols *= 2;
+  return cols;
+}
+
+jit::KernelSpec layout_kernel_spec(LayoutOp op, bool input_mn_major, int tile_cols) {
   jit::KernelSpec spec;
   spec.template_name = "kernels/layout.cu.j2";
-  spec.kernel_name = fmt::format("dg_{}_fp32{}", op_name(op), input_mn_major ? "_from_mn_major" : "");
+  spec.kernel_name = fmt::format("dg_{}_fp32{}_c{}", op_name(op), input_mn_major ? "_from_mn_major" : "", tile_cols);
   spec.context = codegen::Value::map({{"kernel_name", spec.kernel_name},
                                       {"op", op_name(op)},
-                                      {"input_mn_major", input_mn_major}});
+                                      {"input_mn_major", input_mn_major},
+                                      {"tile_cols", static_cast<int64_t>(tile_cols)}});
   return spec;
 }
 
@@ -88,10 +98,14 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
     return fail(DG_ERROR_UNSUPPORTED, "sf: shape {} is too large for the layout kernel", describe(in));
 
   const bool input_mn_major = in.sizes[r - 2] > 1 && in.strides[r - 2] == 1 && in.strides[r - 1] != 1;
-  const jit::KernelKey key(jit::kFamilyLayout, {static_cast<int64_t>(op), input_mn_major});
+  const int tile_cols = layout_tile_cols(want.sizes[r - 1]);
+  const int tile_mn = kTileOutputs / tile_cols;
+  const jit::KernelKey key(jit::kFamilyLayout, {static_cast<int64_t>(op), input_mn_major, tile_cols});
   const Kernel* kernel = nullptr;
-  DG_TRY(jit::get_kernel(stream,
-      key, [&](jit::KernelSpec* spec) { *spec = layout_kernel_spec(op, input_mn_major); return DG_SUCCESS; }, &kernel));
+  DG_TRY(jit::get_kernel(stream, key, [&](jit::KernelSpec* spec) {
+    *spec = layout_kernel_spec(op, input_mn_major, tile_cols);
+    return DG_SUCCESS;
+  }, &kernel));
 
   const void* in_ptr = in.data;
   void* out_ptr = out.data;
@@ -103,11 +117,10 @@ dg_status run_layout_transform(const dg_stream_s& stream, LayoutOp op, const dg_
   void* args[] = {&in_ptr, &out_ptr, &mn_arg, &sf_k_arg, &out_cols, &aligned_mn, &row_div,
                   &in_stride_g, &in_stride_mn, &in_stride_k, &out_stride_g};
   LaunchConfig lc;
-  lc.grid[0] = static_cast<unsigned>((aligned_mn + kTile - 1) / kTile);
-  lc.grid[1] = static_cast<unsigned>((out_cols + kTile - 1) / kTile);
+  lc.grid[0] = static_cast<unsigned>(ceil_div(aligned_mn, tile_mn));
+  lc.grid[1] = static_cast<unsigned>(ceil_div(out_cols, tile_cols));
   lc.grid[2] = static_cast<unsigned>(groups);
-  lc.block[0] = kTile;
-  lc.block[1] = 8;
+  lc.block[0] = kLayoutThreads;
   lc.pdl = config_of(stream).pdl;
   return launch(stream, *kernel, lc, args);
 }

@@ -28,8 +28,11 @@ dg_status mn_major_tma_aligned_layout(LayoutOp op, int rank, const int64_t* size
 // dimension of more than one entry (any strides when `t` is empty).
 bool has_layout(const dg_tensor_s& t, const SfLayout& layout);
 
+// The transpose kernels' tile width for `out_cols` output columns: a power of two, at most 32 (the
+// tile has 1024 outputs, so narrow outputs take taller tiles).
+int layout_tile_cols(int64_t out_cols);
 // The kernel's specification; the compile tests enumerate it without a device.
-jit::KernelSpec layout_kernel_spec(LayoutOp op, bool input_mn_major);
+jit::KernelSpec layout_kernel_spec(LayoutOp op, bool input_mn_major, int tile_cols);
 
 // Copies FP32 `in` ([G?, rows, sf_k], any strides) into `out` (validated against the layout),
 // reading input row i / row_div for output row i (row_div > 1 broadcasts per-block scales).

@@ -100,7 +100,7 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
   };
   using dg::ops::LayoutOp;
   for (LayoutOp op : {LayoutOp::kTranspose, LayoutOp::kPackUe8m0})
-    for (bool mn_major : {false, true}) add(dg::ops::layout_kernel_spec(op, mn_major));
+    for (bool mn_major : {false, true}) add(dg::ops::layout_kernel_spec(op, mn_major, dg::ops::layout_tile_cols(4)));
   for (int vec : {1, 4}) add(dg::ops::k_grouped_pack_kernel_spec(vec));
 
   using dg::ops::GemmKind;

@@ -16,15 +16,17 @@ TEST_CASE("layout kernels compile for sm_90a and sm_100a") {
   for (const char* arch : {"sm_90a", "sm_100a"}) {
     for (LayoutOp op : {LayoutOp::kTranspose, LayoutOp::kPackUe8m0}) {
       for (bool mn_major : {false, true}) {
-        const dg::jit::KernelSpec spec = dg::ops::layout_kernel_spec(op, mn_major);
-        CAPTURE(arch);
-        CAPTURE(spec.kernel_name);
-        dg::jit::CompileResult result;
-        const dg_status s = dg::jit::compile(spec, arch, config, &result);
-        REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
-        CHECK(result.cubin.size() > 1000);
-        CHECK(result.source.find(spec.kernel_name) != std::string::npos);
-        CHECK(result.source.find("{{") == std::string::npos);
+        for (int tile_cols : {1, 4, 32}) {
+          const dg::jit::KernelSpec spec = dg::ops::layout_kernel_spec(op, mn_major, tile_cols);
+          CAPTURE(arch);
+          CAPTURE(spec.kernel_name);
+          dg::jit::CompileResult result;
+          const dg_status s = dg::jit::compile(spec, arch, config, &result);
+          REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
+          CHECK(result.cubin.size() > 1000);
+          CHECK(result.source.find(spec.kernel_name) != std::string::npos);
+          CHECK(result.source.find("{{") == std::string::npos);
+        }
       }
     }
     for (int vec : {1, 4}) {
@@ -52,7 +54,7 @@ TEST_CASE("layout kernels compile for sm_90a and sm_100a") {
 
 TEST_CASE("template and compiler errors come back as DG_ERROR_COMPILE with the details") {
   dg::Config config = dg::Config::from_environment();
-  dg::jit::KernelSpec spec = dg::ops::layout_kernel_spec(LayoutOp::kTranspose, false);
+  dg::jit::KernelSpec spec = dg::ops::layout_kernel_spec(LayoutOp::kTranspose, false, 32);
   dg::jit::CompileResult result;
 
   SUBCASE("undefined template variable: name, line and caret") {
@@ -70,7 +72,7 @@ TEST_CASE("template and compiler errors come back as DG_ERROR_COMPILE with the d
   }
   SUBCASE("NVRTC error carries the compiler log") {
     spec.context = dg::codegen::Value::map({{"kernel_name", "not a valid identifier"}, {"op", "transpose"},
-                                            {"input_mn_major", false}});
+                                            {"input_mn_major", false}, {"tile_cols", int64_t{32}}});
     REQUIRE(dg::jit::compile(spec, "sm_90a", config, &result) == DG_ERROR_COMPILE);
     const std::string msg = dg_last_error();
     CHECK(msg.find("NVRTC failed") != std::string::npos);
@@ -83,13 +85,13 @@ TEST_CASE("the nvcc path compiles the same kernel when nvcc is installed") {
   config.compiler = DG_COMPILER_NVCC;
   if (access(config.nvcc_path.c_str(), X_OK) != 0) {
     dg::jit::CompileResult result;
-    CHECK(dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kTranspose, false), "sm_90a", config, &result) ==
+    CHECK(dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kTranspose, false, 32), "sm_90a", config, &result) ==
           DG_ERROR_UNSUPPORTED);
     CHECK(std::string(dg_last_error()).find("nvcc not found") != std::string::npos);
     return;
   }
   dg::jit::CompileResult result;
-  const dg_status s = dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kPackUe8m0, true), "sm_90a", config, &result);
+  const dg_status s = dg::jit::compile(dg::ops::layout_kernel_spec(LayoutOp::kPackUe8m0, true, 32), "sm_90a", config, &result);
   REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
   CHECK(result.cubin.size() > 1000);
   CHECK(dg::jit::compiler_signature(config).rfind("nvcc", 0) == 0);

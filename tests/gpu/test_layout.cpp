@@ -30,6 +30,9 @@ std::vector<float> random_scales(size_t n, bool powers_of_two, std::mt19937& rng
 struct Case {
   int64_t groups, mn, sf_k;
   bool input_transposed;  // input stored MN-major (stride 1 along MN) instead of row-major
+  // Row-major input whose groups interleave by row ([MN, G, SF_K] in memory, as fp8_einsum's per-head
+  // view of per-token scales [b, h, SF_K] reads them): rows G * SF_K apart, groups SF_K apart.
+  bool interleaved = false;
 };
 
 void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
@@ -37,19 +40,23 @@ void run_case(Fixture& fx, const Case& c, bool pack, std::mt19937& rng) {
   CAPTURE(c.mn);
   CAPTURE(c.sf_k);
   CAPTURE(c.input_transposed);
+  CAPTURE(c.interleaved);
   CAPTURE(pack);
   const bool batched = c.groups > 1;
   const int64_t g = c.groups, mn = c.mn, k = c.sf_k;
   // Input: logical [G, MN, SF_K]; row-major, or each group stored transposed ([G, SF_K, MN]).
   std::vector<float> host = random_scales(static_cast<size_t>(g * mn * k), pack, rng);
   auto at = [&](int64_t gi, int64_t i, int64_t kb) {
+    if (c.interleaved) return host[(i * g + gi) * k + kb];
     return c.input_transposed ? host[(gi * k + kb) * mn + i] : host[(gi * mn + i) * k + kb];
   };
   std::vector<int64_t> sizes = {mn, k};
-  std::vector<int64_t> strides = c.input_transposed ? std::vector<int64_t>{1, mn} : std::vector<int64_t>{k, 1};
+  std::vector<int64_t> strides = c.input_transposed ? std::vector<int64_t>{1, mn}
+                                 : c.interleaved    ? std::vector<int64_t>{g * k, 1}
+                                                    : std::vector<int64_t>{k, 1};
   if (batched) {
     sizes.insert(sizes.begin(), g);
-    strides.insert(strides.begin(), mn * k);
+    strides.insert(strides.begin(), c.interleaved ? k : mn * k);
   }
   DeviceBuffer in(fx.device, host.size() * 4);
   in.upload(host);
@@ -129,6 +136,21 @@ TEST_CASE("UE8M0 packing is bit-exact") {
           run_case(fx, {groups, mn, (k_elems + 127) / 128, transposed}, true, rng);
 }
 
+// Few K blocks (K 128 .. 2048: SF_K 1 .. 16) take tiles of fewer columns and more rows: every tile
+// width, with MN tails and the per-head interleaved rows of fp8_einsum's scales.
+TEST_CASE("scale layouts of few K blocks") {
+  Fixture fx;
+  std::mt19937 rng(4242);
+  for (bool pack : {false, true})
+    for (int64_t sf_k : {1, 2, 3, 4, 5, 8, 9, 16, 17})
+      for (int64_t mn : {4096, 1027})
+        for (int64_t groups : {1, 3}) {
+          run_case(fx, {groups, mn, sf_k, false}, pack, rng);
+          run_case(fx, {groups, mn, sf_k, true}, pack, rng);
+          if (groups > 1) run_case(fx, {groups, mn, sf_k, false, true}, pack, rng);
+        }
+}
+
 // The quick suite's layout kernels: both, batched and not, row-major and transposed input, MN and
 // SF_K tails.
 TEST_CASE("quick: scale layout kernels" * doctest::test_suite("quick")) {
@@ -137,6 +159,7 @@ TEST_CASE("quick: scale layout kernels" * doctest::test_suite("quick")) {
   for (bool pack : {false, true})
     for (int64_t groups : {1, 2})
       for (bool transposed : {false, true}) run_case(fx, {groups, 130, 57, transposed}, pack, rng);
+  for (bool pack : {false, true}) run_case(fx, {8, 300, 4, false, true}, pack, rng);  // fp8_einsum's K 512
 }
 
 TEST_CASE("transform_sf_into_required_layout on SM90 per-token scales" * doctest::test_suite("quick")) {
