@@ -160,7 +160,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   REQUIRE(dg::ops::write_tuning_table(forced, table) == DG_SUCCESS);
   dg_stream* user = stream_with_table(forced, true);
 
-  // Dense M = 320: not tuned, within a factor of 2 of the tuned M = 256.
+  // Dense M = 320: not tuned, within a factor of 1.5 of the tuned M = 256.
   DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
       sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
   fill(a, false, 1), fill(b, false, 2), fill(sfa, true, 3), fill(sfb, true, 4);
@@ -173,7 +173,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   REQUIRE(dg_set_log_callback(on_log, nullptr) == DG_SUCCESS);
   REQUIRE(dg_fp8_gemm_nt(user, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr) == DG_SUCCESS);
 
-  // Masked, expected_m 24: within a factor of 2 of the tuned 16 (its winner, as tuned).
+  // Masked, expected_m 24: within a factor of 1.5 of the tuned 16 (its winner, as tuned).
   const int64_t g = 8, max_m = 128, mn = 4096, mk = 7168, mkb = mk / 128, em = 24;
   DeviceBuffer ma(gpu.device, g * max_m * mk), mb(gpu.device, g * mn * mk), msfa(gpu.device, g * max_m * mkb * 4),
       msfb(gpu.device, g * (mn / 128) * mkb * 4), md(gpu.device, g * max_m * mn * 2), mm(gpu.device, g * 4);

@@ -210,29 +210,35 @@ TEST_CASE("tuning table: malformed text is refused with the line") {
   CHECK(dg::ops::parse_tuning_table(good + "\n# a comment\n\n", &out, &why));
 }
 
-TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 2") {
+TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 1.5") {
   TuningTable t;
   const GemmShape s1024 = dense(GemmKind::kFp8_1D2D, 1024, 7168, 2048);
-  const GemmShape s4096 = dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048);
+  const GemmShape s2048 = dense(GemmKind::kFp8_1D2D, 2048, 7168, 2048);
   t.entries.push_back(entry(s1024, 128, 128, 6));
-  t.entries.push_back(entry(s4096, 128, 192, 5));
+  t.entries.push_back(entry(s2048, 128, 192, 5));
   auto found_m = [&](int64_t m, int64_t n = 7168) -> int64_t {
     const TunedEntry* e = dg::ops::find_tuned(t, dense(GemmKind::kFp8_1D2D, m, n, 2048));
     return e ? e->shape.m : 0;
   };
   CHECK(found_m(1024) == 1024);
-  CHECK(found_m(4096) == 4096);
-  CHECK(found_m(2048) == 1024);  // a tie: the smaller M
-  CHECK(found_m(3000) == 4096);
-  CHECK(found_m(8192) == 4096);
-  CHECK(found_m(512) == 1024);
-  CHECK(found_m(511) == 0);
-  CHECK(found_m(8193) == 0);
+  CHECK(found_m(2048) == 2048);
+  CHECK(found_m(1448) == 1024);  // 1.414 to 1024, 1.414.. to 2048
+  CHECK(found_m(1449) == 2048);
+  CHECK(found_m(3072) == 2048);  // the factor itself
+  CHECK(found_m(3073) == 0);
+  CHECK(found_m(683) == 1024);
+  CHECK(found_m(682) == 0);
+  TuningTable tie;
+  tie.entries.push_back(entry(dense(GemmKind::kFp8_1D2D, 100, 7168, 2048), 128, 128, 6));
+  tie.entries.push_back(entry(dense(GemmKind::kFp8_1D2D, 144, 7168, 2048), 128, 192, 5));
+  const TunedEntry* e = dg::ops::find_tuned(tie, dense(GemmKind::kFp8_1D2D, 120, 7168, 2048));
+  REQUIRE(e != nullptr);
+  CHECK(e->shape.m == 100);  // a tie (1.2 either way): the smaller M
   CHECK(found_m(4096, 4096) == 0);  // another N
-  GemmShape bf16 = s4096;
+  GemmShape bf16 = s2048;
   bf16.kind = GemmKind::kBf16;
   CHECK(dg::ops::find_tuned(t, bf16) == nullptr);
-  GemmShape fused = s4096;  // a fused epilogue is another problem
+  GemmShape fused = s2048;  // a fused epilogue is another problem
   fused.epilogue.bias = dg::ops::BiasType::kFp32;
   CHECK(dg::ops::find_tuned(t, fused) == nullptr);
   // Grouped problems: the bucket is expected_m, G must match.
