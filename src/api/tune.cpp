@@ -183,8 +183,7 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
   for (const TuneProblem& p : list) {
     dg::api::Footprint f;
     DG_TRY(dg::api::footprint_of(p, &f));
-    max = {std::max(max.a, f.a), std::max(max.b, f.b), std::max(max.sfa, f.sfa),
-           std::max(max.sfb, f.sfb), std::max(max.d, f.d), std::max(max.groups, f.groups)};
+    max = dg::api::max_of(max, f);
   }
   const int threads = static_cast<int>(std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()),
                                                           kMaxCompileThreads));

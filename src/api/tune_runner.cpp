@@ -97,6 +97,29 @@ int64_t a_rows(const TuneProblem& p) {
   return p.family == TuneFamily::kMasked ? p.shape.num_groups * p.shape.m : p.shape.m;
 }
 
+bool fp8_d(const TuneProblem& p) { return p.shape.d_dtype == DG_DTYPE_FLOAT8_E4M3; }
+
+// D's columns: the GEMM's N, or half of it after SwiGLU.
+int64_t d_cols(const TuneProblem& p) { return ops::out_n(p.shape); }
+
+// The FP8 D's scales (data may be NULL for a prepare call): FP32 [(G,) M, ceil(cols / 128)] in the
+// MN-major TMA-aligned layout, M the rows of D per group (masked) or in all.
+dg_tensor_s d_scales_tensor(const TuneProblem& p, void* data) {
+  const GemmShape& s = p.shape;
+  const int64_t c = ops::cdiv(d_cols(p), ops::kScaleBlock), m4 = ops::align_up(s.m, 4);
+  if (p.family == TuneFamily::kMasked)
+    return tensor(data, DG_DTYPE_FLOAT32, {s.num_groups, s.m, c}, {m4 * c, 1, m4});
+  return tensor(data, DG_DTYPE_FLOAT32, {s.m, c}, {1, m4});
+}
+
+// The problem's fused epilogue, its FP8 D's scales at `d_scales` (which must outlive the call).
+dg_gemm_epilogue epilogue_of(const TuneProblem& p, const dg_tensor_s* d_scales) {
+  dg_gemm_epilogue e = DG_GEMM_EPILOGUE_INIT;
+  e.activation = p.shape.epilogue.act == ops::Activation::kSwiGlu ? DG_ACTIVATION_SWIGLU : DG_ACTIVATION_NONE;
+  e.d_scales = fp8_d(p) ? d_scales : nullptr;
+  return e;
+}
+
 }  // namespace
 
 DeviceBuffer::~DeviceBuffer() {
@@ -114,17 +137,26 @@ dg_status DeviceBuffer::allocate(size_t bytes, const char* what) {
   return DG_SUCCESS;
 }
 
+Footprint max_of(const Footprint& x, const Footprint& y) {
+  return {std::max(x.a, y.a),         std::max(x.b, y.b),
+          std::max(x.sfa, y.sfa),     std::max(x.sfb, y.sfb),
+          std::max(x.d, y.d),         std::max(x.d_scales, y.d_scales),
+          std::max(x.groups, y.groups)};
+}
+
 dg_status footprint_of(const TuneProblem& p, Footprint* out) {
   const GemmShape& s = p.shape;
-  const size_t eb = p.fp8 ? 1 : 2, ob = s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : 2;
+  const size_t eb = p.fp8 ? 1 : 2, ob = s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : fp8_d(p) ? 1 : 2;
   const size_t rows = static_cast<size_t>(a_rows(p)), g = static_cast<size_t>(s.num_groups);
   const size_t n = static_cast<size_t>(s.n), k = static_cast<size_t>(s.k);
   const size_t sfk = static_cast<size_t>(ops::cdiv(s.k, ops::kScaleBlock));
   const size_t sf_rows = p.family == TuneFamily::kMasked ? g * ops::align_up(s.m, 4) : ops::align_up(rows, 4);
   const size_t sfb_rows = s.kind == GemmKind::kFp8_1D1D ? ops::align_up(s.n, 4) : g * ops::cdiv(s.n, ops::kScaleBlock);
   Footprint f;
-  bool ok = mul3(rows, k, eb, &f.a) && mul3(g * n, k, eb, &f.b) && mul3(rows, n, ob, &f.d);
+  const size_t dn = static_cast<size_t>(d_cols(p)), dsk = static_cast<size_t>(ops::cdiv(d_cols(p), ops::kScaleBlock));
+  bool ok = mul3(rows, k, eb, &f.a) && mul3(g * n, k, eb, &f.b) && mul3(rows, dn, ob, &f.d);
   ok = ok && (!p.fp8 || (mul3(sf_rows, sfk, 4, &f.sfa) && mul3(sfb_rows, sfk, 4, &f.sfb)));
+  ok = ok && (!fp8_d(p) || mul3(sf_rows, dsk, 4, &f.d_scales));
   f.groups = (p.family == TuneFamily::kContiguous ? rows : p.family == TuneFamily::kMasked ? g : 0) * sizeof(int32_t);
   if (!ok) return fail(DG_ERROR_INVALID_ARGUMENT, "problems: line {}: {} needs more memory than 64-bit sizes hold",
                        p.line, p.text);
@@ -138,6 +170,7 @@ dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffe
   DG_TRY(b->sfa.allocate(max.sfa, "the scales of A"));
   DG_TRY(b->sfb.allocate(max.sfb, "the scales of B"));
   DG_TRY(b->d.allocate(max.d, "D"));
+  DG_TRY(b->d_scales.allocate(max.d_scales, "the scales of the FP8 D"));
   DG_TRY(b->groups.allocate(max.groups, "the group tensor"));
   const size_t flush =
       device.l2_bytes > 0 ? kFlushL2Factor * static_cast<size_t>(device.l2_bytes) : kFlushFallbackBytes;
@@ -184,18 +217,20 @@ dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
   const int64_t nb = ops::cdiv(n, ops::kScaleBlock), m4 = ops::align_up(m, 4);
   TuneCall c;
   c.problem = &p;
+  const int64_t dn = d_cols(p);
   if (p.family == TuneFamily::kMasked) {
     c.a = tensor(buf->a.data(), ab, {g, m, k}, {m * k, k, 1});
     c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {g, m, sfk}, {m4 * sfk, 1, m4});
-    c.d = tensor(buf->d.data(), DG_DTYPE_BFLOAT16, {g, m, n}, {m * n, n, 1});
+    c.d = tensor(buf->d.data(), s.d_dtype, {g, m, dn}, {m * dn, dn, 1});
     c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {g}, {1});
   } else {
     const bool a_t = s.major_a == ops::Major::kMN;
     c.a = a_t ? matrix(buf->a.data(), ab, k, m) : matrix(buf->a.data(), ab, m, k);
     c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {m, sfk}, {1, m4});
-    c.d = matrix(buf->d.data(), s.d_dtype, m, n);
+    c.d = matrix(buf->d.data(), s.d_dtype, m, dn);
     c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {m}, {1});
   }
+  c.d_scales = d_scales_tensor(p, buf->d_scales.data());
   if (p.family == TuneFamily::kDense) {
     const bool b_t = s.major_b == ops::Major::kMN;
     c.b = b_t ? matrix(buf->b.data(), ab, k, n) : matrix(buf->b.data(), ab, n, k);
@@ -235,10 +270,13 @@ dg_status run_dense(dg_stream* stream, const TuneCall& c, const dg_gemm_options&
   }
 }
 
-// The problem's entry point with options `o`.
-dg_status run_call(dg_stream* stream, const TuneCall& c, const dg_gemm_options& o) {
+// The problem's entry point with options `forced` (and the problem's fused epilogue).
+dg_status run_call(dg_stream* stream, const TuneCall& c, const dg_gemm_options& forced) {
   const TuneProblem& p = *c.problem;
   const int64_t em = p.shape.expected_m;
+  const dg_gemm_epilogue epilogue = epilogue_of(p, &c.d_scales);
+  dg_gemm_options o = forced;
+  if (p.shape.epilogue.active()) o.epilogue = &epilogue;
   switch (p.family) {
     case TuneFamily::kContiguous:
       return p.fp8 ? dg_m_grouped_fp8_gemm_nt_contiguous(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, &c.groups,
@@ -252,8 +290,12 @@ dg_status run_call(dg_stream* stream, const TuneCall& c, const dg_gemm_options& 
   }
 }
 
-dg_status prepare_one(dg_stream* stream, const TuneProblem& p, const dg_gemm_options& o) {
+dg_status prepare_one(dg_stream* stream, const TuneProblem& p, const dg_gemm_options& forced) {
   const GemmShape& s = p.shape;
+  const dg_tensor_s d_scales = d_scales_tensor(p, nullptr);
+  const dg_gemm_epilogue epilogue = epilogue_of(p, &d_scales);
+  dg_gemm_options o = forced;
+  if (s.epilogue.active()) o.epilogue = &epilogue;
   const dg_dtype ab = p.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
   if (p.family == TuneFamily::kDense) return dg_gemm_prepare(stream, ab, p.layout, s.m, s.n, s.k, s.d_dtype, 0, &o);
   const int grouping = p.family == TuneFamily::kMasked ? DG_M_GROUPED_LAYOUT_MASKED : DG_M_GROUPED_LAYOUT_INDICES;

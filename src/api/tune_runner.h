@@ -34,15 +34,18 @@ class DeviceBuffer {
 
 // Bytes of each operand a problem needs.
 struct Footprint {
-  size_t a = 0, b = 0, sfa = 0, sfb = 0, d = 0, groups = 0;
+  size_t a = 0, b = 0, sfa = 0, sfb = 0, d = 0, d_scales = 0, groups = 0;
 };
+
+// The larger of each role of two footprints.
+Footprint max_of(const Footprint& x, const Footprint& y);
 
 // The problem's footprint; DG_ERROR_INVALID_ARGUMENT (naming its line) when a size overflows.
 dg_status footprint_of(const ops::TuneProblem& p, Footprint* out);
 
 // The buffers every problem of a list shares, and the L2 flush buffer.
 struct TuneBuffers {
-  DeviceBuffer a, b, sfa, sfb, d, groups, flush;
+  DeviceBuffer a, b, sfa, sfb, d, d_scales, groups, flush;
   int a_fill = -1, b_fill = -1;  // the GemmKind whose random values a and b hold (-1: none yet)
   uint32_t flush_value = 0;
 };
@@ -51,17 +54,18 @@ struct TuneBuffers {
 // size, and fills the scales with random values in [0.5, 2).
 dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffers* buffers);
 
-// The call of one problem with one kernel config.
+// The call of one problem with one kernel config. d_scales: the FP8 D's scales (fused epilogue).
 struct TuneCall {
   const ops::TuneProblem* problem = nullptr;
-  dg_tensor_s a, sfa, b, sfb, d, groups;
+  dg_tensor_s a, sfa, b, sfb, d, d_scales, groups;
 };
 
 // Fills a and b with the problem's random non-zero operand values (when they do not hold them
 // yet) and its group tensor, and describes its operands.
 dg_status bind_problem(const ops::TuneProblem& p, TuneBuffers* buffers, TuneCall* call);
 
-// The options that force `o` on the problem's entry point.
+// The options that force `o` on the problem's entry point (its fused epilogue is added where the
+// call or the prepare call is made: it points at their tensors).
 dg_gemm_options options_for(const ops::TuneProblem& p, const ops::GemmOverride& o);
 
 // Compiles and loads the kernels of every (problem, config) pair, on up to `threads` threads.

@@ -27,6 +27,7 @@ namespace dg::ops {
 namespace {
 
 constexpr const char* kMagic = "libdg-tuning-table";
+constexpr int kOldestTuningFormat = 1;  // lines without EPILOGUE (no fused epilogue)
 // A table larger than this is not one dg_tune wrote.
 constexpr std::streamoff kMaxTableBytes = 16 << 20;
 // The value of DG_TUNING_TABLE / DG_CONFIG_TUNING_TABLE that turns tables off.
@@ -82,40 +83,55 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
+// D's token: bf16, f32, or e4m3 (an FP8 D with FP32 scales, fused epilogue).
+const char* d_name(const GemmShape& s) {
+  return s.d_dtype == DG_DTYPE_FLOAT8_E4M3 ? "e4m3" : s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16";
+}
+
 std::string format_entry(const TunedEntry& e) {
   const GemmShape& s = e.shape;
   const GemmOverride& o = e.config;
-  return fmt::format("gemm {} {} {} {} {} {} {} {} {} {} : {} {} {} {} {} {} {} {} {} {:.2f} {:.2f}\n",
-                     kKindNames[static_cast<int>(s.kind)], s.d_dtype == DG_DTYPE_FLOAT32 ? "f32" : "bf16",
-                     layout_name(s.major_a, s.major_b), kTypeNames[static_cast<int>(s.type)], s.accumulate ? 1 : 0,
-                     s.n, s.k, s.m, s.num_groups, s.expected_m, o.block_m, o.block_n, o.stages, o.math_wg, o.cluster,
-                     o.multicast_a, kPromotionNames[o.fp8_promotion], o.promotion_slices, o.split_k, e.tuned_us,
-                     e.heuristic_us);
+  return fmt::format("gemm {} {} {} {} {} {} {} {} {} {} {} : {} {} {} {} {} {} {} {} {} {:.2f} {:.2f}\n",
+                     kKindNames[static_cast<int>(s.kind)], d_name(s), layout_name(s.major_a, s.major_b),
+                     kTypeNames[static_cast<int>(s.type)], s.accumulate ? 1 : 0,
+                     s.epilogue.act == Activation::kSwiGlu ? "swiglu" : "none", s.n, s.k, s.m, s.num_groups,
+                     s.expected_m, o.block_m, o.block_n, o.stages, o.math_wg, o.cluster, o.multicast_a,
+                     kPromotionNames[o.fp8_promotion], o.promotion_slices, o.split_k, e.tuned_us, e.heuristic_us);
 }
 
-// The problem fields of an entry line (words 1..10).
-bool parse_entry_shape(const std::vector<std::string_view>& w, GemmShape* s) {
+// The problem fields of an entry line (words 1..10; format 2: 1..11, EPILOGUE the sixth).
+bool parse_entry_shape(const std::vector<std::string_view>& w, int format, GemmShape* s) {
   const int kind = index_of(kKindNames, w[1]), type = index_of(kTypeNames, w[4]);
-  if (kind < 0 || type < 0 || (w[2] != "bf16" && w[2] != "f32") || !parse_layout(w[3], &s->major_a, &s->major_b))
+  const bool fp8_d = format >= 2 && w[2] == "e4m3";
+  if (kind < 0 || type < 0 || (w[2] != "bf16" && w[2] != "f32" && !fp8_d) || !parse_layout(w[3], &s->major_a, &s->major_b))
     return false;
   s->kind = static_cast<GemmKind>(kind);
   s->type = static_cast<GemmType>(type);
-  s->d_dtype = w[2] == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+  s->d_dtype = fp8_d ? DG_DTYPE_FLOAT8_E4M3 : w[2] == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+  if (fp8_d) s->epilogue.scales = DScales::kFp32;
+  size_t i = 6;
+  if (format >= 2) {
+    if (w[6] != "none" && w[6] != "swiglu") return false;
+    if (w[6] == "swiglu") s->epilogue.act = Activation::kSwiGlu;
+    i = 7;
+  }
   int64_t acc = 0;
-  return parse_int(w[5], 0, 1, &acc) && (s->accumulate = acc == 1, true) && parse_int(w[6], 1, INT32_MAX, &s->n) &&
-         parse_int(w[7], 1, INT32_MAX, &s->k) && parse_int(w[8], 1, INT32_MAX, &s->m) &&
-         parse_int(w[9], 1, kMaxTableGroups, &s->num_groups) && parse_int(w[10], 0, INT32_MAX, &s->expected_m);
+  return parse_int(w[5], 0, 1, &acc) && (s->accumulate = acc == 1, true) && parse_int(w[i], 1, INT32_MAX, &s->n) &&
+         parse_int(w[i + 1], 1, INT32_MAX, &s->k) && parse_int(w[i + 2], 1, INT32_MAX, &s->m) &&
+         parse_int(w[i + 3], 1, kMaxTableGroups, &s->num_groups) &&
+         parse_int(w[i + 4], 0, INT32_MAX, &s->expected_m);
 }
 
-// The config and timing fields of an entry line (words 12..22).
-bool parse_entry_config(const std::vector<std::string_view>& w, TunedEntry* e) {
+// The config and timing fields of an entry line: the 11 words from `first` (after the ":").
+bool parse_entry_config(const std::vector<std::string_view>& w, size_t first, TunedEntry* e) {
   GemmOverride& o = e->config;
   int64_t v[8];
-  const int promotion = index_of(kPromotionNames, w[18]);
-  if (!parse_int(w[12], 64, 256, &v[0]) || !parse_int(w[13], 8, 256, &v[1]) || !parse_int(w[14], 1, 64, &v[2]) ||
-      !parse_int(w[15], 1, 2, &v[3]) || !parse_int(w[16], 1, 2, &v[4]) || !parse_int(w[17], -1, 1, &v[5]) ||
-      promotion < 0 || !parse_int(w[19], 0, 4, &v[6]) || !parse_int(w[20], 1, 8, &v[7]) ||
-      !parse_double(w[21], &e->tuned_us) || !parse_double(w[22], &e->heuristic_us))
+  const std::string_view* f = &w[first];
+  const int promotion = index_of(kPromotionNames, f[6]);
+  if (!parse_int(f[0], 64, 256, &v[0]) || !parse_int(f[1], 8, 256, &v[1]) || !parse_int(f[2], 1, 64, &v[2]) ||
+      !parse_int(f[3], 1, 2, &v[3]) || !parse_int(f[4], 1, 2, &v[4]) || !parse_int(f[5], -1, 1, &v[5]) ||
+      promotion < 0 || !parse_int(f[7], 0, 4, &v[6]) || !parse_int(f[8], 1, 8, &v[7]) ||
+      !parse_double(f[9], &e->tuned_us) || !parse_double(f[10], &e->heuristic_us))
     return false;
   o.block_m = int(v[0]), o.block_n = int(v[1]), o.stages = int(v[2]), o.math_wg = int(v[3]), o.cluster = int(v[4]);
   o.multicast_a = int(v[5]), o.fp8_promotion = promotion, o.promotion_slices = int(v[6]), o.split_k = int(v[7]);
@@ -141,7 +157,8 @@ std::string tuning_library_version() {
 std::string format_tuning_table(const TuningTable& t) {
   std::string out = fmt::format(
       "{} {}\nlibdg {}\ngpu {}\nsms {}\n"
-      "# gemm KIND D LAYOUT TYPE ACCUMULATE N K M G EXPECTED_M : BLOCK_M BLOCK_N STAGES MATH_WG CLUSTER MULTICAST_A "
+      "# gemm KIND D LAYOUT TYPE ACCUMULATE EPILOGUE N K M G EXPECTED_M : BLOCK_M BLOCK_N STAGES MATH_WG CLUSTER "
+      "MULTICAST_A "
       "PROMOTION SLICES SPLIT_K TUNED_US HEURISTIC_US\n",
       kMagic, kTuningFormatVersion, t.version, t.gpu, t.sms);
   for (const TunedEntry& e : t.entries) out += format_entry(e);
@@ -150,7 +167,7 @@ std::string format_tuning_table(const TuningTable& t) {
 
 bool parse_tuning_table(std::string_view text, TuningTable* out, std::string* why) {
   TuningTable t;
-  int line_no = 0, header = 0;
+  int line_no = 0, header = 0, format = 0;
   std::string value;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -161,9 +178,11 @@ bool parse_tuning_table(std::string_view text, TuningTable* out, std::string* wh
     if (w.empty() || w[0][0] == '#') continue;
     bool ok = true;
     if (header == 0) {
-      ok = w.size() == 2 && w[0] == kMagic && w[1] == std::to_string(kTuningFormatVersion);
-      if (!ok) return *why = fmt::format("line {}: expected \"{} {}\" (the format this libdg reads)", line_no,
-                                         kMagic, kTuningFormatVersion), false;
+      for (int f = kOldestTuningFormat; f <= kTuningFormatVersion; ++f)
+        if (w.size() == 2 && w[0] == kMagic && w[1] == std::to_string(f)) format = f;
+      if (format == 0)
+        return *why = fmt::format("line {}: expected \"{} {}\" (formats {} to {} are read)", line_no, kMagic,
+                                  kTuningFormatVersion, kOldestTuningFormat, kTuningFormatVersion), false;
     } else if (header == 1) {
       ok = header_value(line, "libdg", &t.version);
     } else if (header == 2) {
@@ -174,8 +193,9 @@ bool parse_tuning_table(std::string_view text, TuningTable* out, std::string* wh
       t.sms = static_cast<int>(sms);
     } else {
       TunedEntry e;
-      ok = w.size() == 23 && w[0] == "gemm" && w[11] == ":" && parse_entry_shape(w, &e.shape) &&
-           parse_entry_config(w, &e);
+      const size_t colon = format >= 2 ? 12 : 11;  // the problem's words, then ":", then 11 more
+      ok = w.size() == colon + 12 && w[0] == "gemm" && w[colon] == ":" && parse_entry_shape(w, format, &e.shape) &&
+           parse_entry_config(w, colon + 1, &e);
       if (ok) t.entries.push_back(e);
     }
     if (!ok) return *why = fmt::format("line {}: cannot read \"{}\"", line_no, std::string(line)), false;

@@ -32,7 +32,8 @@ bool has_config_override(const GemmOverride& o);
 
 // ---- the tuning table ---------------------------------------------------------------------------
 
-constexpr int kTuningFormatVersion = 1;
+// Format 2 adds each line's fused epilogue (EPILOGUE and D e4m3); format 1 tables are still read.
+constexpr int kTuningFormatVersion = 2;
 // A problem between tuned ones takes the config of the nearest tuned M (by ratio) of the same
 // (kind, layout, type, N, K, G, D dtype, accumulation) when that M is within this factor: lists
 // tuned at powers of two cover every M between their buckets (within sqrt(2) of one) and half a
@@ -65,8 +66,9 @@ bool parse_tuning_table(std::string_view text, TuningTable* t, std::string* why)
 // The M the bucket distance is measured on: expected_m for M-grouped problems, else m.
 int64_t bucket_m(const GemmShape& s);
 
-// Whether two problems share everything but the M bucket (the fields a table line keys on). Table
-// lines hold problems without a fused epilogue, so calls with one never match them.
+// Whether two problems share everything but the M bucket (the fields a table line keys on, the fused
+// epilogue included: SwiGLU and an FP8 D with FP32 scales; calls with a bias or packed UE8M0 scales
+// never match a line).
 bool same_tuning_key(const GemmShape& a, const GemmShape& b);
 
 // The entry for `s`: its exact bucket, else the nearest tuned bucket within kMaxBucketRatio (the

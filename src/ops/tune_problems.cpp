@@ -18,11 +18,18 @@ constexpr int64_t kContiguousAlign = 128;
 constexpr int64_t kMaskedAlign = 64;
 constexpr int64_t kMaxDim = INT32_MAX;
 
+// The fused epilogues a list can ask for (docs/gemm_epilogues.md): SwiGLU, an FP8 D with FP32
+// scales in the GEMMs' layout, or both.
+enum class ListEpilogue : int { kNone = 0, kSwiGlu = 1, kFp8 = 2, kSwiGluFp8 = 3 };
+constexpr const char* kEpilogueNames[] = {"none", "swiglu", "fp8", "swiglu_fp8"};
+
 struct ListLine {
   TuneFamily family = TuneFamily::kDense;
   GemmKind kind = GemmKind::kBf16;
   int layout = DG_GEMM_LAYOUT_NT;
   dg_dtype d_dtype = DG_DTYPE_BFLOAT16;
+  bool d_given = false;
+  ListEpilogue epilogue = ListEpilogue::kNone;
   int64_t n = 0, k = 0, max_m = 0;
   std::vector<int64_t> ms, gs = {1};
 };
@@ -96,10 +103,15 @@ std::string parse_field(std::string_view word, ListLine* l) {
     return l->max_m = v[0], "";
   const bool d_ok = value == "bf16" || value == "f32";
   if (key == "d" && l->family == TuneFamily::kDense && l->kind != GemmKind::kFp8_1D1D && d_ok)
-    return l->d_dtype = value == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, "";
-  return fmt::format("\"{}\" (expected m=LIST, n=N, k=K{}{}, each value 1..2^31-1)", std::string(word),
-                     grouped ? ", g=LIST (1..1024)" : ", d=bf16|f32",
-                     l->family == TuneFamily::kMasked ? ", max_m=M (a multiple of 64)" : "");
+    return l->d_dtype = value == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, l->d_given = true, "";
+  if (key == "epilogue" && l->kind != GemmKind::kFp8_1D1D)
+    for (int i = 0; i < 4; ++i)
+      if (value == kEpilogueNames[i]) return l->epilogue = static_cast<ListEpilogue>(i), "";
+  return fmt::format("\"{}\" (expected m=LIST, n=N, k=K{}{}, epilogue=none|swiglu|fp8|swiglu_fp8{}, each value "
+                     "1..2^31-1)",
+                     std::string(word), grouped ? ", g=LIST (1..1024)" : ", d=bf16|f32",
+                     l->family == TuneFamily::kMasked ? ", max_m=M (a multiple of 64)" : "",
+                     l->kind == GemmKind::kFp8_1D1D ? " (not with fp8_1d1d)" : "");
 }
 
 // The problem of `l` with M (rows per group when grouped) `m` and `g` groups.
@@ -112,19 +124,26 @@ TuneProblem make_problem(const ListLine& l, int64_t m, int64_t g, int line) {
   s.major_b = l.layout == DG_GEMM_LAYOUT_NN || l.layout == DG_GEMM_LAYOUT_TN ? Major::kMN : Major::kK;
   constexpr const char* kLayouts[] = {"nt", "nn", "tn", "tt"};
   const char* dtype = l.kind == GemmKind::kBf16 ? "bf16" : l.kind == GemmKind::kFp8_1D2D ? "fp8" : "fp8_1d1d";
+  const bool swiglu = l.epilogue == ListEpilogue::kSwiGlu || l.epilogue == ListEpilogue::kSwiGluFp8;
+  const bool fp8_d = l.epilogue == ListEpilogue::kFp8 || l.epilogue == ListEpilogue::kSwiGluFp8;
+  if (swiglu) s.epilogue.act = Activation::kSwiGlu;
+  if (fp8_d) s.epilogue.scales = DScales::kFp32, s.d_dtype = DG_DTYPE_FLOAT8_E4M3;
+  const std::string epi = l.epilogue == ListEpilogue::kNone
+                              ? std::string()
+                              : fmt::format(" epilogue={}", kEpilogueNames[static_cast<int>(l.epilogue)]);
   if (l.family == TuneFamily::kDense) {
     s.m = m;
-    p.text = fmt::format("dense {} {} m={} n={} k={}{}", dtype, kLayouts[l.layout], m, l.n, l.k,
-                         l.d_dtype == DG_DTYPE_FLOAT32 && l.kind != GemmKind::kFp8_1D1D ? " d=f32" : "");
+    p.text = fmt::format("dense {} {} m={} n={} k={}{}{}", dtype, kLayouts[l.layout], m, l.n, l.k,
+                         l.d_dtype == DG_DTYPE_FLOAT32 && l.kind != GemmKind::kFp8_1D1D ? " d=f32" : "", epi);
   } else if (l.family == TuneFamily::kContiguous) {
     s.type = GemmType::kMGroupedContiguous, s.num_groups = g, s.expected_m = m;
     s.m = g * align_up(m, kContiguousAlign);
-    p.text = fmt::format("contiguous {} g={} m={} n={} k={}", dtype, g, m, l.n, l.k);
+    p.text = fmt::format("contiguous {} g={} m={} n={} k={}{}", dtype, g, m, l.n, l.k, epi);
   } else {
     s.type = GemmType::kMGroupedMasked, s.num_groups = g;
     s.m = l.max_m ? l.max_m : 2 * align_up(m, kMaskedAlign);
     s.expected_m = std::min(m, s.m);
-    p.text = fmt::format("masked {} g={} m={} n={} k={} max_m={}", dtype, g, m, l.n, l.k, s.m);
+    p.text = fmt::format("masked {} g={} m={} n={} k={} max_m={}{}", dtype, g, m, l.n, l.k, s.m, epi);
   }
   return p;
 }
@@ -136,6 +155,8 @@ std::string check_sizes(const TuneProblem& p) {
   if (p.fp8 && s.k % 16 != 0) return "FP8 problems need K % 16 == 0 (16-byte rows)";
   if (!p.fp8 && s.k % 8 != 0) return "BF16 problems are tuned with K % 8 == 0";
   if (s.n % 8 != 0) return "problems are tuned with N % 8 == 0 (16-byte rows of D)";
+  if (s.epilogue.act == Activation::kSwiGlu && s.n % (2 * kSwiGluBlock) != 0)
+    return "SwiGLU needs N % 256 == 0 (blocks of 128 gate and 128 up rows)";
   return "";
 }
 
@@ -156,6 +177,8 @@ dg_status parse_problem_list(std::string_view text, const char* arg, std::vector
     std::string why = parse_head(w, &l, &next);
     for (size_t i = next; i < w.size() && why.empty(); ++i) why = parse_field(w[i], &l);
     if (why.empty() && (l.ms.empty() || l.n == 0 || l.k == 0)) why = "m=, n= and k= are required";
+    if (why.empty() && l.epilogue != ListEpilogue::kNone && l.d_given && l.d_dtype == DG_DTYPE_FLOAT32)
+      why = "epilogue= writes a BF16 or FP8 D (not with d=f32)";
     if (why.empty() && l.family != TuneFamily::kDense && l.gs.size() == 1 && l.gs[0] == 1 && w.size() > 0) {
       bool has_g = false;
       for (std::string_view x : w) has_g = has_g || x.substr(0, 2) == "g=";

@@ -205,3 +205,42 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   dg_stream_destroy(tuner);
   unlink(path.c_str()), unlink(forced.c_str()), rmdir(dir.c_str());
 }
+
+TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key their table lines on it") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  char dir_template[] = "/tmp/dg_tune_fused_XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template, path = dir + "/table.txt";
+  dg_stream* tuner = stream_with_table(path, false);
+  // The MoE gate/up GEMM (SwiGLU into FP8), a masked FP8 D, a dense BF16 SwiGLU.
+  const char* list =
+      "contiguous fp8 n=512 k=512 g=2 m=200 epilogue=swiglu_fp8\n"
+      "masked fp8 n=512 k=256 g=4 m=16 epilogue=fp8\n"
+      "dense bf16 nt n=768 k=256 m=130 epilogue=swiglu\n";
+  dg_tune_options options = DG_TUNE_OPTIONS_INIT;
+  options.candidates = 2, options.repetitions = 3;
+  int64_t tuned = -1;
+  REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
+  CHECK(tuned == 3);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  TuningTable table;
+  std::string why;
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text.str(), &table, &why), why);
+  std::vector<dg::ops::TuneProblem> problems;
+  REQUIRE(dg::ops::parse_problem_list(list, "list", &problems) == DG_SUCCESS);
+  REQUIRE(table.entries.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const TunedEntry& e = table.entries[i];
+    CHECK(dg::ops::same_tuning_key(e.shape, problems[i].shape));
+    CHECK(e.shape.epilogue.active());
+    CHECK(e.tuned_us > 0);
+    CHECK(e.tuned_us <= e.heuristic_us);
+  }
+  CHECK(text.str().find(" e4m3 nt contiguous 0 swiglu 512 512 ") != std::string::npos);
+  dg_stream_destroy(tuner);
+  unlink(path.c_str()), rmdir(dir.c_str());
+}

@@ -187,6 +187,60 @@ TEST_CASE("tuning table: round trip of the text form") {
   CHECK(dg::ops::format_tuning_table(back) == text);
 }
 
+// A problem with a fused epilogue: SwiGLU (N the GEMM's gate and up columns) and/or an FP8 D with FP32 scales.
+GemmShape fused(GemmShape s, bool swiglu, bool fp8_d) {
+  if (swiglu) s.epilogue.act = dg::ops::Activation::kSwiGlu;
+  if (fp8_d) s.epilogue.scales = dg::ops::DScales::kFp32, s.d_dtype = DG_DTYPE_FLOAT8_E4M3;
+  return s;
+}
+
+TEST_CASE("tuning table: fused epilogues round trip, match only their own calls, and format 1 still reads") {
+  TuningTable t;
+  t.gpu = "NVIDIA H200", t.sms = 132, t.version = dg::ops::tuning_library_version();
+  const GemmShape gate_up = contiguous(8, 512, 4096, 7168);
+  t.entries.push_back(entry(fused(gate_up, true, true), 128, 256, 4));
+  t.entries.push_back(entry(fused(masked(32, 128, 20, 4096, 7168), false, true), 64, 128, 8));
+  t.entries.push_back(entry(fused(dense(GemmKind::kBf16, 2048, 8192, 4096), true, false), 128, 256, 4));
+  const std::string text = dg::ops::format_tuning_table(t);
+  CHECK(text.find("gemm fp8_1d2d e4m3 nt contiguous 0 swiglu 4096 7168") != std::string::npos);
+  CHECK(text.find("gemm bf16 bf16 nt dense 0 swiglu 8192 4096") != std::string::npos);
+  TuningTable back;
+  std::string why;
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text, &back, &why), why);
+  REQUIRE(back.entries.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(dg::ops::same_tuning_key(t.entries[i].shape, back.entries[i].shape));
+    CHECK(back.entries[i].shape.d_dtype == t.entries[i].shape.d_dtype);
+  }
+  CHECK(dg::ops::format_tuning_table(back) == text);
+  // The fused gate/up entry serves the fused call only; the plain call and SwiGLU into BF16 miss it.
+  CHECK(dg::ops::find_tuned(back, fused(contiguous(8, 600, 4096, 7168), true, true)) != nullptr);
+  CHECK(dg::ops::find_tuned(back, contiguous(8, 512, 4096, 7168)) == nullptr);
+  CHECK(dg::ops::find_tuned(back, fused(gate_up, true, false)) == nullptr);
+  GemmShape packed = fused(gate_up, true, true);
+  packed.epilogue.scales = dg::ops::DScales::kPackedUe8m0;
+  CHECK(dg::ops::find_tuned(back, packed) == nullptr);
+
+  // Format 1: no EPILOGUE word, no e4m3 D.
+  const std::string v1 = "libdg-tuning-table 1\nlibdg " + t.version +
+                         "\ngpu NVIDIA H200\nsms 132\n"
+                         "gemm fp8_1d2d bf16 nt dense 0 24576 1536 4096 1 0 : 128 192 5 2 1 -1 overlap 1 1 412.10 418.02\n";
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(v1, &back, &why), why);
+  REQUIRE(back.entries.size() == 1);
+  CHECK(back.entries[0].shape.n == 24576);
+  CHECK(back.entries[0].shape.m == 4096);
+  CHECK_FALSE(back.entries[0].shape.epilogue.active());
+  CHECK(back.entries[0].config.block_n == 192);
+  std::string v1_fp8_d = v1;
+  v1_fp8_d.replace(v1_fp8_d.find("fp8_1d2d bf16"), 13, "fp8_1d2d e4m3");
+  CHECK_FALSE(dg::ops::parse_tuning_table(v1_fp8_d, &back, &why));
+  CHECK(why.find("line 5") != std::string::npos);
+  std::string bad_epilogue = text;
+  bad_epilogue.replace(bad_epilogue.find(" swiglu "), 8, " gelu ");
+  CHECK_FALSE(dg::ops::parse_tuning_table(bad_epilogue, &back, &why));
+}
+
 TEST_CASE("tuning table: malformed text is refused with the line") {
   TuningTable t;
   t.gpu = "NVIDIA H200", t.sms = 132, t.version = "0.7.0";
@@ -197,7 +251,7 @@ TEST_CASE("tuning table: malformed text is refused with the line") {
   std::string why;
   CHECK_FALSE(dg::ops::parse_tuning_table("", &out, &why));
   CHECK(why.find("header") != std::string::npos);
-  CHECK_FALSE(dg::ops::parse_tuning_table("libdg-tuning-table 2\nlibdg 0.7.0\ngpu X\nsms 1\n", &out, &why));
+  CHECK_FALSE(dg::ops::parse_tuning_table("libdg-tuning-table 3\nlibdg 0.7.0\ngpu X\nsms 1\n", &out, &why));
   CHECK(why.find("line 1") != std::string::npos);
   std::string bad_field = good;
   bad_field.replace(bad_field.find(" 24576 "), 7, " 24x76 ");
@@ -436,7 +490,31 @@ TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
   CHECK(p[5].shape.expected_m == 20);
   CHECK(p[6].shape.m == 4096);
 
+  // Fused epilogues: the GEMM's N (gate and up), D after SwiGLU, FP8 D with FP32 scales.
+  REQUIRE(dg::ops::parse_problem_list("contiguous fp8 n=4096 k=7168 g=8 m=512 epilogue=swiglu_fp8\n"
+                                      "masked fp8 n=4096 k=7168 g=32 m=16 epilogue=fp8\n"
+                                      "dense bf16 nt n=512 k=256 m=128 epilogue=swiglu\n",
+                                      "problems", &p) == DG_SUCCESS);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].shape.n == 4096);
+  CHECK(p[0].shape.epilogue.act == dg::ops::Activation::kSwiGlu);
+  CHECK(p[0].shape.epilogue.scales == dg::ops::DScales::kFp32);
+  CHECK(p[0].shape.d_dtype == DG_DTYPE_FLOAT8_E4M3);
+  CHECK(p[0].text == "contiguous fp8 g=8 m=512 n=4096 k=7168 epilogue=swiglu_fp8");
+  CHECK(p[1].shape.epilogue.act == dg::ops::Activation::kNone);
+  CHECK(p[1].shape.d_dtype == DG_DTYPE_FLOAT8_E4M3);
+  CHECK(p[2].shape.d_dtype == DG_DTYPE_BFLOAT16);
+  CHECK(p[2].shape.epilogue.act == dg::ops::Activation::kSwiGlu);
+  for (const dg::ops::TuneProblem& q : p) {
+    std::vector<GemmConfig> c;
+    CHECK(dg::ops::rank_gemm_configs(q.shape, kSms, GemmOverride{}, dg::ops::hopper_cost_model(), 4, &c) == DG_SUCCESS);
+  }
+
   const std::vector<std::pair<const char*, const char*>> bad = {
+      {"dense fp8 n=4096 k=512 m=1 epilogue=gelu", "epilogue=gelu"},
+      {"dense fp8 n=384 k=512 m=1 epilogue=swiglu", "N % 256"},
+      {"dense bf16 n=512 k=512 m=1 d=f32 epilogue=fp8", "d=f32"},
+      {"dense fp8_1d1d n=512 k=512 m=1 epilogue=fp8", "fp8_1d1d"},
       {"sparse fp8 n=1 k=1 m=1", "line 1"},
       {"\ndense fp4 n=8 k=16 m=1", "line 2"},
       {"dense fp8 nn n=8 k=16 m=1", "nt layout"},
