@@ -7,7 +7,10 @@ down GEMM. Contenders:
                  FP8 epilogue (weights interleaved once with dg.swiglu_interleave), the down GEMM;
   libdg_unfused  libdg's plain GEMMs with the separate kernels of the peer: Triton quantization,
                  libdg gate/up GEMM to BF16 [M, 4096], Triton SiLU-mul-quantize, libdg down GEMM;
-  deepgemm       the same pipeline on DeepGEMM's grouped GEMMs (the way engines run them today).
+  deepgemm       the same pipeline on DeepGEMM's grouped GEMMs (the way engines run them today);
+  libdg_tuned    with --tuned TABLE: the libdg layer with its GEMMs on a stream whose config reads
+                 the tuning table TABLE (dg-tune, docs/tuning.md; tools/problems/deepseek-v3.txt holds
+                 the layer's GEMMs, the fused gate/up one included); "libdg" then runs untuned.
 The Triton kernels run one program per (row, 128 columns), as inference engines quantize, and write
 the scales straight into the MN-major TMA-aligned layout the FP8 GEMMs read (no transform).
 Prefill uses the contiguous layout (each expert's tokens padded to 128 rows), decode the masked one
@@ -15,7 +18,7 @@ Prefill uses the contiguous layout (each expert's tokens padded to 128 rows), de
 plain (BF16 [M, 4096]) and fused (SwiGLU + FP8 [M, 2048]), and records calc_diff of each layer
 against an FP32 reference on the dequantized weights for a sample of rows.
 
-Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--out DIR]
+Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--tuned TABLE] [--out DIR]
        python3 bench/peer_moe_layer.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 (T: tokens per expert; needs torch, triton, dg, and deep_gemm for the peer; see bench/README.md).
 Writes moe_layer.json and moe_layer.txt into DIR.
@@ -36,6 +39,7 @@ DECODE = [(32, 8), (32, 16), (32, 32), (32, 64)]
 KERNELS = {}
 GROUPS_PER_PROGRAM = 8  # 128-column groups per Triton program (1024 columns)
 ROUNDS = 5  # interleaved timing rounds; the median of each contender's per-round medians is kept
+TUNED = {}  # --tuned: "stream", the dg.Stream whose config reads the table
 
 
 def triton_kernels():
@@ -156,12 +160,14 @@ def pipelines(lay, x, w, expected):
     qx, sx = lay.empty(HIDDEN, torch.float8_e4m3fn), lay.scales(HIDDEN)
     h8, sh = lay.empty(INTER, torch.float8_e4m3fn), lay.scales(INTER)
     y = lay.empty(2 * INTER, torch.bfloat16)
-    out = {name: lay.empty(HIDDEN, torch.bfloat16) for name in ("libdg", "libdg_unfused", "deepgemm")}
+    out = {name: lay.empty(HIDDEN, torch.bfloat16) for name in ("libdg", "libdg_unfused", "deepgemm", "libdg_tuned")}
     epi = dg.GemmEpilogue("swiglu", d_scales=sh)
 
-    def gemm(lib, a, b, d, epilogue=None):
+    def gemm(lib, a, b, d, epilogue=None, stream=None):
         if lib == "dg":
             extra = dict(epilogue=epilogue) if epilogue is not None else {}
+            if stream is not None:
+                extra["stream"] = stream
             if lay.masked:
                 return dg.m_grouped_fp8_gemm_nt_masked(a, b, d, lay.t, expected, **extra)
             return dg.m_grouped_fp8_gemm_nt_contiguous(a, b, d, lay.t, **extra)
@@ -175,10 +181,12 @@ def pipelines(lay, x, w, expected):
         else:
             dg.quantize_fp8_per_token_contiguous(x, lay.t, lay.groups, out=qx, sf=sx)
 
-    def libdg():
-        dg_quant()
-        gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi)
-        gemm("dg", (h8, sh), (w["q2"], w["s2"]), out["libdg"])
+    def fused(name, stream=None):
+        def run():
+            dg_quant()
+            gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi, stream)
+            gemm("dg", (h8, sh), (w["q2"], w["s2"]), out[name], stream=stream)
+        return run
 
     def unfused(lib, name):
         def run():
@@ -188,9 +196,11 @@ def pipelines(lay, x, w, expected):
             gemm(lib, (h8, sh), (w["q2"], w["s2"]), out[name])
         return run
 
-    runs = {"libdg": libdg, "libdg_unfused": unfused("dg", "libdg_unfused")}
+    runs = {"libdg": fused("libdg"), "libdg_unfused": unfused("dg", "libdg_unfused")}
     if deep_gemm is not None:
         runs["deepgemm"] = unfused("deepgemm", "deepgemm")
+    if TUNED:
+        runs["libdg_tuned"] = fused("libdg_tuned", TUNED["stream"])
     gemm1 = {"gemm1_plain": lambda: gemm("dg", (qx, sx), (w["q13"], w["s13"]), y),
              "gemm1_fused": lambda: gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi)}
     return runs, gemm1, out
@@ -267,6 +277,12 @@ def table(rows, meta):
             lines.append("")
             lines.append("%s: t_peer / t_libdg geomean %.3f (min %.3f); t_unfused / t_libdg geomean %.3f (n %d)" % (
                 mode, gm, min(r["us_deepgemm"] / r["us_libdg"] for r in sel), gu, len(sel)))
+        tuned = [r for r in sel if r.get("us_libdg_tuned")]
+        if tuned:
+            gt = math.exp(sum(math.log(r["us_deepgemm"] / r["us_libdg_tuned"]) for r in tuned) / len(tuned))
+            gs = math.exp(sum(math.log(r["us_libdg"] / r["us_libdg_tuned"]) for r in tuned) / len(tuned))
+            lines.append("%s, tuned: t_peer / t_libdg_tuned geomean %.3f (min %.3f); t_libdg / t_libdg_tuned %.3f" % (
+                mode, gt, min(r["us_deepgemm"] / r["us_libdg_tuned"] for r in tuned), gs))
     return "\n".join(lines)
 
 
@@ -275,6 +291,7 @@ def main():
     ap.add_argument("--prefill", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in PREFILL))
     ap.add_argument("--decode", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in DECODE))
     ap.add_argument("--out", default=".")
+    ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
     ap.add_argument("--merge", nargs="+", help="rows of earlier runs (moe_layer.json) into one table; no GPU")
     args = ap.parse_args()
     if args.merge:
@@ -287,7 +304,13 @@ def main():
         return write(args.out, rows, meta)
     parse = lambda s, d: [tuple(int(v) for v in p.split(":")) for p in s.split(",")] if s else d  # noqa: E731
     cases = [("prefill", g, t) for g, t in parse(args.prefill, PREFILL)] + [("decode", g, t) for g, t in parse(args.decode, DECODE)]
+    if args.tuned:
+        os.environ["DG_TUNING_TABLE"] = "off"  # "libdg": the heuristic alone
     pb.import_gpu_stack()
+    if args.tuned:
+        torch = pb.torch
+        TUNED["stream"] = pb.dg.Stream(torch.cuda.current_device(), torch.cuda.current_stream(),
+                                       config=pb.dg.Config(tuning_table=os.path.abspath(args.tuned)))
     random.seed(0)
     pb.torch.manual_seed(0)
     meta = dict(device=pb.torch.cuda.get_device_name(), libdg=pb.dg.version(),
