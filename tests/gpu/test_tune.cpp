@@ -86,14 +86,31 @@ std::string heuristic_description(const dg::ops::GemmShape& s, const dg::Device&
   return dg::ops::describe(s, c);
 }
 
+// A fresh directory under /tmp.
+std::string temp_dir(const char* tag) {
+  std::string tmpl = std::string("/tmp/") + tag + "_XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+// The table at `path` (it must parse), and its text.
+TuningTable read_table(const std::string& path, std::string* text) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *text = ss.str();
+  TuningTable table;
+  std::string why;
+  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(*text, &table, &why), why);
+  return table;
+}
+
 }  // namespace
 
 TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   Gpu gpu;
   if (!gpu.sm90()) return;
-  char dir_template[] = "/tmp/dg_tune_gpu_XXXXXX";
-  REQUIRE(mkdtemp(dir_template) != nullptr);
-  const std::string dir = dir_template, path = dir + "/table.txt";
+  const std::string dir = temp_dir("dg_tune_gpu"), path = dir + "/table.txt";
   dg_stream* tuner = stream_with_table(path, false);
   const int sms = gpu.device->sm_count;
 
@@ -112,12 +129,8 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   CHECK(progress.lines[1].find("dense fp8 nt m=256 n=2112 k=7168") != std::string::npos);
   for (const std::string& l : progress.lines) MESSAGE(l);
 
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  TuningTable table;
-  std::string why;
-  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text.str(), &table, &why), why);
+  std::string text;
+  TuningTable table = read_table(path, &text);
   CHECK(table.gpu == gpu.device->name);
   CHECK(table.sms == sms);
   REQUIRE(table.entries.size() == 2);
@@ -209,9 +222,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
 TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key their table lines on it") {
   Gpu gpu;
   if (!gpu.sm90()) return;
-  char dir_template[] = "/tmp/dg_tune_fused_XXXXXX";
-  REQUIRE(mkdtemp(dir_template) != nullptr);
-  const std::string dir = dir_template, path = dir + "/table.txt";
+  const std::string dir = temp_dir("dg_tune_fused"), path = dir + "/table.txt";
   dg_stream* tuner = stream_with_table(path, false);
   // The MoE gate/up GEMM (SwiGLU into FP8), a masked FP8 D, a dense BF16 SwiGLU.
   const char* list =
@@ -223,12 +234,8 @@ TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key the
   int64_t tuned = -1;
   REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
   CHECK(tuned == 3);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  TuningTable table;
-  std::string why;
-  REQUIRE_MESSAGE(dg::ops::parse_tuning_table(text.str(), &table, &why), why);
+  std::string text;
+  const TuningTable table = read_table(path, &text);
   std::vector<dg::ops::TuneProblem> problems;
   REQUIRE(dg::ops::parse_problem_list(list, "list", &problems) == DG_SUCCESS);
   REQUIRE(table.entries.size() == 3);
@@ -240,7 +247,7 @@ TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key the
     CHECK(e.tuned_us > 0);
     CHECK(e.tuned_us <= e.heuristic_us);
   }
-  CHECK(text.str().find(" e4m3 nt contiguous 0 swiglu 512 512 ") != std::string::npos);
+  CHECK(text.find(" e4m3 nt contiguous 0 swiglu 512 512 ") != std::string::npos);
   dg_stream_destroy(tuner);
   unlink(path.c_str()), rmdir(dir.c_str());
 }
