@@ -19,6 +19,7 @@ static const char kUsage[] =
     "    dense fp8 nt n=24576 k=1536 m=128,256,4096\n"
     "    contiguous fp8 n=4096 k=7168 g=8,32 m=512\n"
     "    masked fp8 n=4096 k=7168 g=32 m=8,16,32,64\n"
+    "    contiguous fp8 n=4096 k=7168 g=8 m=512 epilogue=swiglu_fp8   (the fused gate / up GEMM)\n"
     "(docs/tuning.md; tools/problems/ holds DeepSeek-V3's and Llama-70B's lists).\n"
     "\n"
     "  -o, --output PATH       the table to write (default: the GPU's table, as above)\n"
