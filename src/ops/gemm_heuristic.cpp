@@ -169,9 +169,11 @@ int64_t ceil_div_prefix_sum(int64_t x, int64_t bm) {
   return bm * q * (q + 1) / 2 + r * (q + 1);
 }
 
-double mean_blocks_per_group(int64_t expected_m, int bm) {
+// The mean of ceil(m / bm) over the spread of counts around expected_m, none above max_rows.
+double mean_blocks_per_group(int64_t expected_m, int64_t max_rows, int bm) {
   const int64_t lo = std::max<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected_m)), 1);
-  const int64_t hi = std::max<int64_t>(static_cast<int64_t>(kSpreadHigh * double(expected_m)), lo);
+  const int64_t spread_hi = static_cast<int64_t>(kSpreadHigh * double(expected_m));
+  const int64_t hi = std::max<int64_t>(std::min<int64_t>(spread_hi, max_rows), lo);
   return double(ceil_div_prefix_sum(hi, bm) - ceil_div_prefix_sum(lo - 1, bm)) / double(hi - lo + 1);
 }
 
@@ -183,7 +185,8 @@ int64_t expected_m_blocks(const GemmShape& s, int bm) {
     return cdiv(s.m, bm);
   if (s.type == GemmType::kKGrouped || s.type == GemmType::kBatched)
     return s.num_groups * cdiv(s.m, bm);  // each group's (batch's) [M, N] tiles
-  const double blocks = double(s.num_groups) * mean_blocks_per_group(std::max<int64_t>(s.expected_m, 1), bm);
+  // A masked group holds at most max_m (s.m) rows; a psum group's rows are bounded by all of A's.
+  const double blocks = double(s.num_groups) * mean_blocks_per_group(std::max<int64_t>(s.expected_m, 1), s.m, bm);
   return std::max<int64_t>(static_cast<int64_t>(std::ceil(blocks)), 1);
 }
 

@@ -103,8 +103,8 @@ std::string format_entry(const TunedEntry& e) {
 bool parse_entry_shape(const std::vector<std::string_view>& w, int format, GemmShape* s) {
   const int kind = index_of(kKindNames, w[1]), type = index_of(kTypeNames, w[4]);
   const bool fp8_d = format >= 2 && w[2] == "e4m3";
-  if (kind < 0 || type < 0 || (w[2] != "bf16" && w[2] != "f32" && !fp8_d) || !parse_layout(w[3], &s->major_a, &s->major_b))
-    return false;
+  const bool d_ok = w[2] == "bf16" || w[2] == "f32" || fp8_d;
+  if (kind < 0 || type < 0 || !d_ok || !parse_layout(w[3], &s->major_a, &s->major_b)) return false;
   s->kind = static_cast<GemmKind>(kind);
   s->type = static_cast<GemmType>(type);
   s->d_dtype = fp8_d ? DG_DTYPE_FLOAT8_E4M3 : w[2] == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;

@@ -225,7 +225,8 @@ TEST_CASE("tuning table: fused epilogues round trip, match only their own calls,
   // Format 1: no EPILOGUE word, no e4m3 D.
   const std::string v1 = "libdg-tuning-table 1\nlibdg " + t.version +
                          "\ngpu NVIDIA H200\nsms 132\n"
-                         "gemm fp8_1d2d bf16 nt dense 0 24576 1536 4096 1 0 : 128 192 5 2 1 -1 overlap 1 1 412.10 418.02\n";
+                         "gemm fp8_1d2d bf16 nt dense 0 24576 1536 4096 1 0 : "
+                         "128 192 5 2 1 -1 overlap 1 1 412.10 418.02\n";
   REQUIRE_MESSAGE(dg::ops::parse_tuning_table(v1, &back, &why), why);
   REQUIRE(back.entries.size() == 1);
   CHECK(back.entries[0].shape.n == 24576);
