@@ -42,8 +42,9 @@ Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mq
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
---alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice; where the
-forced config cannot run a problem, the row says so and leaves that contender out.
+--alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice (the GEMM
+suites, einsum's per-head forms and skip-head-mid); where the forced config cannot run a problem, the
+row says so and leaves that contender out.
 --tuned adds "libdg_tuned": libdg on a stream whose config reads the tuning table TABLE (written by
 dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with no table (the
 heuristic alone), whatever DG_TUNING_TABLE says.
@@ -642,10 +643,18 @@ def quant(m, k):
 
 def check_outputs(row, contenders, outs, ref, reset):
     """Runs each contender once on its output (outs[name], first reset: poisoned or zeroed) and records
-    its calc_diff against the reference `ref` in the row."""
-    for name, fn in contenders.items():
+    its calc_diff against the reference `ref` in the row. An --alt contender that cannot run the problem
+    is reported and dropped from `contenders`."""
+    for name, fn in list(contenders.items()):
         reset(outs[name])
-        fn()
+        try:
+            fn()
+        except Exception as e:
+            if not name.startswith("libdg_"):
+                raise
+            print("%s %s cannot run: %s" % (row["suite"], name, repr(e)[:200]), flush=True)
+            del contenders[name]
+            continue
         row["diff_" + name] = "%.1e" % calc_diff(outs[name], ref)
     torch.cuda.synchronize()
 
@@ -683,10 +692,13 @@ def einsum_heads(expr, h, r, d, b):
     x = torch.randn((b, h, r if absorb else d), dtype=torch.bfloat16, device="cuda")
     y = torch.randn((h, d, r + 128), dtype=torch.bfloat16, device="cuda")[:, :, :r]
     shape = (b, h, d if absorb else r)
-    outs = {name: torch.empty(shape, dtype=torch.bfloat16, device="cuda") for name in ("libdg", "deepgemm", "cublas")}
+    outs = {name: torch.empty(shape, dtype=torch.bfloat16, device="cuda")
+            for name in ["libdg", "deepgemm", "cublas"] + ["libdg_" + a for a in ALT]}
     row = dict(suite="einsum", kind="bhr" if absorb else "bhd", groups=h, expected_m=b, n=d if absorb else r,
                k=r if absorb else d, flops=2.0 * b * h * r * d)
     contenders = {"libdg": lambda: dg.einsum(expr, x, y, outs["libdg"])}
+    for name in ALT:
+        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], kw=alt_kwargs(name): dg.einsum(expr, x, y, o, **kw)
     if deep_gemm is not None and hasattr(deep_gemm, "einsum"):
         contenders["deepgemm"] = lambda: deep_gemm.einsum(expr, x, y, outs["deepgemm"])
         contenders["cublas"] = lambda: deep_gemm.einsum(expr, x, y, outs["cublas"], use_cublaslt=True)
@@ -708,9 +720,13 @@ def einsum_fp8(h, r, d, b):
     y = torch.randn((h, d, r), dtype=torch.bfloat16, device="cuda")
     xq = per_token_fp8(x)
     yq = per_block_fp8(y)
-    outs = {name: torch.empty((b, h, d), dtype=torch.bfloat16, device="cuda") for name in ("libdg", "deepgemm", "cublas")}
+    outs = {name: torch.empty((b, h, d), dtype=torch.bfloat16, device="cuda")
+            for name in ["libdg", "deepgemm", "cublas"] + ["libdg_" + a for a in ALT]}
     row = dict(suite="einsum", kind="bhr8", groups=h, expected_m=b, n=d, k=r, flops=2.0 * b * h * r * d)
     contenders = {"libdg": lambda: dg.fp8_einsum(expr, xq, yq, outs["libdg"])}
+    for name in ALT:
+        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], kw=alt_kwargs(name): dg.fp8_einsum(expr, xq, yq, o,
+                                                                                                          **kw)
     if deep_gemm is not None and hasattr(deep_gemm, "fp8_einsum"):
         contenders["deepgemm"] = lambda: deep_gemm.fp8_einsum(expr, xq, yq, outs["deepgemm"])
     contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
@@ -737,20 +753,27 @@ def skip_head_mid(m, n, k, splits=HEAD_SPLITS):
     full = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
     row = dict(suite="skip-head-mid", kind="fp8", groups=heads, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
     contenders = {"libdg": lambda: dg.fp8_gemm_nt_skip_head_mid((aq, asf), (bq, bsf), outs["libdg"], splits)}
+    for name in ALT:
+        contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.fp8_gemm_nt_skip_head_mid(
+            (aq, asf), (bq, bsf), outs["libdg"], splits, **kw)
     if deep_gemm is not None and hasattr(deep_gemm, "fp8_gemm_nt_skip_head_mid"):
         contenders["deepgemm"] = lambda: deep_gemm.fp8_gemm_nt_skip_head_mid(
             (aq, asf), (bq, bsf), outs["deepgemm"], splits, disable_ue8m0_cast=True)
         contenders["cublas"] = lambda: deep_gemm.cublaslt_gemm_nt(aq, bq, full)
     ref = (dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()).view(m, heads, left + right)
+
+    def heads_diff(out):
+        got = out.view(m, heads, left + mid + right)
+        return calc_diff(torch.cat([got[:, :, :left], got[:, :, left + mid:]], dim=2), ref)
+
     for name in ("libdg", "deepgemm"):
         if name not in contenders:
             continue
         outs[name].fill_(float("nan"))
         contenders[name]()
-        got = outs[name].view(m, heads, left + mid + right)
-        heads_out = torch.cat([got[:, :, :left], got[:, :, left + mid:]], dim=2)
-        row["diff_" + name] = "%.1e" % calc_diff(heads_out, ref)
-        row["mid_kept_" + name] = bool(torch.isnan(got[:, :, left:left + mid]).all())
+        row["diff_" + name] = "%.1e" % heads_diff(outs[name])
+        row["mid_kept_" + name] = bool(torch.isnan(outs[name].view(m, heads, -1)[:, :, left:left + mid]).all())
+    check_alts(row, contenders, lambda: outs["libdg"].fill_(float("nan")), lambda: heads_diff(outs["libdg"]))
     del ref
     torch.cuda.synchronize()
     race(row, contenders)
