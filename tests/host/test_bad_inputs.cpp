@@ -133,6 +133,30 @@ Spec f32(int i, std::vector<int64_t> sizes, std::vector<int64_t> strides = {}) {
 }
 Spec i32(int i, std::vector<int64_t> sizes) { return Spec{address(i), DG_DTYPE_INT32, std::move(sizes), {}}; }
 
+// dg_bf16_einsum_prepare / dg_fp8_einsum_prepare for "bhr,hdr->bhd": a {b, h, r}, b {h, d, r}.
+using EinsumPrepare = dg_status (*)(dg_stream*, const char*, const int64_t*, const int64_t*, int32_t,
+                                    const dg_gemm_options*);
+Entry einsum_prepare_entry(const char* name, int64_t b, int64_t h, int64_t r, int64_t d, EinsumPrepare prepare) {
+  Entry x;
+  x.name = name;
+  Args& a = x.baseline;
+  a.ints = {{"a0", b}, {"a1", h}, {"a2", r}, {"b0", h}, {"b1", d}, {"b2", r}, {"with_c", 0}};
+  x.options = "gemm";
+  x.enums = {"with_c"};
+  x.sizes = {"a0", "a1", "a2", "b0", "b1", "b2"};
+  x.array_of = {{"a0", "a_sizes"}, {"a1", "a_sizes"}, {"a2", "a_sizes"},
+                {"b0", "b_sizes"}, {"b1", "b_sizes"}, {"b2", "b_sizes"}};
+  x.outs = {"a_sizes", "b_sizes"};
+  x.stream = true;
+  x.call = [prepare](const Context& c, const Args& a, const Handles&) {
+    const int64_t as[3] = {a.ints.at("a0"), a.ints.at("a1"), a.ints.at("a2")};
+    const int64_t bs[3] = {a.ints.at("b0"), a.ints.at("b1"), a.ints.at("b2")};
+    return prepare(as_mut_stream(c, a), "bhr,hdr->bhd", out_or_null(a, "a_sizes", as), out_or_null(a, "b_sizes", bs),
+                   int32_t(a.ints.at("with_c")), gemm_opts(a));
+  };
+  return x;
+}
+
 std::vector<Entry> entries() {
   std::vector<Entry> e;
   const int64_t M = 256, N = 256, K = 256;
@@ -515,26 +539,7 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
-  {
-    Entry x;
-    x.name = "dg_bf16_einsum_prepare";
-    Args& a = x.baseline;
-    a.ints = {{"a0", 64}, {"a1", 4}, {"a2", 128}, {"b0", 4}, {"b1", 64}, {"b2", 128}, {"with_c", 0}};
-    x.options = "gemm";
-    x.enums = {"with_c"};
-    x.sizes = {"a0", "a1", "a2", "b0", "b1", "b2"};
-    x.array_of = {{"a0", "a_sizes"}, {"a1", "a_sizes"}, {"a2", "a_sizes"},
-                  {"b0", "b_sizes"}, {"b1", "b_sizes"}, {"b2", "b_sizes"}};
-    x.outs = {"a_sizes", "b_sizes"};
-    x.stream = true;
-    x.call = [](const Context& c, const Args& a, const Handles&) {
-      const int64_t as[3] = {a.ints.at("a0"), a.ints.at("a1"), a.ints.at("a2")};
-      const int64_t bs[3] = {a.ints.at("b0"), a.ints.at("b1"), a.ints.at("b2")};
-      return dg_bf16_einsum_prepare(as_mut_stream(c, a), "bhr,hdr->bhd", out_or_null(a, "a_sizes", as),
-                                    out_or_null(a, "b_sizes", bs), int32_t(a.ints.at("with_c")), gemm_opts(a));
-    };
-    e.push_back(std::move(x));
-  }
+  e.push_back(einsum_prepare_entry("dg_bf16_einsum_prepare", 64, 4, 128, 64, dg_bf16_einsum_prepare));
 
   {
     // FP8 einsum: a [b, h, r], b [h, d, r] E4M3, d [b, h, d]; sfa [b, h, r / 128] MN-major per head,
@@ -559,26 +564,7 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
-  {
-    Entry x;
-    x.name = "dg_fp8_einsum_prepare";
-    Args& a = x.baseline;
-    a.ints = {{"a0", 64}, {"a1", 4}, {"a2", 256}, {"b0", 4}, {"b1", 128}, {"b2", 256}, {"with_c", 0}};
-    x.options = "gemm";
-    x.enums = {"with_c"};
-    x.sizes = {"a0", "a1", "a2", "b0", "b1", "b2"};
-    x.array_of = {{"a0", "a_sizes"}, {"a1", "a_sizes"}, {"a2", "a_sizes"},
-                  {"b0", "b_sizes"}, {"b1", "b_sizes"}, {"b2", "b_sizes"}};
-    x.outs = {"a_sizes", "b_sizes"};
-    x.stream = true;
-    x.call = [](const Context& c, const Args& a, const Handles&) {
-      const int64_t as[3] = {a.ints.at("a0"), a.ints.at("a1"), a.ints.at("a2")};
-      const int64_t bs[3] = {a.ints.at("b0"), a.ints.at("b1"), a.ints.at("b2")};
-      return dg_fp8_einsum_prepare(as_mut_stream(c, a), "bhr,hdr->bhd", out_or_null(a, "a_sizes", as),
-                                   out_or_null(a, "b_sizes", bs), int32_t(a.ints.at("with_c")), gemm_opts(a));
-    };
-    e.push_back(std::move(x));
-  }
+  e.push_back(einsum_prepare_entry("dg_fp8_einsum_prepare", 64, 4, 256, 128, dg_fp8_einsum_prepare));
 
   // Scaling-factor layouts.
   for (const bool packed : {false, true}) {
