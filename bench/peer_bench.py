@@ -168,12 +168,13 @@ rows = []
 ALT = {}  # name -> dg_gemm_options overrides (--alt)
 
 
-def graphed(fn):
-    """fn captured once in a CUDA graph (after a warm call): the replay, with no Python in it."""
+def graphed(fn, stream=None):
+    """fn captured once in a CUDA graph (after a warm call; on `stream`, a torch stream, if given):
+    the replay, with no Python in it."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, stream=stream):
         fn()
     return graph.replay
 
