@@ -114,15 +114,31 @@ SUITES = ("dense", "contiguous", "masked", "k-grouped", "mqa", "paged-mqa", "mqa
 NAME = "grouped"
 
 
-# --tuned: the stream whose config reads the tuning table (the "libdg_tuned" contender).
+# --tuned: libdg streams whose config reads the tuning table (the "libdg_tuned" contender), one for
+# torch's default stream and one for CAPTURE, the stream graphed() captures on; keyed by CUstream.
 TUNED_ALT = "tuned"
-TUNED_STREAM = None
+TUNED_STREAMS = {}
+CAPTURE = None
+
+
+def use_tuning_table(path):
+    global CAPTURE
+    CAPTURE = torch.cuda.Stream()
+    config = dg.Config(tuning_table=os.path.abspath(path))
+    for s in (torch.cuda.current_stream(), CAPTURE):
+        TUNED_STREAMS[s.cuda_stream] = dg.Stream(torch.cuda.current_device(), s, config=config)
+
+
+def tuned_stream():
+    """The stream reading the tuning table for torch's current stream (a graph captures only what is
+    launched on its capture stream)."""
+    return TUNED_STREAMS[torch.cuda.current_stream().cuda_stream]
 
 
 def alt_kwargs(name):
-    """The keyword arguments of alternative `name`'s libdg call: its forced dg_gemm_options fields, or
-    for --tuned the stream that reads the tuning table."""
-    return {"stream": TUNED_STREAM} if name == TUNED_ALT and TUNED_STREAM is not None else {"options": ALT[name]}
+    """The keyword arguments of alternative `name`'s libdg call, at the time of the call: its forced
+    dg_gemm_options fields, or for --tuned the stream that reads the tuning table."""
+    return {"stream": tuned_stream()} if name == TUNED_ALT and TUNED_STREAMS else {"options": ALT[name]}
 
 
 def t_median(fn):
@@ -168,13 +184,13 @@ rows = []
 ALT = {}  # name -> dg_gemm_options overrides (--alt)
 
 
-def graphed(fn, stream=None):
-    """fn captured once in a CUDA graph (after a warm call; on `stream`, a torch stream, if given):
-    the replay, with no Python in it."""
+def graphed(fn):
+    """fn captured once in a CUDA graph (after a warm call; on CAPTURE where --tuned made one): the
+    replay, with no Python in it."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
+    with torch.cuda.graph(graph, stream=CAPTURE):
         fn()
     return graph.replay
 
@@ -225,7 +241,7 @@ def dense(kind, m, n, k):
         ref = dequant_a(aq, asf) @ dequant_b(bq.unsqueeze(0), bsf.unsqueeze(0))[0].t()
         contenders["libdg"] = lambda: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.fp8_gemm_nt((aq, asf), (bq, bsf), d1, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.fp8_fp4_gemm_nt((aq, asf), (bq, bsf), d2,
                                                                        disable_ue8m0_cast=True)
@@ -234,7 +250,7 @@ def dense(kind, m, n, k):
         ref = a.float() @ b.float().t()
         contenders["libdg"] = lambda: dg.bf16_gemm_nt(a, b, d1)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.bf16_gemm_nt(a, b, d1, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.bf16_gemm_nt(a, b, d1, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.bf16_gemm_nt(a, b, d2)
         contenders["cublas"] = lambda: torch.matmul(a, b.t())
@@ -275,8 +291,8 @@ def contiguous(kind, groups, expected, n, k):
         ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
         contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_fp8_gemm_nt_contiguous((aq, asf), (bq, bsf), d1, idx,
-                                                                                          **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.m_grouped_fp8_gemm_nt_contiguous(
+                (aq, asf), (bq, bsf), d1, idx, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_contiguous(
                 (aq, asf), (bq, bsf), d2, idx, disable_ue8m0_cast=True)
@@ -286,7 +302,8 @@ def contiguous(kind, groups, expected, n, k):
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_bf16_gemm_nt_contiguous(a, b, d1, idx, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.m_grouped_bf16_gemm_nt_contiguous(
+                a, b, d1, idx, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d2, idx)
         views = [(a[s:s + m], b[g]) for g, (s, m) in enumerate(zip(starts, ms)) if m > 0]
@@ -325,8 +342,8 @@ def masked(kind, groups, expected, n, k):
         ref_a, ref_b = dequant_a(aq, asf), dequant_b(bq, bsf)
         contenders["libdg"] = lambda: dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m, hint)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_fp8_gemm_nt_masked((aq, asf), (bq, bsf), d1, masked_m,
-                                                                                      hint, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.m_grouped_fp8_gemm_nt_masked(
+                (aq, asf), (bq, bsf), d1, masked_m, hint, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_fp8_gemm_nt_masked(
                 (aq, asf), (bq, bsf), d2, masked_m, hint, disable_ue8m0_cast=True)
@@ -336,7 +353,8 @@ def masked(kind, groups, expected, n, k):
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.m_grouped_bf16_gemm_nt_masked(a, b, d1, masked_m, hint, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.m_grouped_bf16_gemm_nt_masked(
+                a, b, d1, masked_m, hint, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.m_grouped_bf16_gemm_nt_masked(a, b, d2, masked_m, hint)
         views = [(a[g, :m], b[g]) for g, m in enumerate(ms) if m > 0]
@@ -382,8 +400,8 @@ def k_grouped(kind, groups, m, n, expected_k):
         fb = torch.cat([qb[0][:, s:s + kg].flatten() for s, kg in zip(starts, ks)])
         contenders["libdg"] = lambda: dg.k_grouped_fp8_gemm_nt_contiguous((fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.k_grouped_fp8_gemm_nt_contiguous(
-                (fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1, **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.k_grouped_fp8_gemm_nt_contiguous(
+                (fa, sfa), (fb, sfb), d1, ks, ks_tensor, c=d1, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.k_grouped_fp8_gemm_nt_contiguous(
                 (fa, sfa), (fb, sfb), d2, ks, ks_tensor, d2, recipe=(1, 1, 128))
@@ -394,8 +412,8 @@ def k_grouped(kind, groups, m, n, expected_k):
         ref_a, ref_b = a.float(), b.float()
         contenders["libdg"] = lambda: dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1)
         for name in ALT:
-            contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.k_grouped_bf16_gemm_tn_contiguous(a, b, d1, ks, ks_tensor, c=d1,
-                                                                                          **kw)
+            contenders["libdg_" + name] = lambda name=name: dg.k_grouped_bf16_gemm_tn_contiguous(
+                a, b, d1, ks, ks_tensor, c=d1, **alt_kwargs(name))
         if deep_gemm is not None:
             contenders["deepgemm"] = lambda: deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d2, ks, ks_tensor, d2)
         views = [(a[s:s + kg], b[s:s + kg], d2[g]) for g, (s, kg) in enumerate(zip(starts, ks)) if kg]
@@ -699,7 +717,8 @@ def einsum_heads(expr, h, r, d, b):
                k=r if absorb else d, flops=2.0 * b * h * r * d)
     contenders = {"libdg": lambda: dg.einsum(expr, x, y, outs["libdg"])}
     for name in ALT:
-        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], kw=alt_kwargs(name): dg.einsum(expr, x, y, o, **kw)
+        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], name=name: dg.einsum(
+            expr, x, y, o, **alt_kwargs(name))
     if deep_gemm is not None and hasattr(deep_gemm, "einsum"):
         contenders["deepgemm"] = lambda: deep_gemm.einsum(expr, x, y, outs["deepgemm"])
         contenders["cublas"] = lambda: deep_gemm.einsum(expr, x, y, outs["cublas"], use_cublaslt=True)
@@ -726,8 +745,8 @@ def einsum_fp8(h, r, d, b):
     row = dict(suite="einsum", kind="bhr8", groups=h, expected_m=b, n=d, k=r, flops=2.0 * b * h * r * d)
     contenders = {"libdg": lambda: dg.fp8_einsum(expr, xq, yq, outs["libdg"])}
     for name in ALT:
-        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], kw=alt_kwargs(name): dg.fp8_einsum(expr, xq, yq, o,
-                                                                                                          **kw)
+        contenders["libdg_" + name] = lambda o=outs["libdg_" + name], name=name: dg.fp8_einsum(
+            expr, xq, yq, o, **alt_kwargs(name))
     if deep_gemm is not None and hasattr(deep_gemm, "fp8_einsum"):
         contenders["deepgemm"] = lambda: deep_gemm.fp8_einsum(expr, xq, yq, outs["deepgemm"])
     contenders["cublas"] = lambda: outs["cublas"].copy_(torch.einsum(expr, x, y))
@@ -755,8 +774,8 @@ def skip_head_mid(m, n, k, splits=HEAD_SPLITS):
     row = dict(suite="skip-head-mid", kind="fp8", groups=heads, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
     contenders = {"libdg": lambda: dg.fp8_gemm_nt_skip_head_mid((aq, asf), (bq, bsf), outs["libdg"], splits)}
     for name in ALT:
-        contenders["libdg_" + name] = lambda kw=alt_kwargs(name): dg.fp8_gemm_nt_skip_head_mid(
-            (aq, asf), (bq, bsf), outs["libdg"], splits, **kw)
+        contenders["libdg_" + name] = lambda name=name: dg.fp8_gemm_nt_skip_head_mid(
+            (aq, asf), (bq, bsf), outs["libdg"], splits, **alt_kwargs(name))
     if deep_gemm is not None and hasattr(deep_gemm, "fp8_gemm_nt_skip_head_mid"):
         contenders["deepgemm"] = lambda: deep_gemm.fp8_gemm_nt_skip_head_mid(
             (aq, asf), (bq, bsf), outs["deepgemm"], splits, disable_ue8m0_cast=True)
@@ -968,8 +987,7 @@ def main():
         os.environ["DG_TUNING_TABLE"] = "off"  # "libdg": the heuristic alone
     import_gpu_stack()
     if args.tuned:
-        globals()["TUNED_STREAM"] = dg.Stream(torch.cuda.current_device(), torch.cuda.current_stream(),
-                                              config=dg.Config(tuning_table=os.path.abspath(args.tuned)))
+        use_tuning_table(args.tuned)
     random.seed(0)
     torch.manual_seed(0)
     kinds = ["fp8"] if args.fp8_only else ["bf16"] if args.bf16_only else ["fp8", "bf16"]

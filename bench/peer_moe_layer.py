@@ -39,8 +39,6 @@ DECODE = [(32, 8), (32, 16), (32, 32), (32, 64)]
 KERNELS = {}
 GROUPS_PER_PROGRAM = 8  # 128-column groups per Triton program (1024 columns)
 ROUNDS = 5  # interleaved timing rounds; the median of each contender's per-round medians is kept
-TUNED = {}  # --tuned: "capture", the torch stream graphs are captured on; "streams", a dg.Stream
-            # reading the table for it and for the default stream, keyed by CUstream handle
 
 
 def triton_kernels():
@@ -155,12 +153,6 @@ def reference(x_rows, experts, w):
     return torch.stack(out)
 
 
-def tuned_stream():
-    """The dg.Stream reading the tuning table for torch's current stream (a graph captures only the
-    launches on its capture stream)."""
-    return TUNED["streams"][pb.torch.cuda.current_stream().cuda_stream]
-
-
 def pipelines(lay, x, w, expected):
     """Each contender's layer, plus the gate/up GEMM alone (plain and fused) for libdg."""
     torch, dg, deep_gemm = pb.torch, pb.dg, pb.deep_gemm
@@ -190,7 +182,7 @@ def pipelines(lay, x, w, expected):
 
     def fused(name, tuned=False):
         def run():
-            stream = tuned_stream() if tuned else None
+            stream = pb.tuned_stream() if tuned else None
             dg_quant()
             gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi, stream)
             gemm("dg", (h8, sh), (w["q2"], w["s2"]), out[name], stream=stream)
@@ -207,7 +199,7 @@ def pipelines(lay, x, w, expected):
     runs = {"libdg": fused("libdg"), "libdg_unfused": unfused("dg", "libdg_unfused")}
     if deep_gemm is not None:
         runs["deepgemm"] = unfused("deepgemm", "deepgemm")
-    if TUNED:
+    if pb.TUNED_STREAMS:
         runs["libdg_tuned"] = fused("libdg_tuned", tuned=True)
     gemm1 = {"gemm1_plain": lambda: gemm("dg", (qx, sx), (w["q13"], w["s13"]), y),
              "gemm1_fused": lambda: gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi)}
@@ -246,7 +238,7 @@ def layer(mode, groups, tokens, w):
         row["diff_" + name] = "%.1e" % pb.calc_diff(got, ref)
     timed = dict(runs, **gemm1)
     if masked:
-        timed = {name: pb.graphed(fn, TUNED.get("capture")) for name, fn in timed.items()}
+        timed = {name: pb.graphed(fn) for name, fn in timed.items()}
     # Rounds interleave the contenders, so that the clock changes of a GPU at its power limit (10-15%
     # over a minute of FP8 GEMMs) hit each alike; each keeps the median of its rounds.
     samples = {name: [] for name in timed}
@@ -316,11 +308,7 @@ def main():
         os.environ["DG_TUNING_TABLE"] = "off"  # "libdg": the heuristic alone
     pb.import_gpu_stack()
     if args.tuned:
-        torch = pb.torch
-        config = pb.dg.Config(tuning_table=os.path.abspath(args.tuned))
-        TUNED["capture"] = torch.cuda.Stream()
-        TUNED["streams"] = {s.cuda_stream: pb.dg.Stream(torch.cuda.current_device(), s, config=config)
-                            for s in (torch.cuda.current_stream(), TUNED["capture"])}
+        pb.use_tuning_table(args.tuned)
     random.seed(0)
     pb.torch.manual_seed(0)
     meta = dict(device=pb.torch.cuda.get_device_name(), libdg=pb.dg.version(),
