@@ -1,7 +1,7 @@
 // Every FP8 quantization kernel variant renders and compiles through NVRTC for sm_90a, without a
 // GPU; the 16-byte variants really issue 16-byte accesses (the K-grouped K-major variants store 16
 // bytes whatever their loads, after a byte transpose in shared memory), and nothing spills to local
-// memory.
+// memory (in the PTX, or in ptxas's register allocation).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -9,11 +9,13 @@
 
 #include "jit/compiler.h"
 #include "ops/quantize.h"
+#include "ptxas.h"
 
 TEST_CASE("quantization kernels compile for sm_90a, every variant") {
   dg::Config config = dg::Config::from_environment();
   config.compiler = DG_COMPILER_NVRTC;
   config.dump_ptx = true;
+  config.ptxas_verbose = true;
   std::vector<dg::ops::QuantVariant> variants(dg::ops::quantize_variants(nullptr, 0));
   REQUIRE(dg::ops::quantize_variants(variants.data(), static_cast<int>(variants.size())) == int(variants.size()));
   CHECK(variants.size() == 48);
@@ -28,6 +30,12 @@ TEST_CASE("quantization kernels compile for sm_90a, every variant") {
     REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
     CHECK(result.cubin.size() > 1000);
     CHECK(result.source.find("{{") == std::string::npos);
+    const dg::test::PtxasInfo info = dg::test::parse_ptxas(result.log);
+    INFO("ptxas log:\n" << result.log);
+    CHECK(info.registers > 0);
+    CHECK(info.stack_frame == 0);
+    CHECK(info.spill_stores == 0);
+    CHECK(info.spill_loads == 0);
     if (result.ptx.empty()) continue;
     CHECK((result.ptx.find("ld.global.nc.L1::no_allocate.v4") != std::string::npos) == v.vec);
     const bool k_major = v.op == dg::ops::QuantOp::kKGrouped && v.transpose;
