@@ -1,6 +1,8 @@
 // What ptxas reports for a kernel (--ptxas-options=-v in the NVRTC log), for the compile tests'
 // resource checks.
 #pragma once
+#include <doctest/doctest.h>
+
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -26,6 +28,14 @@ inline PtxasInfo parse_ptxas(const std::string& log) {
       info.wgmma_serialized = true;
   }
   return info;
+}
+
+// What every kernel's report must show: registers allocated, no stack frame, no spills.
+inline void check_no_local_memory(const PtxasInfo& info) {
+  CHECK(info.registers > 0);
+  CHECK(info.stack_frame == 0);
+  CHECK(info.spill_stores == 0);
+  CHECK(info.spill_loads == 0);
 }
 
 }  // namespace dg::test

@@ -103,10 +103,7 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
     INFO(spec.kernel_name << ": " << dg_last_error() << "\n" << r.log);
     CHECK(st == DG_SUCCESS);
     const dg::test::PtxasInfo p = parse_ptxas(r.log);
-    CHECK(p.registers > 0);
-    CHECK(p.stack_frame == 0);
-    CHECK(p.spill_stores == 0);
-    CHECK(p.spill_loads == 0);
+    dg::test::check_no_local_memory(p);
     table += "  " + spec.kernel_name + ": " + std::to_string(p.registers) + " regs, " + dg::ops::describe(s, c) + "\n";
   }
   dg_set_log_level(log_level);

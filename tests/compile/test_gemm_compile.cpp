@@ -190,10 +190,7 @@ PtxasInfo compile_clean(const dg::jit::KernelSpec& spec, const dg::Config& confi
   }
   if (cubin != nullptr) *cubin = r.cubin;
   INFO("ptxas log:\n" << r.log);
-  CHECK(info.registers > 0);
-  CHECK(info.stack_frame == 0);
-  CHECK(info.spill_stores == 0);
-  CHECK(info.spill_loads == 0);
+  dg::test::check_no_local_memory(info);
   CHECK_FALSE(info.wgmma_serialized);
   return info;
 }

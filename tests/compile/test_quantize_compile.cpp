@@ -30,12 +30,8 @@ TEST_CASE("quantization kernels compile for sm_90a, every variant") {
     REQUIRE_MESSAGE(s == DG_SUCCESS, dg_last_error());
     CHECK(result.cubin.size() > 1000);
     CHECK(result.source.find("{{") == std::string::npos);
-    const dg::test::PtxasInfo info = dg::test::parse_ptxas(result.log);
     INFO("ptxas log:\n" << result.log);
-    CHECK(info.registers > 0);
-    CHECK(info.stack_frame == 0);
-    CHECK(info.spill_stores == 0);
-    CHECK(info.spill_loads == 0);
+    dg::test::check_no_local_memory(dg::test::parse_ptxas(result.log));
     if (result.ptx.empty()) continue;
     CHECK((result.ptx.find("ld.global.nc.L1::no_allocate.v4") != std::string::npos) == v.vec);
     const bool k_major = v.op == dg::ops::QuantOp::kKGrouped && v.transpose;
