@@ -20,9 +20,11 @@ is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for th
 the BF16 torch.einsum).
 `skip-head-mid` (fp8_gemm_nt_skip_head_mid on DeepGEMM's test shapes, heads 128 + 64 + 128; G = heads,
 n = the GEMM's N; the cuBLAS column is cuBLASLt's FP8 GEMM into a temporary [M, N]).
-Every contender is timed with triton.testing.do_bench (median, L2 flushed between repetitions),
-best of two rounds interleaved across contenders, so that clock changes under the GPU's power limit
-hit every contender alike. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
+The contenders' calls alternate one by one, each after an L2 flush and timed by CUDA events, and each
+keeps its median (t_interleaved), so that clock changes under the GPU's power limit hit every
+contender alike; `--timing blocks` times each contender with triton.testing.do_bench instead (~100 ms
+of calls per contender, best of two rounds), as the tables measured before `timing` was recorded in
+their rows were. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
 as decoding runs them: its calls take 25-120 us of GPU time, and a Python host path slower than the
 GPU work between two of them (libdg's paged call once took 47-230 us per warm call) puts host time
 into the kernel's. Contenders:
@@ -40,6 +42,7 @@ Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mq
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
+                                   [--contiguous G:M,...] [--timing interleaved|blocks]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice (the GEMM
@@ -49,7 +52,7 @@ row says so and leaves that contender out.
 dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with no table (the
 heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
-every group it drew, `ks`), --masked the masked suite's (G, expected M) sets, --grouped-nk the
+every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --grouped-nk the
 contiguous and masked suites' (N, K) shapes. Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
@@ -61,6 +64,8 @@ import json
 import math
 import os
 import random
+import statistics
+import time
 
 torch = triton = tl = dg = deep_gemm = None
 
@@ -145,6 +150,52 @@ def t_median(fn):
     return triton.testing.do_bench(fn, warmup=20, rep=100, return_mode="median") / 1e3
 
 
+FLUSH_BYTES = 256 << 20  # more than any L2 (H100/H200: 50 MB); read (or zeroed) before each timed call
+ROTATION_SECONDS = 2.0   # t_interleaved's timed work per contender set, at least MIN_REPS rotations
+MIN_REPS, MAX_REPS = 30, 1000
+
+
+def l2_flush(clean):
+    """A callable that evicts L2. clean: it reads FLUSH_BYTES written once, so L2 is left holding clean
+    lines that no timed call touches, and the dirty lines of the call before are written back during
+    the flush. Else it zeroes them (as do_bench does), which leaves up to one L2 of dirty lines whose
+    write-back the timed call pays: 1.2-3.3 us per call on an H200 (a quantization of 4096 x 7168:
+    29.1 us after the zeroing flush, 25.8 us after the clean one)."""
+    if clean:
+        src = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        return lambda: torch.sum(src)
+    return torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda").zero_
+
+
+def t_interleaved(fns, clean=True):
+    """Median seconds of one call of each of fns (name -> callable), the calls interleaved one by one.
+
+    Each repetition calls every contender once, in an order rotated by one per repetition, each call
+    preceded by an L2 flush (l2_flush(clean)) and timed by its own pair of CUDA events. A GPU at its
+    power limit moves its clocks by up to 10-15% over a second of heavy GEMMs; blocks of ~100 ms per
+    contender (as do_bench times them) let a contender's place in the order decide a few percent of its
+    time, calls alternated one by one see the same clocks."""
+    names = list(fns)
+    flush = l2_flush(clean)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        for name in names:
+            fns[name]()
+    torch.cuda.synchronize()
+    reps = int(min(MAX_REPS, max(MIN_REPS, ROTATION_SECONDS / max(1e-6, (time.perf_counter() - t0) / 3))))
+    events = {name: [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                     for _ in range(reps)] for name in names}
+    for r in range(reps):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            flush()
+            start, end = events[name][r]
+            start.record()
+            fns[name]()
+            end.record()
+    torch.cuda.synchronize()
+    return {name: statistics.median(s.elapsed_time(e) for s, e in events[name]) / 1e3 for name in names}
+
+
 def calc_diff(x, y):
     x, y = x.double(), y.double()
     denom = (x * x + y * y).sum()
@@ -182,6 +233,21 @@ def dequant_b(q, sf):
 
 rows = []
 ALT = {}  # name -> dg_gemm_options overrides (--alt)
+# --timing: "interleaved-clean" (t_interleaved, L2 left clean), "interleaved" (t_interleaved with
+# the zeroing flush, which older rows were timed with) or "blocks" (do_bench per contender).
+TIMINGS = ("interleaved-clean", "interleaved", "blocks")
+TIMING = TIMINGS[0]
+
+
+def timed(fns):
+    """Seconds per call of each of fns by the --timing method."""
+    if TIMING == "blocks":
+        best = {name: math.inf for name in fns}
+        for _ in range(2):
+            for name, fn in fns.items():
+                best[name] = min(best[name], t_median(fn))
+        return best
+    return t_interleaved(fns, clean=TIMING == "interleaved-clean")
 
 
 def graphed(fn):
@@ -197,12 +263,16 @@ def graphed(fn):
 
 def race(row, contenders):
     best = {name: math.inf for name in contenders}
-    for _ in range(2):
-        for name, fn in contenders.items():
-            try:
-                best[name] = min(best[name], t_median(fn))
-            except Exception as e:  # a contender that cannot run this problem
-                print("%s %s failed: %s" % (row["suite"], name, repr(e)[:200]), flush=True)
+    runnable = {}
+    for name, fn in contenders.items():
+        try:
+            fn()
+            runnable[name] = fn
+        except Exception as e:  # a contender that cannot run this problem
+            print("%s %s failed: %s" % (row["suite"], name, repr(e)[:200]), flush=True)
+    torch.cuda.synchronize()
+    row["timing"] = TIMING
+    best.update(timed(runnable))
     for name, t in best.items():
         row["us_" + name] = round(t * 1e6, 2) if math.isfinite(t) else None
     rows.append(row)
@@ -856,6 +926,15 @@ def report(out_dir, meta=None):
                 if vals:
                     lines.append("| %s | %s with libdg_%s | %.3f, %d, %.3f | |" % (
                         suite, kind, name, math.exp(sum(map(math.log, vals)) / len(vals)), len(vals), min(vals)))
+    timings = sorted({r.get("timing", "blocks") for r in rows})
+    lines += ["", "Timing: " + "; ".join({
+        "interleaved-clean": "calls alternated one by one between the contenders, each after an L2 flush that leaves"
+                             " L2 clean, the median per contender (rows with timing interleaved-clean)",
+        "interleaved": "calls alternated one by one between the contenders, each after an L2 flush that zeroes 256 MB"
+                       " (the call pays the write-back of up to one L2 of dirty lines), the median per contender"
+                       " (rows with timing interleaved)",
+        "blocks": "triton do_bench per contender, ~100 ms of calls each, best of two rounds (rows without a timing"
+                  " field or with timing blocks)"}[t] for t in timings) + "."]
     said = set()  # merged runs of the same suites and versions (one per dtype) are named once
     for run in (meta or {}).get("runs", []):
         line = "Rows of %s: libdg %s, DeepGEMM %s, %s." % (", ".join(run["suites"]), run["libdg"], run["deepgemm"],
@@ -923,14 +1002,21 @@ def main():
                     % ",".join("%dx%d" % nk for nk in DENSE_NK))
     ap.add_argument("--kg", help="the k-grouped suite's sets, G:M:N:K (K the expected K per group) comma-separated "
                     "(default: %s)" % ",".join("%d:%d:%d:%d" % s for s in K_GROUPED))
+    ap.add_argument("--contiguous", help="the contiguous suite's sets, G:M (M the expected rows per group) "
+                    "comma-separated (default: %s)" % ",".join("%d:%d" % s for s in CONTIGUOUS))
     ap.add_argument("--masked", help="the masked suite's sets, G:M (M the expected rows per group) comma-separated "
                     "(default: %s)" % ",".join("%d:%d" % s for s in MASKED))
     ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
                     "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
+    ap.add_argument("--timing", choices=TIMINGS, default=TIMING,
+                    help="interleaved-clean: the contenders' calls alternate one by one, L2 left clean before each "
+                    "(t_interleaved); interleaved: the same with a zeroing flush; blocks: triton do_bench per "
+                    "contender, best of two rounds")
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
+    globals()["TIMING"] = args.timing
     for suite in args.suites:
         if suite not in SUITES:
             ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
@@ -948,6 +1034,7 @@ def main():
             return sets
         except ValueError:
             ap.error("%s: %r (expected positive integers as %s)" % (flag, text, example))
+    contiguous_sets = int_tuples(args.contiguous, CONTIGUOUS, ":", 2, "--contiguous", "G:M[,G:M...], e.g. 8:4096")
     masked_sets = int_tuples(args.masked, MASKED, ":", 2, "--masked", "G:M[,G:M...], e.g. 32:8,32:64")
     grouped_nk = int_tuples(args.grouped_nk, NK, "x", 2, "--grouped-nk", "NxK[,NxK...], e.g. 4096x7168")
     k_sets = int_tuples(args.kg, K_GROUPED, ":", 4, "--kg", "G:M:N:K[,G:M:N:K...], e.g. 32:4096:7168:1024")
@@ -1001,7 +1088,7 @@ def main():
     for kind in kinds:
         for n, k in grouped_nk:
             if "contiguous" in args.suites:
-                for g, e in CONTIGUOUS:
+                for g, e in contiguous_sets:
                     contiguous(kind, g, e, n, k)
             if "masked" in args.suites:
                 for g, e in masked_sets:

@@ -15,8 +15,9 @@ The Triton kernels run one program per (row, 128 columns), as inference engines 
 the scales straight into the MN-major TMA-aligned layout the FP8 GEMMs read (no transform).
 Prefill uses the contiguous layout (each expert's tokens padded to 128 rows), decode the masked one
 (counts on the device), timed as CUDA graph replays. Each row also times the gate/up GEMM alone,
-plain (BF16 [M, 4096]) and fused (SwiGLU + FP8 [M, 2048]), and records calc_diff of each layer
-against an FP32 reference on the dequantized weights for a sample of rows.
+plain (BF16 [M, 4096]) and fused (SwiGLU + FP8 [M, 2048]), and each step of the unfused pipelines
+alone (the second table: where the layers' times go), and records calc_diff of each layer against an
+FP32 reference on the dequantized weights for a sample of rows.
 
 Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--tuned TABLE] [--out DIR]
        python3 bench/peer_moe_layer.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
@@ -201,9 +202,16 @@ def pipelines(lay, x, w, expected):
         runs["deepgemm"] = unfused("deepgemm", "deepgemm")
     if pb.TUNED_STREAMS:
         runs["libdg_tuned"] = fused("libdg_tuned", tuned=True)
-    gemm1 = {"gemm1_plain": lambda: gemm("dg", (qx, sx), (w["q13"], w["s13"]), y),
-             "gemm1_fused": lambda: gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi)}
-    return runs, gemm1, out
+    steps = {"gemm1_plain": lambda: gemm("dg", (qx, sx), (w["q13"], w["s13"]), y),
+             "gemm1_fused": lambda: gemm("dg", (qx, sx), (w["q13i"], w["s13i"]), h8, epi),
+             "quant_libdg": dg_quant,
+             "quant_triton": lambda: lay.triton_quant(x, qx, sx),
+             "silu_triton": lambda: lay.triton_silu(y, h8, sh),
+             "gemm2_libdg": lambda: gemm("dg", (h8, sh), (w["q2"], w["s2"]), out["libdg_unfused"])}
+    if deep_gemm is not None:
+        steps["gemm1_deepgemm"] = lambda: gemm("deepgemm", (qx, sx), (w["q13"], w["s13"]), y)
+        steps["gemm2_deepgemm"] = lambda: gemm("deepgemm", (h8, sh), (w["q2"], w["s2"]), out["deepgemm"])
+    return runs, steps, out
 
 
 def layer(mode, groups, tokens, w):
@@ -223,7 +231,7 @@ def layer(mode, groups, tokens, w):
         lay = Layout(False, groups, groups * per, idx)
         starts = [g * per for g in range(groups)]
     x = lay.empty(HIDDEN, torch.bfloat16).normal_()
-    runs, gemm1, out = pipelines(lay, x, w, max(counts))
+    runs, steps, out = pipelines(lay, x, w, max(counts))
     # Correctness: the first and last token of up to 16 experts.
     sample = [(g, starts[g] + r) for g in range(0, groups, max(1, groups // 16)) for r in (0, counts[g] - 1)]
     xf = x.view(-1, HIDDEN)
@@ -236,16 +244,20 @@ def layer(mode, groups, tokens, w):
         torch.cuda.synchronize()
         got = torch.stack([out[name].view(-1, HIDDEN)[i] for _, i in sample])
         row["diff_" + name] = "%.1e" % pb.calc_diff(got, ref)
-    timed = dict(runs, **gemm1)
+    contenders = dict(runs, **steps)
     if masked:
-        timed = {name: pb.graphed(fn) for name, fn in timed.items()}
-    # Rounds interleave the contenders, so that the clock changes of a GPU at its power limit (10-15%
-    # over a minute of FP8 GEMMs) hit each alike; each keeps the median of its rounds.
-    samples = {name: [] for name in timed}
-    for _ in range(ROUNDS):
-        for name, fn in timed.items():
-            samples[name].append(pb.t_median(fn))
-    best = {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
+        contenders = {name: pb.graphed(fn) for name, fn in contenders.items()}
+    # The clocks of a GPU at its power limit move by 10-15% over a minute of FP8 GEMMs: calls alternate
+    # one by one (--timing blocks: rounds of ~100 ms per contender, the median of five rounds).
+    if pb.TIMING != "blocks":
+        best = pb.timed(contenders)
+    else:
+        samples = {name: [] for name in contenders}
+        for _ in range(ROUNDS):
+            for name, fn in contenders.items():
+                samples[name].append(pb.t_median(fn))
+        best = {name: sorted(v)[len(v) // 2] for name, v in samples.items()}
+    row["timing"] = pb.TIMING
     for name, t in best.items():
         row["us_" + name] = round(t * 1e6, 2)
     print("moe-layer %-7s G=%-3d T=%-5d " % (mode, groups, tokens)
@@ -257,9 +269,9 @@ def layer(mode, groups, tokens, w):
 def table(rows, meta):
     lines = ["# MoE expert layer: libdg beside DeepGEMM + Triton", "",
              "%s; libdg %s, DeepGEMM %s. DeepSeek-V3 routed experts (hidden 7168, intermediate 2048), BF16 in and out."
-             " T: tokens per expert (decode: the largest count; counts drawn in [0.7 T, T]); times are medians of"
-             " triton do_bench (L2 flushed), the median of five interleaved rounds; decode times CUDA graph replays."
-             % (meta["device"], meta["libdg"], meta["deepgemm"]), "",
+             " T: tokens per expert (decode: the largest count; counts drawn in [0.7 T, T]); times are %s;"
+             " decode times CUDA graph replays."
+             % (meta["device"], meta["libdg"], meta["deepgemm"], timing_text(rows)), "",
              "| mode | G | T | tokens | libdg us | libdg unfused us | DeepGEMM+Triton us | t_peer / t_libdg |"
              " t_unfused / t_libdg | gate/up GEMM: plain us | fused us | fused / plain time | diff libdg | diff peer |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -269,6 +281,7 @@ def table(rows, meta):
             r["mode"], r["groups"], r["tokens"], r["total"], lib, unf, "%.1f" % peer if peer else "-",
             "%.3f" % (peer / lib) if peer else "-", unf / lib, r["us_gemm1_plain"], r["us_gemm1_fused"],
             r["us_gemm1_fused"] / r["us_gemm1_plain"], r["diff_libdg"], r.get("diff_deepgemm", "-")))
+    lines += steps_table(rows)
     for mode in ("prefill", "decode"):
         sel = [r for r in rows if r["mode"] == mode and r.get("us_deepgemm")]
         if sel:
@@ -286,14 +299,58 @@ def table(rows, meta):
     return "\n".join(lines)
 
 
+def timing_text(rows):
+    timing = {r.get("timing") for r in rows}
+    if timing == {"interleaved-clean"}:
+        return ("medians of calls alternated one by one between all contenders and steps, each after an L2 flush"
+                " that leaves L2 clean (peer_bench.t_interleaved)")
+    if timing == {"interleaved"}:
+        return ("medians of calls alternated one by one between all contenders and steps, each after an L2 flush"
+                " that zeroes 256 MB (peer_bench.t_interleaved; the call pays the write-back of up to one L2)")
+    return "medians of triton do_bench (L2 flushed), the median of five interleaved rounds"
+
+
+STEPS = (("quantize x", "quant_libdg", "quant_triton"), ("gate/up GEMM", "gemm1_plain", "gemm1_deepgemm"),
+         ("SiLU-mul-quantize", None, "silu_triton"), ("down GEMM", "gemm2_libdg", "gemm2_deepgemm"))
+
+
+def steps_table(rows):
+    """Each step of the unfused pipelines timed alone: libdg's kernel beside the peer's (DeepGEMM's GEMMs,
+    the Triton kernels); rows of runs that predate the step timings are left out."""
+    rows = [r for r in rows if r.get("us_gemm2_deepgemm")]
+    if not rows:
+        return []
+    cols = ["%s: libdg us | peer us | t_peer / t_libdg" % n if lib else "%s: peer us" % n for n, lib, _ in STEPS]
+    head = "| mode | G | T | " + " | ".join(cols) + " | fused layer: libdg us |"
+    lines = ["", "Steps alone (same run): libdg's quantization and plain GEMMs beside the Triton kernels and DeepGEMM's"
+             " GEMMs; the fused layer replaces the BF16 gate/up output and the SiLU-mul-quantize kernel.", "",
+             head, "|" + "---|" * (head.count("|") - 1)]
+    for r in rows:
+        cells = []
+        for _, lib, peer in STEPS:
+            t_peer = r["us_" + peer]
+            if lib:
+                cells += ["%.1f" % r["us_" + lib], "%.1f" % t_peer, "%.3f" % (t_peer / r["us_" + lib])]
+            else:
+                cells.append("%.1f" % t_peer)
+        lines.append("| %s | %d | %d | %s | %.1f |" % (r["mode"], r["groups"], r["tokens"], " | ".join(cells),
+                                                      r["us_libdg"]))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prefill", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in PREFILL))
     ap.add_argument("--decode", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in DECODE))
     ap.add_argument("--out", default=".")
     ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
+    ap.add_argument("--timing", choices=pb.TIMINGS, default=pb.TIMING,
+                    help="interleaved-clean / interleaved: calls alternate one by one, L2 left clean / zeroed before "
+                    "each (peer_bench.t_interleaved); blocks: do_bench rounds of ~100 ms per contender, the median "
+                    "of %d rounds" % ROUNDS)
     ap.add_argument("--merge", nargs="+", help="rows of earlier runs (moe_layer.json) into one table; no GPU")
     args = ap.parse_args()
+    pb.TIMING = args.timing
     if args.merge:
         runs = [json.load(open(path)) for path in args.merge]
         meta = {k: v for k, v in runs[0].items() if k != "rows"}
