@@ -97,6 +97,11 @@ const Sm90CostModel kHopper = {
         // H200: 1D1D 128x128 overlapped ran 2-3% behind the same tiles promoted after at K = 1024-2048
         // per group (the last promotion of each tile is exposed).
         /*fp8_1d1d_overlap_exposed=*/0.3,
+        // H200: 1D2D 128x256 with three stages and the whole tile staged ran 1-3% faster than with
+        // four stages and two rotating strips on the nine contiguous FP8 sets and the MoE layer's
+        // GEMMs (peer_bench.py contiguous --alt, calls interleaved; in a second run one set was 0.7%
+        // slower). BF16 128x256 moved within 1.3% either way and keeps the rotating strips.
+        /*fp8_whole_tile_staging=*/0.975,
     },
 };
 

@@ -58,6 +58,8 @@ struct LargeMCost {
   double bf16_per_column;           // BF16 tiles: (1 + c / block_n) / (1 + c / 128)
   double fp8_1d1d_four_stages;      // 1D1D tiles with fewer than five stages, on the K block
   double fp8_1d1d_overlap_exposed;  // 1D1D overlapped: K blocks of each tile's exposed promotion
+  double fp8_whole_tile_staging;    // 1D2D whole-tile D where rotating strips fit a stage more: on
+                                    // the K block of that deeper pipeline
 };
 
 struct Sm90CostModel {

@@ -22,6 +22,7 @@ constexpr int kBlockKBytes = 128;
 // With fewer stages than this beside a whole-tile D staging buffer, the heuristic stages D in strips;
 // below it the cost model charges each missing stage.
 constexpr int kFewStages = 4;
+constexpr int kWholeTileMinStages = 3;  // whole_tile_over_strips: the depth it was measured at
 // Registers: a consumer thread's budget with two / one math warp-groups, and what it needs beside
 // its accumulators (addresses, scales).
 constexpr int kRegsTwoWarpGroups = 232, kRegsOneWarpGroup = 255, kRegsBesideAccumulators = 40;
@@ -147,6 +148,13 @@ bool fp8_grouped_cap(const GemmShape& s) {
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
 // that each read their own B, the large-M model's regime).
 bool small_m(const GemmShape& s) { return s.type == GemmType::kNormal && s.m <= 128; }
+
+// Large-M FP8 1D2D tiles stage their whole D tile even where rotating strips would fit a stage more,
+// as long as three stages fit beside it (fp8_whole_tile_staging); masked calls, measured only with
+// the strips, keep them.
+bool whole_tile_over_strips(const GemmShape& s) {
+  return s.kind == GemmKind::kFp8_1D2D && !small_m(s) && s.type != GemmType::kMGroupedMasked;
+}
 
 int max_stages(const GemmShape& s, int bm, int bn, int d_bufs, int split_k) {
   const unsigned budget = kSmemBudget - group_table_bytes(s.type, s.num_groups);
@@ -318,7 +326,13 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   const int64_t slots = tail ? num_sms / 2 * 2 : c.split_k > 1 ? resident_clusters(num_sms, c.split_k) : num_sms / c.cluster;
   const int64_t rounds = cdiv(units, slots);
   const int64_t kbs = tail ? cdiv(s.k, bk) : cdiv(cdiv(s.k, bk), c.split_k);
-  const double t_kb = large_m_k_block_s(model, s, c, stages);
+  // Whole-tile staging in place of a deeper pipeline through rotating strips: priced as that
+  // pipeline, with the gain measured against it (the tiles were calibrated with the strips).
+  const int deeper = std::min(max_stages(s, c.bm, c.bn, 2, c.split_k), kMaxStagesLargeM);
+  const bool for_strips = whole_tile_over_strips(s) && c.split_k == 1 && d_bufs == 0 &&
+                          stages >= kWholeTileMinStages && stages < kFewStages && deeper > stages;
+  const double t_kb = for_strips ? large_m_k_block_s(model, s, c, deeper) * m.fp8_whole_tile_staging
+                                 : large_m_k_block_s(model, s, c, stages);
   double t_epi = large_m_epilogue_s(m, s, c, d_bufs);
   if (s.kind == GemmKind::kFp8_1D1D && c.overlap) t_epi += m.fp8_1d1d_overlap_exposed * t_kb;
   const double t_reduce = model.split_k_reduce_s + double(c.bm) * c.bn * 4 / m.split_k_bytes_per_s;
@@ -522,8 +536,8 @@ std::vector<int> split_ks(const GemmShape& s, const GemmOverride& o, int num_sms
 }
 
 // The pipeline depth and epilogue staging of `c`: as many stages as fit (capped), whole-tile D
-// staging unless two rotating strips leave room for more stages; an explicit stage count decides
-// the staging itself. False (with the reason) when too few stages fit.
+// staging unless two rotating strips leave room for more stages (not for whole_tile_over_strips);
+// an explicit stage count decides the staging itself. False (with the reason) when too few stages fit.
 bool fit_stages(const GemmShape& s, const GemmOverride& o, const Candidate& c, int* stages, int* d_bufs,
                 const char** reason) {
   const int cap = small_m(s) ? kMaxStagesSmallM : kMaxStagesLargeM;
@@ -531,7 +545,9 @@ bool fit_stages(const GemmShape& s, const GemmOverride& o, const Candidate& c, i
   // Split-K stages no D, but for a masked split tail's whole tiles.
   const bool staged = c.split_k == 1 || s.type == GemmType::kMGroupedMasked;
   *stages = std::min(whole, cap), *d_bufs = 0;
-  if (staged && *stages < kFewStages && std::min(rotating, cap) > *stages) *stages = std::min(rotating, cap), *d_bufs = 2;
+  if (staged && *stages < kFewStages && std::min(rotating, cap) > *stages &&
+      !(whole_tile_over_strips(s) && *stages >= kWholeTileMinStages))
+    *stages = std::min(rotating, cap), *d_bufs = 2;
   if (o.stages) {
     // The whole tile where it fits, else two rotating strips, else one strip buffer per warp-group.
     *d_bufs = staged && o.stages > whole ? (o.stages <= rotating ? 2 : 1) : 0;

@@ -467,16 +467,30 @@ TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   s.n = 2112;  // 66 tiles: no split
   REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
   CHECK(c.split_k == 1);
-  s.m = 4096, s.n = 7168, s.k = 16384;  // 128x256 fits 4 stages beside two rotating strips, not 3 beside the tile
+  s.m = 4096, s.n = 7168, s.k = 16384;  // 128x256 fits 4 stages beside two rotating strips, 3 beside the tile
   dg::ops::GemmOverride o;
   o.block_m = 128, o.block_n = 256, o.cluster = 2;
   REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
-  CHECK(c.stages == 4);
+  CHECK(c.stages == 3);  // FP8 1D2D keeps the whole tile where 3 stages fit (fp8_whole_tile_staging)
+  CHECK(c.d_bufs == 0);
+  o.stages = 4;  // only beside rotating strips
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
   CHECK(c.d_bufs == 2);
   CHECK(c.smem_bytes <= 232448u);
+  o.stages = 0;
+  s.kind = GemmKind::kBf16;  // BF16 takes the fourth stage
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.stages == 4);
+  CHECK(c.d_bufs == 2);
   o.stages = 3;  // fits beside the whole tile
   REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
   CHECK(c.d_bufs == 0);
+  s.kind = GemmKind::kFp8_1D2D, s.d_dtype = DG_DTYPE_FLOAT32, s.accumulate = true;  // the FP32 tile leaves 1 stage
+  o = {};
+  o.block_m = 256, o.block_n = 128;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.d_bufs > 0);
+  s.d_dtype = DG_DTYPE_BFLOAT16, s.accumulate = false;
   // FP8 128x128: two 64-column strips are the whole tile, so 6 stages need one strip buffer.
   o = {};
   o.block_m = 128, o.block_n = 128, o.stages = 6;
