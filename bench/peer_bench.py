@@ -20,11 +20,12 @@ is DeepGEMM's use_cublaslt=True path for the per-head forms, torch.einsum for th
 the BF16 torch.einsum).
 `skip-head-mid` (fp8_gemm_nt_skip_head_mid on DeepGEMM's test shapes, heads 128 + 64 + 128; G = heads,
 n = the GEMM's N; the cuBLAS column is cuBLASLt's FP8 GEMM into a temporary [M, N]).
-The contenders' calls alternate one by one, each after an L2 flush and timed by CUDA events, and each
-keeps its median (t_interleaved), so that clock changes under the GPU's power limit hit every
-contender alike; `--timing blocks` times each contender with triton.testing.do_bench instead (~100 ms
-of calls per contender, best of two rounds), as the tables measured before `timing` was recorded in
-their rows were. paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
+The contenders' calls alternate one by one, each after an L2 flush that leaves L2 clean and timed by
+CUDA events, and each keeps its median (t_interleaved), so that clock changes under the GPU's power
+limit hit every contender alike. `--timing interleaved` flushes by zeroing 256 MB instead (the timed
+call then writes back the dirty lines it evicts), `--timing blocks` times each contender with
+triton.testing.do_bench (~100 ms of calls per contender, best of two rounds); each row records its
+`timing` (rows without one were timed in blocks). paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
 as decoding runs them: its calls take 25-120 us of GPU time, and a Python host path slower than the
 GPU work between two of them (libdg's paged call once took 47-230 us per warm call) puts host time
 into the kernel's. Contenders:
@@ -42,7 +43,7 @@ Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mq
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--grouped-nk NxK,...]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
-                                   [--contiguous G:M,...] [--timing interleaved|blocks]
+                                   [--contiguous G:M,...] [--timing interleaved-clean|interleaved|blocks]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 --alt adds a contender "libdg_NAME": libdg with those dg_gemm_options fields forced (e.g.
 --alt c2=cluster:2,multicast_a:0), to compare a kernel config with the heuristic's choice (the GEMM

@@ -11,15 +11,17 @@ down GEMM. Contenders:
   libdg_tuned    with --tuned TABLE: the libdg layer with its GEMMs on a stream whose config reads
                  the tuning table TABLE (dg-tune, docs/tuning.md; tools/problems/deepseek-v3.txt holds
                  the layer's GEMMs, the fused gate/up one included); "libdg" then runs untuned.
-The Triton kernels run one program per (row, 128 columns), as inference engines quantize, and write
-the scales straight into the MN-major TMA-aligned layout the FP8 GEMMs read (no transform).
+The Triton kernels run one program per row and eight 128-column groups, and write the scales straight
+into the MN-major TMA-aligned layout the FP8 GEMMs read (no transform).
 Prefill uses the contiguous layout (each expert's tokens padded to 128 rows), decode the masked one
 (counts on the device), timed as CUDA graph replays. Each row also times the gate/up GEMM alone,
 plain (BF16 [M, 4096]) and fused (SwiGLU + FP8 [M, 2048]), and each step of the unfused pipelines
 alone (the second table: where the layers' times go), and records calc_diff of each layer against an
-FP32 reference on the dequantized weights for a sample of rows.
+FP32 reference on the dequantized weights for a sample of rows. All of them are timed together, their
+calls alternated one by one (peer_bench.t_interleaved; --timing as peer_bench.py's).
 
 Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--tuned TABLE] [--out DIR]
+                                       [--timing interleaved-clean|interleaved|blocks]
        python3 bench/peer_moe_layer.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 (T: tokens per expert; needs torch, triton, dg, and deep_gemm for the peer; see bench/README.md).
 Writes moe_layer.json and moe_layer.txt into DIR.
