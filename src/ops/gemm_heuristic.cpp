@@ -136,13 +136,14 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
 }
 
 // FP8 grouped problems whose tiles are capped at 192 columns (see tiles()): all but the contiguous
-// form with per-row indices, the one whose tile count the host knows, and masked decoding (at most 64
-// rows per group: one row of tiles per group, weights streamed once, where 64x256 ran G = 32 faster
-// than the narrow tiles).
+// form with per-row indices and batched calls, whose tile counts the host knows, and masked decoding
+// (at most 64 rows per group: one row of tiles per group, weights streamed once, where 64x256 ran
+// G = 32 faster than the narrow tiles).
 bool fp8_grouped_cap(const GemmShape& s) {
   constexpr int64_t kDecodeRows = 64;
   if (s.type == GemmType::kMGroupedMasked && s.expected_m > 0 && s.expected_m <= kDecodeRows) return false;
-  return is_fp8(s.kind) && s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous;
+  return is_fp8(s.kind) && s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous &&
+         s.type != GemmType::kBatched;
 }
 
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
@@ -467,9 +468,10 @@ struct Tile {
 std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   // block_m 256 (FP8 1D2D in 128-row promotion units) ran 2-4% faster than 128-row tiles at
   // M = 8192 and 0.2-3.7% at M = 4096 on the large DeepSeek shapes, mixed at M = 2048: a candidate
-  // from M = 4096. BF16 never ran fastest with it (only by override).
+  // from M = 4096 (per batch for batched calls). BF16 never ran fastest with it (only by override).
   std::vector<int> bms = {64, 128};
-  if (s.type == GemmType::kNormal && s.kind == GemmKind::kFp8_1D2D && s.m >= 4096) bms.push_back(256);
+  if ((s.type == GemmType::kNormal || s.type == GemmType::kBatched) && s.kind == GemmKind::kFp8_1D2D && s.m >= 4096)
+    bms.push_back(256);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   // FP8 grouped calls whose tile count is a hint (psum, masked, K-grouped) cap tiles at 192 columns:

@@ -137,14 +137,22 @@ struct WarpgroupStore {
                            float2_to_bf16x2(a[6] * alpha, a[7] * alpha).bits);
         }
       } else if constexpr (kBytes == 1) {
-        // FP8: acc holds the values times their inverse scales (alpha is already applied).
+        // FP8: acc holds the values times their inverse scales (alpha is already applied). A strip
+        // row is at most 128 bytes, so the swizzle's XOR term is the same for all of a row's columns
+        // and for rows r and r + 8: per two 8-column groups one address serves four 2-byte stores.
         const uint32_t row = i * 64 + warp * 16 + lane / 4;
+        const uint32_t xor_term = swizzle<kSwizzle>(row * kStripBytes) - row * kStripBytes;
+        const uint32_t base = buf + row * kStripBytes + (lane % 4) * 2;
 #pragma unroll
-        for (uint32_t g = s * kStrip / 8; g < (s + 1) * kStrip / 8; ++g) {
-          const uint32_t off = row * kStripBytes + g * 8 + (lane % 4) * 2 - s * kStrip;
-          ptx::st_shared_u16(buf + swizzle<kSwizzle>(off), quant::e4m3x2(acc[i][g * 4 + 0], acc[i][g * 4 + 1]));
-          ptx::st_shared_u16(buf + swizzle<kSwizzle>(off + 8 * kStripBytes),
-                             quant::e4m3x2(acc[i][g * 4 + 2], acc[i][g * 4 + 3]));
+        for (uint32_t g = s * kStrip / 8; g < (s + 1) * kStrip / 8; g += 2) {
+          const uint32_t pair = (g - s * kStrip / 8) * 8;  // byte column of groups g, g + 1
+          const uint32_t addr = base + (pair ^ xor_term);
+#pragma unroll
+          for (uint32_t e = 0; e < 2; ++e) {  // FP8 strips are 16 to 128 columns: whole pairs
+            const float* a = &acc[i][(g + e) * 4];
+            ptx::st_shared_u16(addr + e * 8, quant::e4m3x2(a[0], a[1]));
+            ptx::st_shared_u16(addr + e * 8 + 8 * kStripBytes, quant::e4m3x2(a[2], a[3]));
+          }
         }
       } else {
         const uint32_t row = i * 64 + warp * 16 + lane / 4;
