@@ -64,7 +64,7 @@ DG_DEVICE float max_nan(float x, float lo) {
 }
 
 // silu(x) = x / (1 + exp(-x)) of two values with one reciprocal: r = 1 / (d0 d1) gives 1 / d0 =
-// r d1 and 1 / d1 = r d0 (three MUFU operations per pair instead of four; about 3 ulp). x is first
+// r d1 and 1 / d1 = r d0 (three MUFU operations per pair instead of four; within 5 ulp). x is first
 // raised to kSiluMinX, so that d0 d1 < 2^125 stays finite: below it silu(x) is within 1e-17 of 0 and
 // returns silu(kSiluMinX) (-inf included); NaN stays NaN.
 constexpr float kSiluMinX = -43.0f;  // exp(43) < 2^62.1
