@@ -145,8 +145,7 @@ struct Fused {
     constexpr uint32_t kGroupsPerScale = kScaleGroup / 8;
     uint32_t amax = 0;
 #pragma unroll
-    for (uint32_t g = q * kGroupsPerScale; g < (q + 1) * kGroupsPerScale; ++g)
-    {
+    for (uint32_t g = q * kGroupsPerScale; g < (q + 1) * kGroupsPerScale; ++g) {
       float &lo = acc[i][g * 4 + 2 * h], &hi = acc[i][g * 4 + 2 * h + 1];
       round_to_bf16x2(lo, hi);
       amax = max_of(amax, max_of(quant::abs_bits(lo), quant::abs_bits(hi)));
