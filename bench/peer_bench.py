@@ -25,8 +25,8 @@ CUDA events, and each keeps its median (t_interleaved), so that clock changes un
 limit hit every contender alike. `--timing interleaved` flushes by zeroing 256 MB instead (the timed
 call then writes back the dirty lines it evicts), `--timing blocks` times each contender with
 triton.testing.do_bench (~100 ms of calls per contender, best of two rounds); each row records its
-`timing` (rows without one were timed in blocks). paged-mqa times replays of a CUDA graph of libdg's and DeepGEMM's calls,
-as decoding runs them: its calls take 25-120 us of GPU time, and a Python host path slower than the
+`timing` (rows without one were timed in blocks). paged-mqa times replays of a CUDA graph of libdg's
+and DeepGEMM's calls, as decoding runs them: its calls take 25-120 us of GPU time, and a Python host path slower than the
 GPU work between two of them (libdg's paged call once took 47-230 us per warm call) puts host time
 into the kernel's. Contenders:
   libdg     the Python binding (`dg`), found through DG_LIBRARY_PATH or the source tree;
