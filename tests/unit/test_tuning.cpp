@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dg.h"
@@ -538,14 +539,16 @@ TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
   }
 }
 
-TEST_CASE("problem lists: the committed DeepSeek-V3 and Llama-70B lists") {
-  for (const char* name : {"deepseek-v3.txt", "llama-70b.txt"}) {
+TEST_CASE("problem lists: the committed lists parse and every problem has candidates") {
+  const std::pair<const char*, size_t> lists[] = {
+      {"deepseek-v3.txt", 97}, {"llama-70b.txt", 56}, {"peer-grouped.txt", 27}};
+  for (const auto& [name, count] : lists) {
     CAPTURE(name);
     const std::string text = read_file(std::string(DG_TEST_DATA_DIR) + "/../../tools/problems/" + name);
     REQUIRE(!text.empty());
     std::vector<dg::ops::TuneProblem> p;
     REQUIRE(dg::ops::parse_problem_list(text, "problems", &p) == DG_SUCCESS);
-    CHECK(p.size() >= 50);
+    CHECK(p.size() == count);
     for (const dg::ops::TuneProblem& q : p) {
       CAPTURE(q.text);
       std::vector<GemmConfig> c;
