@@ -212,6 +212,8 @@ std::vector<std::string> compiler_options(const std::string& arch, const Config&
     o.push_back("-O3");
   }
   if (config.ptxas_verbose) o.push_back("--ptxas-options=-v");
+  // Part of the cache key (kernel_cache.cpp): cubins built with other ptxas options are not reused.
+  for (const std::string& w : config.ptxas_options) o.push_back("--ptxas-options=" + w);
   if (config.jit_debug) o.push_back("-lineinfo");
   return o;
 }

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "runtime/env.h"
 #include "runtime/log.h"
@@ -32,6 +33,10 @@ Config Config::from_environment() {
   c.jit_debug = env::flag("DG_JIT_DEBUG");
   c.print_configs = env::flag("DG_PRINT_CONFIGS") || c.jit_debug;
   c.ptxas_verbose = env::flag("DG_JIT_PTXAS_VERBOSE") || c.jit_debug;
+  if (const char* extra = env::get("DG_JIT_PTXAS_OPTIONS")) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) c.ptxas_options.push_back(w);
+  }
   c.dump_source = env::flag("DG_JIT_DUMP_SOURCE");
   c.dump_ptx = env::flag("DG_JIT_DUMP_PTX");
   if (const std::optional<std::string> standard = env::get_trimmed("DG_JIT_CPP_STANDARD")) {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dg.h"
 
@@ -21,6 +22,7 @@ struct Config {
   // JIT diagnostics, from the environment only (DG_JIT_*; see README).
   bool jit_debug = false;
   bool ptxas_verbose = false;
+  std::vector<std::string> ptxas_options;  // DG_JIT_PTXAS_OPTIONS, split at whitespace
   bool dump_source = false;
   bool dump_ptx = false;
   std::string nvcc_path;    // DG_JIT_NVCC_COMPILER, else $CUDA_HOME/bin/nvcc
