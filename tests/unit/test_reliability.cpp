@@ -133,14 +133,13 @@ TEST_CASE("boolean variables take the usual spellings and warn once about anythi
   }
 }
 
-TEST_CASE("DG_JIT_PTXAS_OPTIONS: each word becomes a --ptxas-options= of every compile (and of the cache key)") {
+TEST_CASE("DG_JIT_PTXAS_OPTIONS: each word becomes a --ptxas-options= of every compile") {
   const auto ptxas_words = [](const dg::Config& c) {
     std::vector<std::string> out;
     for (const std::string& o : dg::jit::compiler_options("sm_90a", c))
       if (o.rfind("--ptxas-options=", 0) == 0) out.push_back(o);
     return out;
   };
-  CHECK(ptxas_words(dg::Config::from_environment()).empty());
   {
     ScopedEnv extra("DG_JIT_PTXAS_OPTIONS", "  --register-usage-level=10\t-O2 ");
     const dg::Config c = dg::Config::from_environment();
