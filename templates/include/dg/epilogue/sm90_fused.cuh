@@ -77,7 +77,7 @@ DG_DEVICE float rcp_newton(float p) {
 // r d1 and 1 / d1 = r d0 (within 5 ulp). x is first raised to kSiluMinX, so that d0 d1 < 2^125
 // stays finite: below it silu(x) is within 1e-17 of 0 and returns silu(kSiluMinX) (-inf included);
 // NaN stays NaN. The reciprocal runs on the special-function unit (kMufuRcp: three MUFU operations
-// per pair) or on the FMA pipe (two, and nine FMA-pipe operations more).
+// per pair) or on the FMA pipe (two MUFU operations, and seven integer and FMA ones for the third).
 constexpr float kSiluMinX = -43.0f;  // exp(43) < 2^62.1
 constexpr float kMinusLog2e = -1.4426950408889634f;
 template <bool kMufuRcp>
