@@ -6,6 +6,7 @@
 // through dg_swiglu_interleave as an engine would prepare them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -299,6 +300,63 @@ TEST_CASE("fused SwiGLU on a dense FP8 GEMM: BF16 D against FP64, FP8 D bit for 
           for (int64_t r = m; r < align4(m); ++r) bad_padding += s1[size_t(w2 * align4(m) + r)] != 0;
         CHECK(bad_padding == 0);
       });
+}
+
+// Operands whose GEMM is exact in FP32 (E4M3 values in {+-0.5, +-1, +-1.5}, unit scales, K = 256: every
+// product and partial sum lies on the 1/4 grid below 2^10), so that an FP32 D shows the SwiGLU arithmetic
+// alone against FP64, value by value, for every pair position (the pairs that take rcp.approx and the ones
+// on the FMA pipe): within docs/gemm_epilogues.md's bound for silu (5 ulp, and 0.4 |x| ulp more for a
+// negative gate x) plus the product's rounding, with 2 ulp to spare.
+TEST_CASE("fused SwiGLU on exact GEMM values: FP32 D within its documented ulp bound of FP64, value by value") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  std::mt19937 rng(23);
+  const int64_t m = 77, inter = 256, n = 2 * inter, k = 256, kb = k / 128;
+  const uint8_t codes[] = {0x30, 0x38, 0x3c, 0xb0, 0xb8, 0xbc};  // 0.5, 1, 1.5 and their negatives
+  const double values[] = {0.5, 1.0, 1.5, -0.5, -1.0, -1.5};
+  std::uniform_int_distribution<int> pick(0, 5);
+  std::vector<uint8_t> qa(size_t(m * k)), qb(size_t(n * k));
+  std::vector<double> va(qa.size()), vb(qb.size());
+  for (size_t i = 0; i < qa.size(); ++i) { const int c = pick(rng); qa[i] = codes[c]; va[i] = values[c]; }
+  for (size_t i = 0; i < qb.size(); ++i) { const int c = pick(rng); qb[i] = codes[c]; vb[i] = values[c]; }
+  Buf da(gpu.device, qa.size()), db(gpu.device, qb.size());
+  da.upload(qa);
+  db.upload(qb);
+  Buf dsfa(gpu.device, size_t(align4(m) * kb * 4)), dsfb(gpu.device, size_t(n / 128 * kb * 4));
+  dsfa.upload(std::vector<float>(size_t(align4(m) * kb), 1.0f));
+  dsfb.upload(std::vector<float>(size_t(n / 128 * kb), 1.0f));
+  Tensor ta(da.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tsfa(dsfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, align4(m)});
+  Tensor tb(db.data(), DG_DTYPE_FLOAT8_E4M3, {n, k}), tsfb(dsfb.data(), DG_DTYPE_FLOAT32, {n / 128, kb});
+  Buf dd(gpu.device, size_t(m * inter * 4));
+  Tensor td(dd.data(), DG_DTYPE_FLOAT32, {m, inter});
+  dd.poison();
+  dg_gemm_epilogue e = swiglu_epilogue();
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.epilogue = &e;
+  REQUIRE_MESSAGE(dg_fp8_gemm_nt(gpu.stream, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, &o) == DG_SUCCESS,
+                  std::string(dg_last_error()));
+  const std::vector<float> d = dd.download<float>();
+  // B's rows alternate blocks of 128 gate rows and the 128 matching up rows (the SwiGLU layout).
+  auto dot = [&](int64_t i, int64_t row) {
+    double acc = 0;
+    for (int64_t x = 0; x < k; ++x) acc += va[size_t(i * k + x)] * vb[size_t(row * k + x)];
+    return acc;
+  };
+  int64_t bad = 0;
+  double worst_ulps = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t c = 0; c < inter; ++c) {
+      const int64_t gate_row = (c / 128) * 256 + c % 128;
+      const double g = std::max(dot(i, gate_row), -43.0), u = dot(i, gate_row + 128);  // -43: the documented floor
+      const double ref = g / (1.0 + std::exp(-g)) * u;
+      const double got = d[size_t(i * inter + c)];
+      const double ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(ref), 1e-30)) - 23);
+      const double ulps = std::fabs(got - ref) / ulp, bound = 8.0 + 0.4 * std::max(-g, 0.0);
+      worst_ulps = std::max(worst_ulps, std::isfinite(ulps) ? ulps : 1e30);
+      bad += !(ulps <= bound);
+    }
+  CAPTURE(worst_ulps);
+  CHECK(bad == 0);
 }
 
 TEST_CASE("fused SwiGLU + FP8 D on M-grouped masked and contiguous FP8 GEMMs") {
