@@ -43,9 +43,9 @@ struct FusedParams {
   uint32_t pow2;        // FP32 scales rounded up to powers of two (packed scales always are)
 };
 
-// SwiGLU runs in the epilogue, where the math warp-groups issue no WGMMA: its cost is exposed, and
-// it is bound by the special-function unit (a quarter of the FP32 rate), so it spends as few MUFU
-// operations as it can.
+// SwiGLU runs in the epilogue, where the math warp-groups issue no WGMMA: its cost is exposed. Its
+// exp2 and reciprocals run on the special-function unit, a fraction of the FP32 rate, so it spends
+// few MUFU operations (silu2, Fused::swiglu).
 DG_DEVICE float fast_ex2(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
