@@ -305,8 +305,8 @@ TEST_CASE("fused SwiGLU on a dense FP8 GEMM: BF16 D against FP64, FP8 D bit for 
 // Operands whose GEMM is exact in FP32 (E4M3 values in {+-0.5, +-1, +-1.5}, unit scales, K = 256: every
 // product and partial sum lies on the 1/4 grid below 2^10), so that an FP32 D shows the SwiGLU arithmetic
 // alone against FP64, value by value, for every pair position (the pairs that take rcp.approx and the ones
-// on the FMA pipe): within docs/gemm_epilogues.md's bound for silu (5 ulp, and 0.4 |x| ulp more for a
-// negative gate x) plus the product's rounding, with 2 ulp to spare.
+// on the FMA pipe): within docs/gemm_epilogues.md's bound for silu (5 ulp, and up to |x| ulp more for a
+// negative gate x) plus the product's rounding, with 4 ulp to spare.
 TEST_CASE("fused SwiGLU on exact GEMM values: FP32 D within its documented ulp bound of FP64, value by value") {
   Gpu gpu;
   if (!gpu.sm90()) return;
@@ -351,7 +351,7 @@ TEST_CASE("fused SwiGLU on exact GEMM values: FP32 D within its documented ulp b
       const double ref = g / (1.0 + std::exp(-g)) * u;
       const double got = d[size_t(i * inter + c)];
       const double ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(ref), 1e-30)) - 23);
-      const double ulps = std::fabs(got - ref) / ulp, bound = 8.0 + 0.4 * std::max(-g, 0.0);
+      const double ulps = std::fabs(got - ref) / ulp, bound = 10.0 + std::max(-g, 0.0);
       worst_ulps = std::max(worst_ulps, std::isfinite(ulps) ? ulps : 1e30);
       bad += !(ulps <= bound);
     }

@@ -74,7 +74,7 @@ DG_DEVICE float rcp_newton(float p) {
 }
 
 // silu(x) = x / (1 + exp(-x)) of two values with one reciprocal: r = 1 / (d0 d1) gives 1 / d0 =
-// r d1 and 1 / d1 = r d0 (within 5 ulp, and 0.4 |x| ulp more for x < -1: the rounding of x log2(e)
+// r d1 and 1 / d1 = r d0 (within 5 ulp, and up to |x| ulp more for x < -1: the rounding of x log2(e)
 // before exp2). x is first raised to kSiluMinX, so that d0 d1 < 2^125 stays finite: below it silu(x)
 // is within 1e-17 of 0 and returns silu(kSiluMinX) (-inf included); NaN stays NaN. The reciprocal
 // runs on the special-function unit (kMufuRcp: three MUFU operations per pair) or on the FMA pipe
