@@ -19,6 +19,9 @@ namespace {
 constexpr unsigned kSmemBudget = 232448;  // 227 KiB, sm_90
 // A K block is 128 bytes of each operand row (128 FP8 or 64 BF16 elements).
 constexpr int kBlockKBytes = 128;
+// The 1D2D kernels' SFB ring (mirrors Sm90GemmTraits::kSfbSlots and kSmemSfbSlot): 2 slots of 32 K
+// blocks' two FP32 scalars.
+constexpr unsigned kSfbSlots = 2, kSfbSlotBytes = 2 * 32 * 4;
 // With fewer stages than this beside a whole-tile D staging buffer, the heuristic stages D in strips;
 // below it the cost model charges each missing stage.
 constexpr int kFewStages = 4;
@@ -380,10 +383,11 @@ unsigned gemm_smem_bytes(const GemmShape& s, int bm, int bn, int stages, int d_b
   const int strips = d_bufs > 0 && d_bufs < cols / strip ? d_bufs : cols / strip;
   const unsigned a = bm * bk * eb, b = bn * bk * eb;
   const unsigned sfa = is_fp8(s.kind) ? static_cast<unsigned>(align_up(bm * 4, 128)) : 0;
-  // 1D1D: per-column scales; 1D2D: the tile's two SFB scalars (mirrors Sm90GemmTraits::kSmemSfb).
-  const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128))
-                       : s.kind == GemmKind::kFp8_1D2D ? 16 : 0;
-  const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16;
+  // 1D1D: per-column scales per stage (mirrors Sm90GemmTraits::kSmemSfb). 1D2D: the SFB ring after
+  // the stages, its slots and two barriers per slot (kSfbSlots, kSmemSfbSlot).
+  const unsigned sfb = s.kind == GemmKind::kFp8_1D1D ? static_cast<unsigned>(align_up(bn * 4, 128)) : 0;
+  const unsigned sfb_ring = s.kind == GemmKind::kFp8_1D2D ? kSfbSlots * (kSfbSlotBytes + 16) : 0;
+  const unsigned ring = stages * (a + b + sfa + sfb), barriers = stages * 16 + sfb_ring;
   // Nothing staged where skip_head_mid stores from registers (mirrors Sm90GemmTraits::kSmemD).
   const unsigned staging =
       direct_head_store(s) ? 0u : static_cast<unsigned>(int64_t(bm) * strip * strips * out_bytes(s));

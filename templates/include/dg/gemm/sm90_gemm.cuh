@@ -40,7 +40,6 @@
 #pragma once
 #include <dg/types.cuh>
 #include <dg/ptx/common.cuh>
-#include <dg/ptx/cp_async.cuh>
 #include <dg/ptx/mbarrier.cuh>
 #include <dg/ptx/tma.cuh>
 #include <dg/ptx/wgmma.cuh>
@@ -138,11 +137,15 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
   static constexpr uint32_t kSmemSfa = kFp8 ? align_up<uint32_t>(kBlockM * 4, 128) : 0;
-  // 1D1D: the tile's BLOCK_N per-column scales (TMA); 1D2D: the (at most two) SFB scalars of the tile's
-  // 128-column blocks, copied by the producer with cp.async so that consumers read them from shared
-  // memory like SFA instead of waiting on L2 in the K loop.
-  static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128)
-                                       : kKind == Kind::kFp8_1D2D ? 16 : 0;
+  // 1D1D: the tile's BLOCK_N per-column scales, per stage (TMA). 1D2D: the SFB ring below instead.
+  static constexpr uint32_t kSmemSfb = kKind == Kind::kFp8_1D1D ? align_up<uint32_t>(kBlockN * 4, 128) : 0;
+  // 1D2D: the (at most two) SFB scalars per K block of the tile's 128-column blocks come through a
+  // ring of their own, filled by a second producer warp for windows of kSfbWindow K blocks ahead of
+  // the consumers (sfb_ring_fill): the stages' barriers wait for TMA alone. (A cp.async copy of the
+  // scalars beside each stage, which the stage's barrier also waited for, cost 1-2% on an H200.)
+  static constexpr bool kSfbRing = kKind == Kind::kFp8_1D2D;
+  static constexpr uint32_t kSfbWindow = 32, kSfbSlots = 2;
+  static constexpr uint32_t kSmemSfbSlot = 2 * kSfbWindow * 4;  // [row][K block of the window], FP32
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
   static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
@@ -173,8 +176,10 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kOffSfa = kOffB + kStages * kSmemB;
   static constexpr uint32_t kOffSfb = kOffSfa + kStages * kSmemSfa;
   static constexpr uint32_t kOffRed = kSmemD;  // the partial tile (split-K), over the ring
-  static constexpr uint32_t kOffBar = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kOffRed + kSmemRed), 8);
-  static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8;
+  static constexpr uint32_t kOffSfbRing = align_up<uint32_t>(max_of(kOffSfb + kStages * kSmemSfb, kOffRed + kSmemRed), 16);
+  static constexpr uint32_t kOffBar = align_up<uint32_t>(kOffSfbRing + (kSfbRing ? kSfbSlots * kSmemSfbSlot : 0), 8);
+  // Barriers: each stage's full and empty; then (SFB ring) each slot's full and empty.
+  static constexpr uint32_t kSmemBytes = kOffBar + kStages * 2 * 8 + (kSfbRing ? kSfbSlots * 2 * 8 : 0);
 
   using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM>,
                                 sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>>::type;
@@ -362,6 +367,53 @@ DG_DEVICE void with_boundary(uint32_t b, F&& f) {
   else with_boundary<kMask & ~kLow>(b, f);
 }
 
+// 1D2D SFB ring (Traits::kSfbRing): slot i holds the scalars of one window of kSfbWindow K blocks of
+// a tile, [first 128-column block's, second's] (the second: the block a straddling tile reaches, the
+// first again otherwise), at kOffSfbRing + i * kSmemSfbSlot. Its barriers follow the stages': the
+// slots' full barriers (the filling warp's 32 lanes arrive), then their empty ones (every consumer
+// thread arrives once it has read its last scalar of the window).
+template <class T>
+struct SfbRing {
+  uint32_t full0, empty0;  // shared-window addresses of slot 0's barriers
+  DG_DEVICE explicit SfbRing(uint32_t full_addr)
+      : full0(full_addr + 2 * T::kStages * 8), empty0(full0 + T::kSfbSlots * 8) {}
+  DG_DEVICE static float* slot_data(uint8_t* smem, uint32_t slot) {
+    return reinterpret_cast<float*>(smem + T::kOffSfbRing + slot * T::kSmemSfbSlot);
+  }
+};
+
+// The second producer warp: fills the SFB ring for every tile the consumers will run, window by
+// window, in their order (its own copy of the tile walk). Scalars past a tile's last K block repeat
+// it (never read). All 32 lanes.
+template <class T, class Sched>
+DG_DEVICE void sfb_ring_fill(const Sm90GemmParams& p, Sched sched, uint32_t num_kb, uint8_t* smem,
+                             uint32_t full_addr, uint32_t lane) {
+  const SfbRing<T> ring(full_addr);
+  uint32_t kb_begin, kb_end;
+  sched.k_range(num_kb, kb_begin, kb_end);
+  uint32_t slot = 0, phase = 0;
+  sched::Tile t;
+  while (sched.next(t)) {
+    if constexpr (T::kTail) sched.tile_k_range(t, num_kb, kb_begin, kb_end);
+    const uint32_t n0 = t.n_block * T::kBlockN;
+    const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1), row1 = min_of((n0 + T::kBlockN - 1) / 128, p.sfb_rows - 1);
+    const float* first = p.sfb + t.group * p.sfb_stride_g + row0 * p.sfb_stride_n;
+    const float* second = p.sfb + t.group * p.sfb_stride_g + row1 * p.sfb_stride_n;
+    for (uint32_t w0 = kb_begin; w0 < kb_end; w0 += T::kSfbWindow) {
+      ptx::mbar_wait(ring.empty0 + slot * 8, phase ^ 1);
+      float* dst = SfbRing<T>::slot_data(smem, slot);
+      for (uint32_t i = lane; i < T::kSfbWindow; i += 32) {
+        const int64_t kb = min_of(w0 + i, kb_end - 1);
+        const float v0 = __ldg(first + kb * p.sfb_stride_k);
+        dst[i] = v0;
+        dst[T::kSfbWindow + i] = T::kSfbStraddle ? __ldg(second + kb * p.sfb_stride_k) : v0;
+      }
+      ptx::mbar_arrive(ring.full0 + slot * 8);
+      if (++slot == T::kSfbSlots) slot = 0, phase ^= 1;
+    }
+  }
+}
+
 // WGMMA descriptor of a stage's operand tile, and the byte offset inside it of sub-row `row0` (a
 // multiple of 64) at K step `kk`: one add per WGMMA (ptx::advance_smem_desc).
 template <Major kMajor, uint32_t kBlockK>
@@ -407,10 +459,16 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     }
 #pragma unroll
     for (uint32_t s = 0; s < kStages; ++s) {
-      // The producer's arrival with the TMA byte count, plus (1D2D) its cp.async arrival for the SFB scalars.
-      ptx::mbar_init(&full[s], T::kKind == Kind::kFp8_1D2D ? 2 : 1);
+      // The producer's arrival with the TMA byte count.
+      ptx::mbar_init(&full[s], 1);
       // Every consumer thread of this CTA, and one lane of each consumer warp of the peer (release).
       ptx::mbar_init(&empty[s], T::kMathWG * 128 + (T::kCluster - 1) * T::kMathWG * 4);
+    }
+    if constexpr (T::kSfbRing) {
+      for (uint32_t i = 0; i < T::kSfbSlots; ++i) {
+        ptx::mbar_init(&empty[kStages + i], 32);                     // the slots' full barriers
+        ptx::mbar_init(&empty[kStages + T::kSfbSlots + i], T::kMathWG * 128);  // their empty ones
+      }
     }
     ptx::fence_barrier_init();
   }
@@ -477,15 +535,6 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : b_group * p.k;
         const uint32_t sfa_kb0 =
             T::kType == sched::GemmType::kMGroupedMasked || T::kBatched ? t.group * num_kb : sf_kb0;
-        // 1D2D: SFB of the tile's first 128-column block, stepped along K; the second (straddling
-        // tiles) is the next row, or the same one at the last row.
-        const float* sfb0 = nullptr;
-        bool sfb_next_row = false;
-        if constexpr (T::kKind == Kind::kFp8_1D2D) {
-          const uint32_t row0 = min_of(n0 / 128, p.sfb_rows - 1);
-          sfb0 = p.sfb + t.group * p.sfb_stride_g + row0 * p.sfb_stride_n + kb_begin * p.sfb_stride_k;
-          sfb_next_row = min_of((n0 + kBlockN - 1) / 128, p.sfb_rows - 1) != row0;
-        }
         // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
         // coordinates would not fit under the producer's 40-register cap.
 #pragma unroll 1
@@ -516,16 +565,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           if constexpr (T::kFp8) ptx::tma_load_2d(&p.tma_sfa, bar, smem + T::kOffSfa + stage * T::kSmemSfa, t.m_local0, sfa_kb0 + kb);
           if constexpr (T::kKind == Kind::kFp8_1D1D)
             ptx::tma_load_2d(&p.tma_sfb, bar, smem + T::kOffSfb + stage * T::kSmemSfb, n0, sf_kb0 + kb);
-          if constexpr (T::kKind == Kind::kFp8_1D2D) {
-            const uint32_t dst = smem_base + T::kOffSfb + stage * T::kSmemSfb;
-            ptx::cp_async_4(dst, sfb0);
-            if constexpr (T::kSfbStraddle) ptx::cp_async_4(dst + 4, sfb_next_row ? sfb0 + p.sfb_stride_n : sfb0);
-            ptx::cp_async_mbar_arrive(full_addr + stage * 8);
-            sfb0 += p.sfb_stride_k;
-          }
           if (++stage == kStages) { stage = 0; phase ^= 1; }
         }
       }
+    }
+    if constexpr (T::kSfbRing) {
+      if (warp == T::kMathWG * 4 + 1) sfb_ring_fill<T>(p, make_sched(), num_kb, smem, full_addr, lane);
     }
     __syncwarp();  // the elected lane rejoins its warp before the aligned cluster barriers
     // Split-K: the consumers' barrier that publishes the partial tiles counts every thread of the cluster.
@@ -546,14 +591,16 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     const uint32_t wg_row0 = wg * T::kWgM;  // this warp-group's first row in the tile
     const uint32_t warp_in_wg = warp % 4;
     uint32_t stage = 0, phase = 0;
+    [[maybe_unused]] uint32_t sfb_slot = 0, sfb_phase = 0;  // the SFB ring's (1D2D)
+    [[maybe_unused]] const SfbRing<T> sfb_ring(full_addr);
     [[maybe_unused]] const uint32_t peer = T::kCluster == 2 ? ptx::cluster_ctarank() ^ 1 : 0;  // the pair's other CTA
     // Split-K: this CTA computes a tile partially (one tile, or a split tail's last: `t` below keeps it).
     bool split_tile = false;
 
     // Frees a stage. Every thread arrives on this CTA's barrier (one instruction per warp, as for
     // lane 0 alone): an arrival releases the arriving thread's own reads only, and every lane reads
-    // the stage's SFA / SFB scalars before the producer overwrites them (1D2D SFB by cp.async:
-    // racecheck flagged lane-0-only arrivals once a CTA's tiles reused the ring). The peer of a
+    // the stage's scale scalars before the producer overwrites them (racecheck flagged lane-0-only
+    // arrivals once a CTA's tiles reused the ring). The peer of a
     // pair multicasts only A or B here, read by WGMMA alone: one lane per warp tells it. (One
     // arrival per warp after __syncwarp, DeepGEMM's protocol, still draws those racecheck reports
     // and measured no faster on an H200.)
@@ -639,14 +686,21 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 #pragma unroll
           for (uint32_t r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
-        // 1D2D: the SFB scalars of the K block in stage s (the tile's one or two 128-column blocks),
-        // which the producer copied beside the stage; columns [0, boundary) use the first.
+        // 1D2D: the SFB scalars of K block kb (the tile's one or two 128-column blocks) from the SFB
+        // ring, waiting for each window's slot at its first K block and freeing it after its last;
+        // columns [0, boundary) use the first.
         const uint32_t boundary = T::kKind == Kind::kFp8_1D2D ? min_of(128 - n0 % 128, kBlockN) : kBlockN;
-        auto load_sfb = [&](uint32_t s, float& s0, float& s1) {
-          if constexpr (T::kKind == Kind::kFp8_1D2D) {
-            const float* v = reinterpret_cast<const float*>(smem + T::kOffSfb + s * T::kSmemSfb);
-            s0 = v[0];
-            s1 = T::kSfbStraddle ? v[1] : s0;
+        auto load_sfb = [&](uint32_t kb, float& s0, float& s1) {
+          if constexpr (T::kSfbRing) {
+            const uint32_t i = (kb - kb_begin) % T::kSfbWindow;
+            if (i == 0) ptx::mbar_wait(sfb_ring.full0 + sfb_slot * 8, sfb_phase);
+            const float* v = SfbRing<T>::slot_data(smem, sfb_slot);
+            s0 = v[i];
+            s1 = T::kSfbStraddle ? v[T::kSfbWindow + i] : s0;
+            if (i == T::kSfbWindow - 1 || kb + 1 == kb_end) {
+              ptx::mbar_arrive(sfb_ring.empty0 + sfb_slot * 8);
+              if (++sfb_slot == T::kSfbSlots) sfb_slot = 0, sfb_phase ^= 1;
+            }
           }
         };
 
@@ -777,7 +831,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
               issue(j % kBufs, st[q], h, j == 0 && next_full);
               if (h == 0) {
                 load_sfa(st[q], sa[q]);
-                load_sfb(st[q], sb0[q], sb1[q]);
+                load_sfb(kb + q, sb0[q], sb1[q]);
               }
               if (h == kSplit - 1) advance();
               if (j == kGroup - 1) next_full = ptx::mbar_test(full_addr + stage * 8, phase);
@@ -807,7 +861,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
                 issue(0, s, h);
                 if (h == 0) {
                   load_sfa(s, sa);
-                  load_sfb(s, s0, s1);
+                  load_sfb(kb, s0, s1);
                 }
                 if (h == kSplit - 1) advance();
                 ptx::wgmma_wait<0>();
