@@ -338,6 +338,14 @@ TEST_CASE("quantize per token: masked layout, also replayed from a CUDA graph wi
     c.g = 5, c.m = 64, c.k = 7168, c.mode = 3, c.packed = packed;
     run_token_case(gpu, c, rng, {0, 5, 64, 100, -3});
   }
+  // More (row, 512-column) items than the grid has warps, so that warps take several rounds of two
+  // items (the BF16 16-byte path) and the last round one; K 2000 leaves the last chunk's lanes past
+  // K without elements; FP32 input takes one item a round.
+  for (const bool bf16 : {true, false}) {
+    TokenCase c;
+    c.g = 9, c.m = 1000, c.k = 2000, c.mode = 3, c.bf16 = bf16;
+    run_token_case(gpu, c, rng, {1000, 999, 0, 517, 1000, 3, 1000, 768, 1});
+  }
 
   // Graph: capture once with counts {3, 9}, replay with {17, 0}.
   const int64_t g = 2, max_m = 32, k = 256;
