@@ -19,7 +19,8 @@
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
 // of which issues every TMA load into a ring of kStages shared-memory stages guarded by full/empty
-// mbarriers. With a 2-CTA cluster the two CTAs compute tiles that share A (pair along N) or B (pair
+// mbarriers; in 1D2D GEMMs its second warp fills a ring of SFB scalars of its own (SfbRing). With a
+// 2-CTA cluster the two CTAs compute tiles that share A (pair along N) or B (pair
 // along M); each loads half of the shared operand and multicasts it to both, and the consumers of
 // both CTAs release a stage of either CTA.
 //
@@ -33,7 +34,7 @@
 //
 // Shared memory (dynamic, 1024-byte aligned):
 //   [D staging: BLOCK_M x BLOCK_N OutT or rotating strips; none with split-K]
-//   [A stages] [B stages] [SFA stages] [SFB stages] [barriers]
+//   [A stages] [B stages] [SFA stages] [SFB stages (1D1D)] [SFB ring (1D2D)] [barriers]
 // Split-K writes its FP32 partial tile over the stages (and past them where the ring is smaller).
 // A/B tiles use the 128-byte swizzle: K-major tiles are rows of BLOCK_K (128 bytes), MN-major tiles
 // (BF16 only) are column chunks of 64 MN elements x BLOCK_K rows.
