@@ -1,6 +1,6 @@
 #!/usr/bin/env sh
 # Every query form of dg-gemm-estimate (tests/model/estimate.cpp) answers with a config of 9 fields, and an
-# explicit config given to a masked or K-grouped query is the one it answers for.
+# explicit config given to a masked or K-grouped query is the one it answers for; --device names a GPU.
 #   bench/models/check_queries.sh BUILD/tests/dg-gemm-estimate
 set -eu
 est=${1:?usage: check_queries.sh DG_GEMM_ESTIMATE}
@@ -19,3 +19,9 @@ echo "$out" | awk 'NR == 5 && !($2 == 128 && $3 == 96 && $7 == 2) { exit 1 }' ||
   { echo "check_queries: the K-grouped query did not keep its explicit overlapped 128x96 tile" >&2; exit 1; }
 printf 'Q 2 1 4096 1228 6144 7168 0 0 0 0 -1 0 0 0\n' | "$est" | grep -q '^ERR' ||
   { echo "check_queries: a masked 1D1D query must be refused" >&2; exit 1; }
+# --device: the calibration of a GPU by name answers the same query form; a missing name is a usage error.
+printf 'H 1 4096 7168 2048\n' | "$est" --device 'NVIDIA H200' | awk 'NF != 9 || /ERR/ { exit 1 }' ||
+  { echo "check_queries: --device 'NVIDIA H200' did not answer a heuristic query" >&2; exit 1; }
+if "$est" --device < /dev/null > /dev/null 2>&1; then
+  echo "check_queries: --device without a name must be refused" >&2; exit 1
+fi

@@ -8,9 +8,10 @@ ranks first over the best measured time. bench/peer_bench.py JSON is read too: i
 rows that record their groups' K (`ks`) and its FP8 masked rows that record their hint and counts
 (`hint`, `ms`), with the configs its --alt contenders forced; the same problem (the same ks or ms)
 measured in several runs takes each config's geometric-mean time. Prints one
-line per shape and the geometric mean; shapes with regret above 2% are flagged. Refit a constant in
-src/ops/gemm_heuristic.cpp, rebuild dg-gemm-estimate and rerun to see the effect on every measured
-shape at once.
+line per shape and the geometric mean; shapes with regret above 2% are flagged. Each file's shapes
+are ranked with the calibration libdg uses on the GPU the file names (`dg-gemm-estimate --device`).
+Refit a constant in src/ops/gemm_cost_model.cpp, rebuild dg-gemm-estimate and rerun to see the
+effect on every measured shape at once.
 
     bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/tests/dg-gemm-estimate SWEEP.json [...]
 
@@ -79,6 +80,19 @@ def peer_bench_runs(data):
     return out
 
 
+def estimates(estimator, runs):
+    """The estimator's answer to each run's query, with the calibration of the GPU the run measured."""
+    answers = [None] * len(runs)
+    for device in sorted({run[4] for run in runs}):
+        idx = [i for i, run in enumerate(runs) if run[4] == device]
+        lines = ''.join(runs[i][1] + ' ' + ' '.join(map(str, runs[i][2])) + '\n' for i in idx)
+        cmd = [estimator] + (['--device', device] if device else [])
+        out = subprocess.run(cmd, input=lines, capture_output=True, text=True, check=True).stdout.splitlines()
+        for i, est in zip(idx, out):
+            answers[i] = est
+    return answers
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--check', help='GEOMEAN,MAX: fail when the regret exceeds these bounds')
@@ -86,12 +100,13 @@ def main():
     ap.add_argument('files', nargs='+')
     args = ap.parse_args()
     estimator, files = args.estimator, args.files
-    runs = []  # (shape key, estimator query, config, measured us)
+    runs = []  # (shape key, estimator query, config, measured us, device)
     for f in files:
         data = json.load(open(f))
         if 'rows' in data:
-            runs += peer_bench_runs(data)
+            runs += [run + (data.get('device', ''),) for run in peer_bench_runs(data)]
             continue
+        device = data.get('device', {}).get('name', '')
         for case in data['cases']:
             shape = case['shape']
             if case['suite'] not in ('dense-bf16', 'dense-fp8') or shape['m'] <= 128:
@@ -103,13 +118,12 @@ def main():
                 if parsed:
                     kind, cfg = parsed
                     key = (kind, shape['m'], shape['n'], shape['k'], f)
-                    runs.append((key, '%d %d %d %d' % key[:4], cfg, r['time_us']['median']))
+                    runs.append((key, '%d %d %d %d' % key[:4], cfg, r['time_us']['median'], device))
     if not runs:
         sys.exit('no libdg results with M > 128 or forced grouped configs in the given files')
-    lines = ''.join(query + ' ' + ' '.join(map(str, cfg)) + '\n' for _, query, cfg, _ in runs)
-    answers = subprocess.run([estimator], input=lines, capture_output=True, text=True, check=True).stdout.splitlines()
+    answers = estimates(estimator, runs)
     shapes = {}
-    for (key, _, cfg, t), est in zip(runs, answers):
+    for (key, _, cfg, t, _), est in zip(runs, answers):
         if not est.startswith('ERR'):
             shapes.setdefault(key, {}).setdefault(cfg, (float(est.split()[0]), []))[1].append(t)
     regrets = []

@@ -1,5 +1,6 @@
 // dg-gemm-estimate: the SM90 GEMM heuristic's cost model, queried offline (bench/models/fit_gemm_model.py).
-// Reads lines from stdin and answers each on one line of stdout (132 SMs, an H100 SXM's count):
+// Reads lines from stdin and answers each on one line of stdout (132 SMs, the H100 SXM's and the H200's
+// count), with the Hopper calibration or, after --device NAME, the one libdg uses on a GPU of that name:
 //   KIND M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK  -> the model's microseconds for that
 //       config (0 / -1 fields: heuristic's choice), or "ERR <message>" where it cannot run;
 //   H KIND M N K -> "<us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK", the heuristic's own choice;
@@ -14,9 +15,10 @@
 
 #include "dg.h"
 #include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
 
 static const char kUsage[] =
-    "Usage: dg-gemm-estimate [--help] [--version] < QUERIES\n"
+    "Usage: dg-gemm-estimate [--device NAME] [--help] [--version] < QUERIES\n"
     "\n"
     "The SM90 GEMM heuristic's cost model, queried offline (132 SMs). One query per line of stdin,\n"
     "one answer per line of stdout (\"ERR <message>\" where the config cannot run):\n"
@@ -28,11 +30,22 @@ static const char kUsage[] =
     "KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped. 0 / -1 config fields:\n"
     "the heuristic's choice.\n"
     "\n"
+    "  --device NAME   rank with the calibration libdg uses on a GPU named NAME (as the driver names\n"
+    "                  it, e.g. \"NVIDIA H200\"); default: the Hopper calibration\n"
+    "\n"
     "Exit status: 0 (malformed lines are answered ERR), 2 on a usage error.\n";
 
-// 0 to read queries, 1 when an option was answered, 2 on a usage error.
-static int parse_args(int argc, char** argv) {
+// 0 to read queries, 1 when an option was answered, 2 on a usage error. `model`: --device's calibration.
+static int parse_args(int argc, char** argv, const dg::ops::Sm90CostModel** model) {
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--device") == 0) {
+      if (i + 1 == argc) {
+        std::fprintf(stderr, "dg-gemm-estimate: --device needs a GPU name\n\n%s", kUsage);
+        return 2;
+      }
+      *model = &dg::ops::sm90_cost_model(argv[++i]);
+      continue;
+    }
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
       std::fputs(kUsage, stdout);
       return 1;
@@ -52,7 +65,8 @@ static int parse_args(int argc, char** argv) {
 static int k_grouped_fields(int read) { return read == 5 || read == 13 ? 4 : -1; }
 
 int main(int argc, char** argv) {
-  if (const int parsed = parse_args(argc, argv)) return parsed == 1 ? 0 : 2;
+  const dg::ops::Sm90CostModel* model = &dg::ops::hopper_cost_model();
+  if (const int parsed = parse_args(argc, argv, &model)) return parsed == 1 ? 0 : 2;
   char line[512];
   while (std::fgets(line, sizeof line, stdin)) {
     dg::ops::GemmShape s;
@@ -94,7 +108,7 @@ int main(int argc, char** argv) {
       if (kind == 0) s.major_a = s.major_b = dg::ops::Major::kMN;
     }
     dg::ops::GemmConfig c;
-    if (dg::ops::choose_gemm_config(s, 132, o, &c) != DG_SUCCESS) {
+    if (dg::ops::choose_gemm_config(s, 132, o, *model, &c) != DG_SUCCESS) {
       std::printf("ERR %s\n", dg_last_error());
       continue;
     }
