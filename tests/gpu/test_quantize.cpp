@@ -338,9 +338,9 @@ TEST_CASE("quantize per token: masked layout, also replayed from a CUDA graph wi
     c.g = 5, c.m = 64, c.k = 7168, c.mode = 3, c.packed = packed;
     run_token_case(gpu, c, rng, {0, 5, 64, 100, -3});
   }
-  // More (row, 512-column) items than the grid has warps, so that warps take several rounds of two
-  // items (the BF16 16-byte path) and the last round one; K 2000 leaves the last chunk's lanes past
-  // K without elements; FP32 input takes one item a round.
+  // More (row, 512-column) items than the grid has warps, so that each warp takes several in turn
+  // and the last round leaves warps idle; K 2000 leaves the last chunk's lanes past K without
+  // elements. BF16 and FP32 input.
   for (const bool bf16 : {true, false}) {
     TokenCase c;
     c.g = 9, c.m = 1000, c.k = 2000, c.mode = 3, c.bf16 = bf16;
