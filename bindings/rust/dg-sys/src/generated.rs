@@ -95,7 +95,7 @@ pub const DG_FP8_RECIPE_1D1D: i32 = 1;
 /// (1D2D recipe) and the M-grouped contiguous and masked calls, through options.epilogue. In order:
 ///   v = alpha * (A.B^T)[row, col] + bias[col]     bias: dense calls only, BFLOAT16 or FLOAT32 [N]
 ///   SwiGLU: d[row, j] = silu(v[gate j]) * v[up j], silu(x) = x / (1 + exp(-x)) (fast exp and
-///           reciprocal, about 2 ulp); D has N / 2 columns.
+///           reciprocal: 5 ulp, up to |x| ulp more for x < -1); D has N / 2 columns.
 ///           B's rows alternate blocks of 128 gate rows and the 128 matching up rows (N % 256 == 0;
 ///           dg_swiglu_interleave reorders [gate; up] weights and their 128 x 128 block scales).
 ///   d FLOAT8_E4M3: per row and 128 columns of D, the scale and E4M3 codes of the quantization calls
