@@ -35,7 +35,11 @@ TEST_CASE("quantization kernels compile for sm_90a, every variant") {
     if (result.ptx.empty()) continue;
     CHECK((result.ptx.find("ld.global.nc.L1::no_allocate.v4") != std::string::npos) == v.vec);
     const bool k_major = v.op == dg::ops::QuantOp::kKGrouped && v.transpose;
-    CHECK((result.ptx.find("st.global.v4") != std::string::npos) == (v.vec || k_major));
+    // Per-token 16-byte variants store a piece (8 BF16 or 4 FP32 inputs' codes) per instruction.
+    const bool pieces = v.vec && v.op == dg::ops::QuantOp::kPerToken;
+    const char* piece_store = v.fp32 ? "st.global.u32" : "st.global.v2.u32";
+    CHECK((result.ptx.find("st.global.v4") != std::string::npos) == ((v.vec && !pieces) || k_major));
+    if (pieces) CHECK(result.ptx.find(piece_store) != std::string::npos);
     CHECK((result.ptx.find("prmt.b32") != std::string::npos) == k_major);
     CHECK(result.ptx.find("cvt.rn.satfinite.e4m3x2.f32") != std::string::npos);
     CHECK(result.ptx.find(".local") == std::string::npos);

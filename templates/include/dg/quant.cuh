@@ -63,7 +63,7 @@ struct KGroupedParams {
   int32_t ks[kMaxHostGroups];
 };
 
-// 16-byte global accesses (addresses 16-byte aligned). The loads go through the read-only path
+// Global accesses of 16 bytes (16-byte aligned) and fewer. The loads go through the read-only path
 // and do not allocate in L1: every byte is read once.
 DG_DEVICE void load16(const void* p, uint32_t (&w)[4]) {
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -71,6 +71,12 @@ DG_DEVICE void load16(const void* p, uint32_t (&w)[4]) {
 }
 DG_DEVICE void store16(void* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+}
+DG_DEVICE void store8(void* p, uint32_t a, uint32_t b) {  // 8-byte aligned
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(a), "r"(b) : "memory");
+}
+DG_DEVICE void store4(void* p, uint32_t a) {  // 4-byte aligned
+  asm volatile("st.global.u32 [%0], %1;" ::"l"(p), "r"(a) : "memory");
 }
 
 // |x| as ordered bits.
