@@ -184,7 +184,7 @@ def layer(x, ids, gates, w, world, events=None):
         dist.all_to_all_single(recv, send, out_splits, in_splits)
     else:
         recv.copy_(send)
-    xpad = x.new_empty((len(m_idx_h), HIDDEN))  # padding rows: not read by the quantization
+    xpad = x.new_empty((len(m_idx_h), HIDDEN))  # padding rows: their values are not used by the quantization
     xpad[dst] = recv
     mark(1)  # experts
     y = experts(xpad, m_idx, w)

@@ -883,9 +883,10 @@ DG_API dg_status dg_quantize_fp8_per_token(dg_stream* stream, const dg_tensor* x
  * (DG_M_GROUPED_LAYOUT_INDICES: INT32 [M]; DG_M_GROUPED_LAYOUT_PSUM: INT32 [num_groups], read as
  * that GEMM reads them: ends clamped to [0, M] as a running maximum, each group starting at its
  * predecessor's end aligned up to 128), num_groups G >= 1. A row that belongs to no group (an
- * index outside [0, G), or outside every psum group) is padding: x is not read there; its codes
- * are written as 0 and its scales as 0 (packed: code 0), so the GEMM reads defined data. The
- * groups are read on the device only. */
+ * index outside [0, G), or outside every psum group) is padding: x's values there are not used
+ * (whatever they hold, NaN included; the kernel may load them, uninitialised memory included, so
+ * that a row's load overlaps its group lookup); its codes are written as 0 and its scales as 0
+ * (packed: code 0), so the GEMM reads defined data. The groups are read on the device only. */
 DG_API dg_status dg_quantize_fp8_per_token_contiguous(dg_stream* stream, const dg_tensor* x, const dg_tensor* out,
                                                       const dg_tensor* sf, const dg_tensor* grouped_layout,
                                                       int32_t layout, int64_t num_groups,

@@ -35,8 +35,8 @@ func (s *Stream) QuantizeFP8PerToken(x, out, sf *Tensor, opts *QuantOptions) err
 }
 
 // QuantizeFP8PerTokenContiguous quantizes the A operand of the M-grouped contiguous GEMMs
-// (dg_quantize_fp8_per_token_contiguous): rows of no group are not read, their codes and scales
-// are written as 0. opts may be nil.
+// (dg_quantize_fp8_per_token_contiguous): the values of rows of no group are not used (they may be
+// loaded), their codes and scales are written as 0. opts may be nil.
 func (s *Stream) QuantizeFP8PerTokenContiguous(x, out, sf, groupedLayout *Tensor, layout MGroupedLayout, numGroups int64,
 	opts *QuantOptions) error {
 	var o C.dg_quant_options

@@ -97,7 +97,8 @@ def quantize_fp8_per_token_contiguous(x: Tensor, grouped_layout: Tensor, num_gro
                                       stream: StreamLike = None) -> Tuple[Tensor, Tensor]:
     """Per-token quantization for ``m_grouped_fp8_gemm_nt_contiguous``: ``grouped_layout`` is the
     int32 per-row group index (-1 padding) or, with ``use_psum_layout``, the ``[num_groups]`` group
-    ends. Padding rows are not read; their codes and scales are written as 0."""
+    ends. Padding rows' values are not used (they may be loaded); their codes and scales are written
+    as 0."""
     layout = 1 if use_psum_layout else 0
     return _run("dg_quantize_fp8_per_token_contiguous", x, out, sf, [(grouped_layout, "grouped_layout")],
                 _token_sf(packed_ue8m0), stream, [layout, int(num_groups)], pow2_scales, amax_floor)

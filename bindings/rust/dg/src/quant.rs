@@ -62,8 +62,8 @@ impl Stream {
     }
 
     /// Per-token quantization for the M-grouped contiguous GEMMs
-    /// (`dg_quantize_fp8_per_token_contiguous`): rows of no group are not read, their codes and
-    /// scales written as 0.
+    /// (`dg_quantize_fp8_per_token_contiguous`): the values of rows of no group are not used (they
+    /// may be loaded), their codes and scales written as 0.
     pub fn quantize_fp8_per_token_contiguous(&self, x: &Tensor, out: &Tensor, sf: &Tensor, grouped_layout: &Tensor,
                                              layout: MGroupedLayout, num_groups: i64,
                                              options: Option<&QuantOptions>) -> Result<()> {
