@@ -3,14 +3,16 @@
 Each rank holds G / world experts (w13 [2I, H] and w2 [H, I], hidden 7168, intermediate 2048),
 quantized per 128 x 128 block by libdg and w13 interleaved for the fused SwiGLU. Per step, each rank:
   route     T tokens, random router (softmax of random logits), top-k experts, gates renormalised;
-  plan      its per-expert counts exchanged with all_to_all_single, split sizes and the padded
-            contiguous layout computed on the host (each expert's rows start at a multiple of 128);
+  plan      its per-expert counts exchanged with all_to_all_single and read by the host once (the split
+            sizes); the padded contiguous layout (each expert's rows start at a multiple of 128, the
+            destination row of every received row) computed on the GPU, checked against plan();
   dispatch  its token rows, sorted by expert, sent with all_to_all_single and placed expert-major;
   experts   libdg: quantize (per token, contiguous) -> M-grouped FP8 GEMM with fused SwiGLU + FP8
             -> M-grouped FP8 GEMM to BF16 (as bench/peer_moe_layer.py's libdg contender);
   combine   the rows returned with all_to_all_single and summed over each token's k slots, slot by
             slot, weighted by its gates (FP32, then BF16).
-dispatch / experts / combine are timed with CUDA events (median of --steps); plan with the host clock.
+dispatch / experts / combine are timed with CUDA events (median of --steps); plan with the host clock
+(it includes waiting for the counts' exchange, so a rank ahead of the others waits there).
 
 Check: rank 0 gathers every rank's tokens, routes and the experts' weights, runs the whole layer on
 one GPU with the same libdg calls, and compares. Expected: bit for bit equal. Each output row of an
@@ -67,6 +69,24 @@ def plan(recv_counts, align_rows=BLOCK):
         for e, n in enumerate(counts):
             dst.extend(range(fill[e], fill[e] + n))
             fill[e] += n
+    return dst, m_indices
+
+
+def plan_device(recv, recv_table, align_rows=BLOCK):
+    """plan() with torch ops on the GPU (no loop over rows, no further host synchronisation):
+    recv [world, local] the counts on the device, recv_table the same on the host (sizes only).
+    Returns (dst, m_indices) as int64 / int32 tensors, equal to plan(recv_table)'s lists."""
+    world, local = recv.shape
+    padded_rows = max(sum(align(sum(c[e] for c in recv_table), align_rows) for e in range(local)), align_rows)
+    rows = sum(map(sum, recv_table))
+    c = recv.long()
+    padded = (c.sum(0) + align_rows - 1) // align_rows * align_rows
+    first = (torch.cumsum(padded, 0) - padded)[None, :] + torch.cumsum(c, 0) - c  # dst of chunk (src, e)'s first row
+    chunk = torch.repeat_interleave(torch.arange(world * local, device=c.device), c.flatten(), output_size=rows)
+    chunk_start = torch.cumsum(c.flatten(), 0) - c.flatten()                       # its first row in recv
+    dst = first.flatten()[chunk] + torch.arange(rows, device=c.device) - chunk_start[chunk]
+    m_indices = torch.full((padded_rows,), -1, device=c.device, dtype=torch.int32)
+    m_indices[dst] = (chunk % local).int()
     return dst, m_indices
 
 
@@ -172,9 +192,7 @@ def layer(x, ids, gates, w, world, events=None):
     in_splits = send_splits(counts_h, world)
     recv_table = [recv_h[s * local:(s + 1) * local] for s in range(world)]
     out_splits = [sum(c) for c in recv_table]
-    dst_h, m_idx_h = plan(recv_table)
-    dst = torch.tensor(dst_h, device="cuda", dtype=torch.long)
-    m_idx = torch.tensor(m_idx_h, device="cuda", dtype=torch.int32)
+    dst, m_idx = plan_device(recv_counts.view(world, local), recv_table)
     plan_s = time.perf_counter() - t0
 
     mark(0)  # dispatch
@@ -184,7 +202,7 @@ def layer(x, ids, gates, w, world, events=None):
         dist.all_to_all_single(recv, send, out_splits, in_splits)
     else:
         recv.copy_(send)
-    xpad = x.new_empty((len(m_idx_h), HIDDEN))  # padding rows: their values are not used by the quantization
+    xpad = x.new_empty((m_idx.shape[0], HIDDEN))  # padding rows: their values are not used by the quantization
     xpad[dst] = recv
     mark(1)  # experts
     y = experts(xpad, m_idx, w)
@@ -199,7 +217,7 @@ def layer(x, ids, gates, w, world, events=None):
     slots[order] = ret
     out = combine_slots(slots.view(tokens, topk, HIDDEN), gates)
     mark(3)
-    return out, plan_s
+    return out, plan_s, (recv_table, dst, m_idx)
 
 
 def reference_tokens(x, ids, gates, w):
@@ -232,7 +250,7 @@ def check(x, ids, gates, w, out, rank, world):
     all_x, all_ids, all_gates, all_out = (gather(v, world) for v in (x, ids, gates, out))
     if rank != 0:
         return True
-    one, _ = layer(all_x, all_ids, all_gates, all_w, 1)
+    one = layer(all_x, all_ids, all_gates, all_w, 1)[0]
     differ = int((one.view(torch.int16) != all_out.view(torch.int16)).sum())
     exact = pb.calc_diff(all_out, one)
     tokens = x.shape[0]
@@ -274,13 +292,15 @@ def main():
     for step in range(WARMUP + args.steps):
         dist.barrier()
         torch.cuda.synchronize()
-        out, plan_s = layer(x, ids, gates, w, world, events)
+        out, plan_s, planned = layer(x, ids, gates, w, world, events)
         torch.cuda.synchronize()
         if step >= WARMUP:
             times.append([plan_s * 1e3] + [events[i].elapsed_time(events[i + 1]) for i in range(3)])
     med = [sorted(col)[len(col) // 2] * 1e3 for col in zip(*times)]
+    recv_table, dst, m_idx = planned
+    plan_ok = (dst.tolist(), m_idx.tolist()) == plan(recv_table)  # the device plan against the Python one
     ok = check(x, ids, gates, w, out, rank, world)
-    rows = torch.tensor(med, device="cuda")
+    rows = torch.tensor(med + [float(plan_ok)], device="cuda")
     all_rows = [torch.empty_like(rows) for _ in range(world)]
     dist.all_gather(all_rows, rows)
     if rank == 0:
@@ -288,7 +308,10 @@ def main():
               "libdg %s; median of %d steps, us" % (world, args.experts, args.experts // world, args.tokens,
                                                     args.topk, HIDDEN, INTER, dg.version(), args.steps))
         for r, v in enumerate(all_rows):
-            print("  rank %d: plan (host) %8.1f  dispatch %8.1f  experts %8.1f  combine %8.1f" % ((r,) + tuple(v.tolist())))
+            print("  rank %d: plan %8.1f  dispatch %8.1f  experts %8.1f  combine %8.1f" % ((r,) + tuple(v.tolist()[:4])))
+        plans_ok = all(v[4] == 1 for v in all_rows)
+        print("plan: the device layout equals plan()'s on every rank" if plans_ok else "plan: MISMATCH with plan()")
+        ok = ok and plans_ok
         print("OK" if ok else "FAILED", flush=True)
     dist.destroy_process_group()
     return 0 if ok else 1
