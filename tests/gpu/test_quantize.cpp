@@ -346,6 +346,18 @@ TEST_CASE("quantize per token: masked layout, also replayed from a CUDA graph wi
     c.g = 9, c.m = 1000, c.k = 2000, c.mode = 3, c.bf16 = bf16;
     run_token_case(gpu, c, rng, {1000, 999, 0, 517, 1000, 3, 1000, 768, 1});
   }
+  // More groups than a warp has lanes: a row's group is found 32 groups at a time, so the rows of
+  // groups 32-69 take a second and third round of the search; empty, negative and clipped counts
+  // among them.
+  {
+    TokenCase c;
+    c.g = 70, c.m = 40, c.k = 384, c.mode = 3;
+    std::vector<int32_t> counts(c.g);
+    std::uniform_int_distribution<int32_t> count(-2, 45);
+    for (auto& n : counts) n = count(rng);
+    counts[31] = 0, counts[32] = 40, counts[63] = 0, counts[64] = 1;
+    run_token_case(gpu, c, rng, counts);
+  }
 
   // Graph: capture once with counts {3, 9}, replay with {17, 0}.
   const int64_t g = 2, max_m = 32, k = 256;
