@@ -445,15 +445,19 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
 }
 
 // Split-K for small dense M is chosen by a measured rule, not by the cost model (which mispredicted
-// it both ways): over the tiles of one column of 64-row blocks (64x128 for M <= 64, 64x64 up to
-// M = 128), the most CTAs per tile that keeps the grid within kMaxSplitGrid CTAs and at least
-// kMinSplitK of K per CTA (7 FP8 K blocks). On an H100 (bench/models/h100/split-k-*): the best config
-// at M = 1 on 5 of 6 DeepSeek shapes, 3-9% behind the best on 7168x2048; at M = 128 it splits only
-// N = 576, where splitting won. Returns the split-K override, or o itself when the rule does not split.
+// it both ways): over the tiles of one column of 64-row blocks (64x128 for BF16 up to M = 64 and FP8
+// up to M = 16, else 64x64), the most CTAs per tile that keeps the grid within kMaxSplitGrid CTAs and
+// at least kMinSplitK of K per CTA (7 FP8 K blocks). On an H100 (bench/models/h100/split-k-*): the
+// best config at M = 1 on 5 of 6 DeepSeek shapes, 3-9% behind the best on 7168x2048; at M = 128 it
+// splits only N = 576, where splitting won. FP8 at M = 64 on an H200 (bench/models/h200/small-m-fp8.json):
+// 64x128 tiles split over two CTAs ran 3-26% behind unsplit 64x64 tiles at N 4096 and 7168 (32 and
+// 56 tiles of 64x128, 64 and 112 of 64x64, which this rule leaves unsplit); at N 2112 the split
+// 64x64 tiles it takes there ran level with the best. Between M 1 and 64 the FP8 boundary is not
+// measured. Returns the split-K override, or o itself when the rule does not split.
 GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
-  constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896;
+  constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896, kWideTileMaxM = 64, kWideTileMaxMFp8 = 16;
   if (has_override(o) || s.m > 128 || s.type != GemmType::kNormal || s.epilogue.active()) return o;
-  const int bn = s.m <= 64 ? 128 : 64;
+  const int bn = s.m <= (is_fp8(s.kind) ? kWideTileMaxMFp8 : kWideTileMaxM) ? 128 : 64;
   const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
   int sk = 1;
   for (int c : {2, 4, 8})
@@ -485,7 +489,14 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   const bool whole_groups = s.epilogue.act == Activation::kSwiGlu || s.epilogue.scales != DScales::kNone;
   const int bn_min = s.epilogue.act == Activation::kSwiGlu ? 256 : whole_groups ? 128 : 16;
   const int bn_step = whole_groups ? 128 : 16;
-  const int bn_max = fp8_grouped_cap(s) && !whole_groups ? 192 : 256;
+  int bn_max = fp8_grouped_cap(s) && !whole_groups ? 192 : 256;
+  // Small M with at most kShortK of K: a tile's loads take about as long as its stores, and tiles of
+  // at most 128 columns give each SM several, whose stores overlap the next tile's loads. On an H200
+  // 128x256 and 64x256 ran 6-9% behind 64x128 at M 64 and 128, N 32768, K 512
+  // (bench/models/h200/small-m-fp8.json), where the small-M model, which prices operand fill per SM
+  // and no store traffic, ranks the wide tiles first.
+  constexpr int64_t kShortK = 512;
+  if (small_m(s) && s.k <= kShortK && !whole_groups) bn_max = std::min(bn_max, 128);
   std::vector<Tile> out;
   for (int bm : bms)
     for (int bn = o.block_n ? o.block_n : bn_min; bn <= (o.block_n ? o.block_n : bn_max); bn += bn_step)
