@@ -20,7 +20,7 @@ alone (the second table: where the layers' times go), and records calc_diff of e
 FP32 reference on the dequantized weights for a sample of rows. All of them are timed together, their
 calls alternated one by one (peer_bench.t_interleaved; --timing as peer_bench.py's).
 
-Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...] [--decode G:T,...] [--tuned TABLE] [--out DIR]
+Usage: python3 bench/peer_moe_layer.py [--prefill G:T,...|none] [--decode G:T,...|none] [--tuned TABLE] [--out DIR]
                                        [--timing interleaved-clean|interleaved|blocks]
        python3 bench/peer_moe_layer.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
 (T: tokens per expert; needs torch, triton, dg, and deep_gemm for the peer; see bench/README.md).
@@ -342,8 +342,8 @@ def steps_table(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--prefill", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in PREFILL))
-    ap.add_argument("--decode", help="G:T pairs (default %s)" % ",".join("%d:%d" % p for p in DECODE))
+    ap.add_argument("--prefill", help="G:T pairs, or none (default %s)" % ",".join("%d:%d" % p for p in PREFILL))
+    ap.add_argument("--decode", help="G:T pairs, or none (default %s)" % ",".join("%d:%d" % p for p in DECODE))
     ap.add_argument("--out", default=".")
     ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
     ap.add_argument("--timing", choices=pb.TIMINGS, default=pb.TIMING,
@@ -361,7 +361,7 @@ def main():
         order = {(m, g, t): i for i, (m, g, t) in enumerate([("prefill",) + p for p in PREFILL] + [("decode",) + p for p in DECODE])}
         rows = sorted((r for run in runs for r in run["rows"]), key=lambda r: order.get((r["mode"], r["groups"], r["tokens"]), 99))
         return write(args.out, rows, meta)
-    parse = lambda s, d: [tuple(int(v) for v in p.split(":")) for p in s.split(",")] if s else d  # noqa: E731
+    parse = lambda s, d: [] if s == "none" else [tuple(int(v) for v in p.split(":")) for p in s.split(",")] if s else d  # noqa: E731
     cases = [("prefill", g, t) for g, t in parse(args.prefill, PREFILL)] + [("decode", g, t) for g, t in parse(args.decode, DECODE)]
     if args.tuned:
         os.environ["DG_TUNING_TABLE"] = "off"  # "libdg": the heuristic alone
