@@ -441,7 +441,7 @@ typedef struct dg_gemm_options {
   float alpha;
   float beta;                 /* read only when c is given */
   int32_t disable_ue8m0_cast; /* accepted for DeepGEMM parity; no effect on SM90 */
-  int32_t block_m;            /* 64, 128 or 256 */
+  int32_t block_m;            /* 64, 128 or 256; 32 for dense FP8 1D2D calls without a fused epilogue */
   int32_t block_n;            /* multiple of 16 (8 for FP32 d), up to 256 */
   int32_t num_stages;         /* shared-memory pipeline depth */
   int32_t cluster;            /* 1 or 2 CTAs (TMA multicast between the pair) */

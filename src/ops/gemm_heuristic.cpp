@@ -26,6 +26,9 @@ constexpr unsigned kSfbSlots = 2, kSfbSlotBytes = 2 * 32 * 4;
 // below it the cost model charges each missing stage.
 constexpr int kFewStages = 4;
 constexpr int kWholeTileMinStages = 3;  // whole_tile_over_strips: the depth it was measured at
+// 32-row tiles (Sm90GemmTraits::kHalfM): dense FP8 1D2D at M <= 32 only. A WGMMA computes 64 rows, so
+// the tile's tensor time is a 64-row tile's; its A loads are half.
+constexpr int kHalfTileM = 32;
 // Registers: a consumer thread's budget with two / one math warp-groups, and what it needs beside
 // its accumulators (addresses, scales).
 constexpr int kRegsTwoWarpGroups = 232, kRegsOneWarpGroup = 255, kRegsBesideAccumulators = 40;
@@ -58,7 +61,7 @@ int strip_elems(const GemmShape& s, int block_n) {
 
 // Registers a consumer thread needs for its accumulators (+ ~40 for addresses and scales).
 int accumulator_regs(const GemmShape& s, int block_m, int block_n, int math_wg, bool overlap, int split) {
-  const int m_iters = block_m / math_wg / 64;
+  const int m_iters = std::max(block_m / math_wg / 64, 1);  // a 32-row tile computes 64 rows
   const int acc = m_iters * block_n / 2;
   if (!is_fp8(s.kind)) return acc;
   return acc + (overlap ? 2 : 1) * acc / split;
@@ -91,9 +94,15 @@ const char* illegal_epilogue(const GemmShape& s, const Candidate& c) {
 const char* illegal(const GemmShape& s, const Candidate& c) {
   const int bm = c.bm, bn = c.bn, math_wg = c.math_wg, cluster = c.cluster, split = c.split, split_k = c.split_k;
   const bool mc_a = c.mc_a, overlap = c.overlap;
-  if (bm != 64 && bm != 128 && bm != 256) return "block_m must be 64, 128 or 256";
+  if (bm != kHalfTileM && bm != 64 && bm != 128 && bm != 256) return "block_m must be 32, 64, 128 or 256";
   if (math_wg != 1 && math_wg != 2) return "math warp-groups must be 1 or 2";
-  if (bm / math_wg != 64 && bm / math_wg != 128) return "block_m / math warp-groups must be 64 or 128";
+  if (bm == kHalfTileM) {
+    if (s.kind != GemmKind::kFp8_1D2D || s.type != GemmType::kNormal || s.epilogue.active())
+      return "block_m 32 is for dense FP8 GEMMs of the 1D2D recipe without a fused or head-split epilogue";
+    if (math_wg != 1 || cluster != 1 || split_k != 1) return "block_m 32 runs one math warp-group, cluster 1, split_k 1";
+  } else if (bm / math_wg != 64 && bm / math_wg != 128) {
+    return "block_m / math warp-groups must be 64 or 128";
+  }
   if (bn < 8 || bn > 256 || bn % 8 != 0) return "block_n must be a multiple of 8 in [8, 256]";
   if (s.d_dtype == DG_DTYPE_BFLOAT16 && bn % 16 != 0) return "block_n must be a multiple of 16 for a BF16 D";
   if (s.major_b == Major::kMN && bn % 64 != 0) return "block_n must be a multiple of 64 when B is MN-major";
@@ -231,7 +240,7 @@ double estimate_small_m_us(const Sm90CostModel& model, const GemmShape& s, const
   const double promo = is_fp8(s.kind) ? promotion_cost(m.promotion, c.overlap, c.split) : 1.0;
   const double fill = double(c.bm + c.bn) * bk * eb;
   const double t_kb = std::max({m.min_k_block_s, fill / m.smem_fill_bytes_per_s,
-                                kFlopsPerMac * c.bm * c.bn * bk / peak * promo * m.tensor_time_factor,
+                                kFlopsPerMac * std::max(c.bm, 64) * c.bn * bk / peak * promo * m.tensor_time_factor,
                                 m.load_latency_s / stages});
   double t_epi = m.epilogue_s + (s.accumulate ? double(c.bm) * c.bn * out_bytes(s) / m.reduce_add_bytes_per_s : 0.0);
   if (c.split_k > 1)
@@ -416,8 +425,8 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
                 "options: block_m {}, block_n {}, num_stages {}, cluster {}, num_math_warpgroups {}, multicast_a {} "
                 "(expected >= 0, multicast_a -1, 0 or 1)",
                 o.block_m, o.block_n, o.stages, o.cluster, o.math_wg, o.multicast_a);
-  if (o.block_m && o.block_m != 64 && o.block_m != 128 && o.block_m != 256)
-    return fail(DG_ERROR_INVALID_ARGUMENT, "options.block_m: {} (expected 64, 128 or 256)", o.block_m);
+  if (o.block_m && o.block_m != kHalfTileM && o.block_m != 64 && o.block_m != 128 && o.block_m != 256)
+    return fail(DG_ERROR_INVALID_ARGUMENT, "options.block_m: {} (expected 32, 64, 128 or 256)", o.block_m);
   if (o.block_n && (o.block_n % 8 != 0 || o.block_n > 256))
     return fail(DG_ERROR_INVALID_ARGUMENT, "options.block_n: {} (expected a multiple of 8 up to 256)", o.block_n);
   if (o.cluster > 2) return fail(DG_ERROR_INVALID_ARGUMENT, "options.cluster: {} (expected 1 or 2)", o.cluster);
@@ -445,23 +454,24 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
 }
 
 // Split-K for small dense M is chosen by a measured rule, not by the cost model (which mispredicted
-// it both ways): over the tiles of one column of 64-row blocks (64x128 for BF16 up to M = 64 and FP8
-// up to M = 16, else 64x64), the most CTAs per tile that keeps the grid within kMaxSplitGrid CTAs and
-// at least kMinSplitK of K per CTA (7 FP8 K blocks). On an H100 (bench/models/h100/split-k-*): the
-// best config at M = 1 on 5 of 6 DeepSeek shapes, 3-9% behind the best on 7168x2048; at M = 128 it
-// splits only N = 576, where splitting won. FP8 at M = 64 on an H200 (bench/models/h200/small-m-fp8.json):
-// 64x128 tiles split over two CTAs ran 3-26% behind unsplit 64x64 tiles at N 4096 and 7168 (32 and
-// 56 tiles of 64x128, 64 and 112 of 64x64, which this rule leaves unsplit); at N 2112 the split
-// 64x64 tiles it takes there ran level with the best. Between M 1 and 64 the FP8 boundary is not
-// measured. Returns the split-K override, or o itself when the rule does not split.
+// it both ways): over the tiles of one column of 64-row blocks (64x128 up to M = 64, 64x64 up to
+// M = 128), the most CTAs per tile that keeps the grid within kMaxSplitGrid CTAs and at least
+// kMinSplitK of K per CTA (7 FP8 K blocks). On an H100 (bench/models/h100/split-k-*): the best config
+// at M = 1 on 5 of 6 DeepSeek shapes, 3-9% behind the best on 7168x2048; at M = 128 it splits only
+// N = 576, where splitting won. FP8 at M 16-64 on an H200 (bench/models/h200/small-m-fp8*.json): two
+// CTAs per 64x128 tile ran 3-26% behind unsplit tiles (64x64, or 32-row tiles up to M 32) at N 4096
+// and 7168 (32 and 56 tiles), while four and eight ran ahead at N 2112 and 576 (17 and 5 tiles): FP8
+// up to M 64 splits only over at least kMinFp8Split CTAs.
 GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
-  constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896, kWideTileMaxM = 64, kWideTileMaxMFp8 = 16;
+  constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896, kWideTileMaxM = 64;
+  constexpr int kMinFp8Split = 4;
   if (has_override(o) || s.m > 128 || s.type != GemmType::kNormal || s.epilogue.active()) return o;
-  const int bn = s.m <= (is_fp8(s.kind) ? kWideTileMaxMFp8 : kWideTileMaxM) ? 128 : 64;
+  const int bn = s.m <= kWideTileMaxM ? 128 : 64;
   const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
   int sk = 1;
   for (int c : {2, 4, 8})
     if (tiles * c <= kMaxSplitGrid && s.k / c >= kMinSplitK && resident_clusters(num_sms, c) >= tiles) sk = c;
+  if (is_fp8(s.kind) && s.m <= kWideTileMaxM && sk < kMinFp8Split) sk = 1;
   if (sk == 1) return o;
   GemmOverride split = o;
   split.block_m = 64, split.block_n = bn, split.cluster = 1, split.split_k = sk;
@@ -480,6 +490,11 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   std::vector<int> bms = {64, 128};
   if ((s.type == GemmType::kNormal || s.type == GemmType::kBatched) && s.kind == GemmKind::kFp8_1D2D && s.m >= 4096)
     bms.push_back(256);
+  // 32-row tiles load half the A rows of a 64-row tile, most of them past M at these sizes: on an
+  // H200 at M 16 and 32, 9-25% faster than the best 64-row tile at 4096 x 7168 and 7168 x 16384
+  // (bench/models/h200/small-m-fp8-32rows.json).
+  if (s.type == GemmType::kNormal && s.kind == GemmKind::kFp8_1D2D && s.m <= kHalfTileM && !s.epilogue.active())
+    bms.push_back(kHalfTileM);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   // FP8 grouped calls whose tile count is a hint (psum, masked, K-grouped) cap tiles at 192 columns:
@@ -501,7 +516,7 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   for (int bm : bms)
     for (int bn = o.block_n ? o.block_n : bn_min; bn <= (o.block_n ? o.block_n : bn_max); bn += bn_step)
       for (int wg : {1, 2})
-        if (o.math_wg ? wg == o.math_wg : wg == (bm == 64 ? 1 : 2)) out.push_back({bm, bn, wg});
+        if (o.math_wg ? wg == o.math_wg : wg == (bm <= 64 ? 1 : 2)) out.push_back({bm, bn, wg});
   return out;
 }
 

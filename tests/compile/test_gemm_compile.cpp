@@ -618,6 +618,9 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
       {GemmKind::kFp8_1D2D, 300, 600, 1040, DG_DTYPE_BFLOAT16, true, 128, 128, 6, 0},
       {GemmKind::kFp8_1D2D, 300, 336, 1040, DG_DTYPE_BFLOAT16, false, 256, 128, 0, 0},
       {GemmKind::kFp8_1D2D, 300, 336, 1040, DG_DTYPE_FLOAT32, true, 256, 128, 0, 0},
+      {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_BFLOAT16, false, 32, 64, 0, 0},
+      {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_FLOAT32, true, 32, 128, 0, 0},
+      {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_BFLOAT16, false, 32, 144, 0, 0},
   };
   for (const Forced& f : forced) {
     GemmShape s;

@@ -429,6 +429,30 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
   }
 }
 
+// 32-row tiles (the heuristic's from M <= 32): each WGMMA computes 64 rows, of which rows 32-63 come
+// from whatever shared memory follows the A tile and must never reach D. M within one tile, at its
+// edge and over several tiles; N and K tails; a tile width straddling SFB rows; both outputs, with C.
+TEST_CASE("sm90 fp8 gemm: 32-row tiles store their 32 rows only") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(32);
+  for (int64_t m : {1, 17, 32, 33, 100})
+    for (int bn : {64, 128, 144}) {
+      Case cs;
+      cs.fp8 = true, cs.m = m, cs.n = 336, cs.k = 1040, cs.block_m = 32, cs.block_n = bn;
+      cs.d_dtype = bn == 128 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+      cs.c_mode = bn == 128 ? 2 : 0;
+      check_case(g, cs, rng);
+    }
+  // Promoted after the WGMMAs, and one K block (a single stage in use).
+  for (int64_t k : {128, 2048}) {
+    Case cs;
+    cs.fp8 = true, cs.m = 20, cs.n = 200, cs.k = k, cs.block_m = 32, cs.block_n = 96;
+    cs.promotion = DG_FP8_PROMOTION_AFTER;
+    check_case(g, cs, rng);
+  }
+}
+
 // The stage-aligned K loop (K blocks a whole number of turns of the ring, which the consumers' loop
 // unrolls): every ring depth it takes (2-8 stages), one and several turns per tile, a partial last K
 // block, both recipes and promotion modes, whole and sliced partials, CTA pairs, C, and several

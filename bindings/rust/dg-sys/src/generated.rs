@@ -235,7 +235,7 @@ pub struct dg_gemm_options {
     pub beta: f32,
     /// accepted for DeepGEMM parity; no effect on SM90
     pub disable_ue8m0_cast: i32,
-    /// 64, 128 or 256
+    /// 64, 128 or 256; 32 for dense FP8 1D2D calls without a fused epilogue
     pub block_m: i32,
     /// multiple of 16 (8 for FP32 d), up to 256
     pub block_n: i32,

@@ -111,9 +111,10 @@ struct WarpgroupStore {
   static constexpr bool kRotate = kBufs_ != 0 && kBufs_ < kNumStrips;
   static constexpr uint32_t kBufs = kRotate ? kBufs_ : kNumStrips;
   static constexpr uint32_t kBufBytes = kWgM * kStripBytes;
-  static constexpr uint32_t kMIters = kWgM / 64;
+  // kWgM 32: a 32-row tile's (sm90_gemm.cuh, kHalfM), whose fragment rows 32-63 (warps 2-3) are not stored.
+  static constexpr uint32_t kMIters = kWgM == 32 ? 1 : kWgM / 64;
   static constexpr uint32_t kSmemBytes = kBufs * kBufBytes;
-  static_assert(kBlockN % 8 == 0 && kWgM % 64 == 0, "");
+  static_assert(kBlockN % 8 == 0 && (kWgM % 64 == 0 || kWgM == 32), "");
   static_assert(kBufBytes % 1024 == 0, "buffers stay 1024-byte aligned for the swizzle");
   static_assert(!(sizeof(OutT) == 2) || kBlockN % 16 == 0, "BF16 output needs BLOCK_N % 16 == 0 (stmatrix x4)");
   static_assert(kStrip % (kBytes == 2 ? 16 : 8) == 0, "a strip holds whole stmatrix x4 / 8-column fragment groups");
@@ -122,6 +123,7 @@ struct WarpgroupStore {
   template <uint32_t s, typename AccArray>
   DG_DEVICE static void write_strip(const AccArray& acc, float alpha, uint32_t buf) {
     const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    if (kWgM == 32 && warp >= 2) return;  // rows 32-63: past a 32-row tile
 #pragma unroll
     for (uint32_t i = 0; i < kMIters; ++i) {
       if constexpr (kBytes == 2) {

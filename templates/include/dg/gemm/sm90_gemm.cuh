@@ -110,7 +110,12 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kElem = kFp8 ? 1 : 2;
   static constexpr uint32_t kBlockK = 128 / kElem;
   static constexpr uint32_t kWgM = kBlockM / kMathWG;
-  static constexpr uint32_t kMIters = kWgM / 64;
+  // 32-row tiles (dense FP8 1D2D at M <= 32): A's box and SFA hold 32 rows, but a WGMMA always
+  // computes 64: its rows 32-63 read the next 4 KB of shared memory (the next stage's A, or the
+  // first stage's B after the last A) and land in warps 2-3 of the warp-group, which store nothing.
+  // Half the A bytes per K block of a 64-row tile, where A's loads are mostly rows past M.
+  static constexpr bool kHalfM = kWgM == 32;
+  static constexpr uint32_t kMIters = kHalfM ? 1 : kWgM / 64;
   static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
   static constexpr bool kMcA = kCluster == 2 && kPairAlongN;   // A shared by the CTA pair
   static constexpr bool kMcB = kCluster == 2 && !kPairAlongN;  // B shared by the CTA pair
@@ -185,7 +190,11 @@ struct Sm90GemmTraits {
   using Sched = typename Select<kKGrouped, sched::KGroupedScheduler<kBlockM>,
                                 sched::Sm90Scheduler<kType, kBlockM, kBlockN, kCluster, kPairAlongN, kSplitK>>::type;
 
-  static_assert(kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2, "BLOCK_M / math WGs: 64 or 128 rows per WG");
+  static_assert((kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2) || kHalfM,
+                "BLOCK_M / math WGs: 64 or 128 rows per WG, or a 32-row tile");
+  static_assert(!kHalfM || (kMathWG == 1 && kType == sched::GemmType::kNormal && kKind == Kind::kFp8_1D2D &&
+                            kSplitK == 1 && kCluster == 1 && !Fused::kActive && !kHeadSplit),
+                "32-row tiles: dense FP8 1D2D, one warp-group, no split-K, CTA pair, fused or head-split epilogue");
   static_assert(kBlockN % 8 == 0 && kBlockN >= 8 && kBlockN <= 256, "BLOCK_N: multiple of 8 in [8, 256]");
   static_assert(kMathWG == 1 || kMathWG == 2, "1 or 2 consumer warp-groups");
   static_assert(!kFp8 || (kMajorA == Major::kK && kMajorB == Major::kK), "FP8 WGMMA needs K-major A and B");
@@ -754,7 +763,9 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           const float* sfa = reinterpret_cast<const float*>(smem + T::kOffSfa + s * T::kSmemSfa);
 #pragma unroll
           for (uint32_t i = 0; i < T::kMIters; ++i) {
-            const uint32_t r = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4;
+            // 32-row tiles: warps 2-3 hold the rows past the tile; they read rows of it instead.
+            const uint32_t row = wg_row0 + i * 64 + warp_in_wg * 16 + lane / 4;
+            const uint32_t r = T::kHalfM ? row % 32 : row;
             sa[i][0] = sfa[r];
             sa[i][1] = sfa[r + 8];
           }
