@@ -445,6 +445,48 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   CHECK(dg::ops::choose_gemm_config(cg, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }
 
+// 32-row tiles: the heuristic's from M <= 32 for dense FP8 1D2D (one warp-group, no pair or split);
+// forced where the kernel has no such tile, refused by name.
+TEST_CASE("sm90 gemm: 32-row tiles only where the kernel has them") {
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 32, s.n = 4096, s.k = 7168;
+  dg::ops::GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 32);
+  CHECK(c.math_wg == 1);
+  GemmShape wide = s;
+  wide.m = 33;
+  REQUIRE(dg::ops::choose_gemm_config(wide, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 64);
+  dg::ops::GemmOverride o;
+  o.block_m = 32;
+  wide.m = 300;  // forced beyond M 32: several 32-row tiles
+  REQUIRE(dg::ops::choose_gemm_config(wide, 132, o, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 32);
+  const auto refused = [&](const GemmShape& shape, const dg::ops::GemmOverride& over, const char* why) {
+    CHECK(dg::ops::choose_gemm_config(shape, 132, over, &c) == DG_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE(std::string(dg_last_error()).find(why) != std::string::npos, dg_last_error());
+  };
+  GemmShape bf16 = s;
+  bf16.kind = GemmKind::kBf16;
+  refused(bf16, o, "block_m 32 is for dense FP8");
+  GemmShape k1d1d = s;
+  k1d1d.kind = GemmKind::kFp8_1D1D, k1d1d.d_dtype = DG_DTYPE_FLOAT32;
+  refused(k1d1d, o, "block_m 32 is for dense FP8");
+  GemmShape masked = s;
+  masked.type = GemmType::kMGroupedMasked, masked.num_groups = 4, masked.m = 64, masked.expected_m = 20;
+  refused(masked, o, "block_m 32 is for dense FP8");
+  GemmShape fused = s;
+  fused.epilogue.bias = dg::ops::BiasType::kFp32;
+  refused(fused, o, "block_m 32 is for dense FP8");
+  dg::ops::GemmOverride pair = o;
+  pair.cluster = 2;
+  refused(s, pair, "block_m 32 runs one math warp-group");
+  dg::ops::GemmOverride split = o;
+  split.split_k = 2;
+  refused(s, split, "block_m 32 runs one math warp-group");
+}
+
 TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {
   dg::ops::GemmConfig c;
   GemmShape s;
