@@ -53,7 +53,7 @@ if [ "${DG_WHEEL_OFFLINE:-0}" = 1 ]; then
   PY=${PYTHON:-python3}
   "$PY" -m pip install "${PIP_ARGS[@]}" --no-index --no-deps --target "$WORK/site" "$WHEEL"
   export PYTHONPATH="$WORK/site"
-  DG_INFO=("$PY" -m dg._info)
+  DG_INFO=("$PY" -m dg info)
   EXPECT_NVRTC_WHEEL=0
 else
   python3 -m venv "$WORK/venv"

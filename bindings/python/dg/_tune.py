@@ -2,7 +2,7 @@
 
 For each problem of a problem list, the heuristic's best-ranked configs are timed on the GPU and
 the fastest is written into the tuning table that later GEMM calls consult (by default the GPU's
-table beside the JIT cache). Also the ``dg-tune`` command of the wheel, as ``python -m dg._tune``.
+table beside the JIT cache). Also the ``dg-tune`` command of the wheel, as ``python -m dg tune``.
 """
 
 from __future__ import annotations

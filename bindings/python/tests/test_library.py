@@ -303,9 +303,16 @@ def test_info_report_buffer_contract():
 def test_dg_info_command():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(dg.__file__))) + os.pathsep + env.get("PYTHONPATH", "")
-    r = subprocess.run([sys.executable, "-m", "dg._info"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run = lambda *args: subprocess.run([sys.executable, "-m", "dg"] + list(args), env=env,  # noqa: E731
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    r = run("info")
     assert r.returncode == 0, r.stderr.decode()
     assert "libdg: %s" % dg.version() in r.stdout.decode()
-    bad = subprocess.run([sys.executable, "-m", "dg._info", "--no-such-flag"], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+    assert "Warning" not in r.stderr.decode(), r.stderr.decode()
+    bad = run("info", "--no-such-flag")
     assert bad.returncode == 2 and "--no-such-flag" in bad.stderr.decode()
+    tune_help = run("tune", "--help")
+    assert tune_help.returncode == 0 and "problem_list" in tune_help.stdout.decode()
+    unknown = run("nothing")
+    assert unknown.returncode == 2 and "unknown command 'nothing'" in unknown.stderr.decode()
+    assert run().returncode == 2 and run("--help").returncode == 0
