@@ -38,6 +38,11 @@ template <typename OutT> DG_HOST_DEVICE constexpr uint32_t strip_elems(uint32_t 
                                                : 16 / b;
 }
 
+// The output scale of a kernel that folded alpha into its FP8 scales (sm90_gemm.cuh, kAlphaInSfb):
+// x * UnitScale{} is x, so the epilogue spends no multiply per element. Otherwise the scale is alpha.
+struct UnitScale {};
+DG_DEVICE constexpr float operator*(float x, UnitScale) { return x; }
+
 DG_HOST_DEVICE constexpr uint32_t gcd_of(uint32_t a, uint32_t b) { return b == 0 ? a : gcd_of(b, a % b); }
 
 // Where the store puts the tile's columns in D. IdentityColumns: GEMM column n is D's column n.
@@ -74,8 +79,8 @@ struct HeadColumns {
 // WGMMA m64nN layout) to their mapped D columns with plain stores, rows below `rows` and GEMM
 // columns below `cols` only. No shared memory, no TMA: slower, for heads whose parts are narrower
 // than a 32-byte strip.
-template <typename OutT, uint32_t kWgM, uint32_t kBlockN, class Columns, typename AccArray>
-DG_DEVICE void direct_store(const AccArray& acc, float alpha, void* d, int64_t ldd, uint32_t rows, uint32_t cols,
+template <typename OutT, uint32_t kWgM, uint32_t kBlockN, class Columns, typename AccArray, typename Scale>
+DG_DEVICE void direct_store(const AccArray& acc, Scale alpha, void* d, int64_t ldd, uint32_t rows, uint32_t cols,
                             uint32_t row0, uint32_t col0) {
   const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
 #pragma unroll
@@ -120,8 +125,8 @@ struct WarpgroupStore {
   static_assert(kStrip % (kBytes == 2 ? 16 : 8) == 0, "a strip holds whole stmatrix x4 / 8-column fragment groups");
 
   // Writes strip `s` of acc (scaled by alpha) into the buffer at byte address `buf`.
-  template <uint32_t s, typename AccArray>
-  DG_DEVICE static void write_strip(const AccArray& acc, float alpha, uint32_t buf) {
+  template <uint32_t s, typename AccArray, typename Scale>
+  DG_DEVICE static void write_strip(const AccArray& acc, Scale alpha, uint32_t buf) {
     const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
     if (kWgM == 32 && warp >= 2) return;  // rows 32-63: past a 32-row tile
 #pragma unroll
@@ -182,8 +187,8 @@ struct WarpgroupStore {
     ptx::tma_store_commit();
   }
 
-  template <uint32_t s = 0, typename AccArray>
-  DG_DEVICE static void rotate(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc,
+  template <uint32_t s = 0, typename AccArray, typename Scale>
+  DG_DEVICE static void rotate(const AccArray& acc, Scale alpha, uint8_t* smem, const TmaDescriptor* desc,
                                int32_t col0, int32_t row0, uint32_t bar_id, int32_t z) {
     if constexpr (s < kNumStrips) {
       const uint32_t tid = threadIdx.x % 128;
@@ -201,8 +206,8 @@ struct WarpgroupStore {
     }
   }
 
-  template <uint32_t s = 0, typename AccArray>
-  DG_DEVICE static void write_all(const AccArray& acc, float alpha, uint8_t* smem) {
+  template <uint32_t s = 0, typename AccArray, typename Scale>
+  DG_DEVICE static void write_all(const AccArray& acc, Scale alpha, uint8_t* smem) {
     if constexpr (s < kNumStrips) {
       write_strip<s>(acc, alpha, ptx::smem_addr(smem + s * kBufBytes));
       write_all<s + 1>(acc, alpha, smem);
@@ -212,8 +217,9 @@ struct WarpgroupStore {
   // acc[i][.] is the WGMMA m64nN fragment of rows i*64.. of this warp-group's block.
   // smem: this warp-group's 1024-byte aligned staging buffers. bar_id: named barrier of the warp-group.
   // z: the group coordinate of a 3-D D (k3D), else unused.
-  template <typename AccArray>
-  DG_DEVICE static void run(const AccArray& acc, float alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
+  // alpha: a float, or UnitScale where the kernel applied it before.
+  template <typename AccArray, typename Scale>
+  DG_DEVICE static void run(const AccArray& acc, Scale alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
                             int32_t row0, uint32_t bar_id, int32_t z = 0) {
     const uint32_t tid = threadIdx.x % 128;
     // The previous tile's TMA stores must have finished reading the buffers.
@@ -230,9 +236,11 @@ struct WarpgroupStore {
     }
   }
 
-  // Before the kernel exits: the stores must have read shared memory.
+  // Before the kernel exits: the stores must have read shared memory. Their writes need not have
+  // landed (the grid's completion covers them, and no GEMM triggers its dependents early): waiting
+  // for them kept each CTA a global-write round trip longer.
   DG_DEVICE static void drain() {
-    if (threadIdx.x % 128 < kNumStrips) ptx::tma_store_wait<0>();
+    if (threadIdx.x % 128 < kNumStrips) ptx::tma_store_wait_read<0>();
   }
 };
 

@@ -150,6 +150,9 @@ struct Sm90GemmTraits {
   // the consumers (sfb_ring_fill): the stages' barriers wait for TMA alone. (A cp.async copy of the
   // scalars beside each stage, which the stage's barrier also waited for, cost 1-2% on an H200.)
   static constexpr bool kSfbRing = kKind == Kind::kFp8_1D2D;
+  // The ring's filler (sfb_ring_fill) multiplies the scalars by alpha: the promotion applies it, and
+  // the epilogue spends no multiply per output element (128 per thread of a 256x128 tile).
+  static constexpr bool kAlphaInSfb = kSfbRing;
   static constexpr uint32_t kSfbWindow = 32, kSfbSlots = 2;
   static constexpr uint32_t kSmemSfbSlot = 2 * kSfbWindow * 4;  // [row][K block of the window], FP32
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
@@ -229,11 +232,17 @@ struct Sm90GemmTraits {
                 "skip_head_mid stores whole tiles of GEMM columns (no split-K, 3-D D or SwiGLU)");
 };
 
+// The scale the epilogue applies to the accumulators: alpha, or none where the promotion applied it.
+template <class T> DG_DEVICE auto output_scale(const Sm90GemmParams& p) {
+  if constexpr (T::kAlphaInSfb) return epilogue::UnitScale{};
+  else return p.alpha;
+}
+
 // Split-K: CTA rank r of the cluster takes share r of the tile's 4-column chunks (the first `rows`
-// rows of the tile), sums each over every CTA's partial tile at `red` (DSMEM), scales by alpha and
-// writes it to D (with kReduceAdd: adds it to D); rows from `valid` on are written as zeros (a masked
-// group's rows past its count, as the whole tiles' epilogue does). Consumer threads only, after the
-// cluster barrier that publishes the partials.
+// rows of the tile), sums each over every CTA's partial tile at `red` (DSMEM), scales by alpha (unless
+// the promotion did: output_scale) and writes it to D (with kReduceAdd: adds it to D); rows from
+// `valid` on are written as zeros (a masked group's rows past its count, as the whole tiles' epilogue
+// does). Consumer threads only, after the cluster barrier that publishes the partials.
 template <class T>
 DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* red, uint32_t m0, uint32_t n0,
                                     uint32_t rows, uint32_t valid) {
@@ -263,7 +272,7 @@ DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* red,
     if (cols - col >= 4) {
       float o[4];
 #pragma unroll
-      for (uint32_t j = 0; j < 4; ++j) o[j] = v[j] * p.alpha;
+      for (uint32_t j = 0; j < 4; ++j) o[j] = v[j] * output_scale<T>(p);
       if constexpr (sizeof(OutT) == 4) {
         if constexpr (T::kReduceAdd) {
           const f32x4 old = *reinterpret_cast<const f32x4*>(out);
@@ -282,7 +291,7 @@ DG_DEVICE void split_k_reduce_store(const Sm90GemmParams& p, const uint8_t* red,
 #pragma unroll
       for (uint32_t j = 0; j < 3; ++j) {
         if (j >= cols - col) break;
-        float o = v[j] * p.alpha;
+        float o = v[j] * output_scale<T>(p);
         if constexpr (sizeof(OutT) == 4) {
           if constexpr (T::kReduceAdd) o += out[j];
           out[j] = o;
@@ -333,7 +342,7 @@ DG_DEVICE void fused_epilogue(Acc& acc, const Sm90GemmParams& p, const sched::Ti
       if constexpr (T::kMGrouped) valid[i][h] = row_in_group(t, p.grouped_layout, p.group_rows, r);
       else valid[i][h] = t.m0 + r < p.m;
     }
-  T::Fused::run(acc, p.alpha, p.fused, n0, p.n, valid, t.m_local0 + row0, t.group);
+  T::Fused::run(acc, T::kAlphaInSfb ? 1.0f : p.alpha, p.fused, n0, p.n, valid, t.m_local0 + row0, t.group);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,9 +423,9 @@ DG_DEVICE void sfb_ring_fill(const Sm90GemmParams& p, Sched sched, uint32_t num_
       float* dst = SfbRing<T>::slot_data(smem, slot);
       for (uint32_t i = lane; i < T::kSfbWindow; i += 32) {
         const int64_t kb = min_of(w0 + i, kb_end - 1);
-        const float v0 = __ldg(first + kb * p.sfb_stride_k);
+        const float v0 = __ldg(first + kb * p.sfb_stride_k) * p.alpha;
         dst[i] = v0;
-        dst[T::kSfbWindow + i] = T::kSfbStraddle ? __ldg(second + kb * p.sfb_stride_k) : v0;
+        dst[T::kSfbWindow + i] = T::kSfbStraddle ? __ldg(second + kb * p.sfb_stride_k) * p.alpha : v0;
       }
       ptx::mbar_arrive(ring.full0 + slot * 8);
       if (++slot == T::kSfbSlots) slot = 0, phase ^= 1;
@@ -914,11 +923,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           if (t.per_row || t.rows < kBlockM)
             zero_foreign_rows<T>(acc, t, p.grouped_layout, p.group_rows, wg_row0 + warp_in_wg * 16 + lane / 4);
         }
-        float alpha = p.alpha;
-        if constexpr (T::Fused::kActive) {
-          fused_epilogue<T>(acc, p, t, n0, wg_row0 + warp_in_wg * 16 + lane / 4);
-          alpha = 1.0f;
-        }
+        if constexpr (T::Fused::kActive) fused_epilogue<T>(acc, p, t, n0, wg_row0 + warp_in_wg * 16 + lane / 4);
+        // The fused epilogue applied alpha; so did the promotion where the SFB ring carries it.
+        const auto alpha = [&] {
+          if constexpr (T::Fused::kActive) return epilogue::UnitScale{};
+          else return output_scale<T>(p);
+        }();
         const int32_t d_group = T::kKGrouped ? static_cast<int32_t>(kg->group[t.group]) : T::kBatched ? static_cast<int32_t>(t.group) : 0;
         if constexpr (T::kDirectStore)
           epilogue::direct_store<typename T::OutT, T::kWgM, T::kOutN, typename T::Columns>(
