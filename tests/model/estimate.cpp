@@ -10,6 +10,7 @@
 //   Q KIND GROUPS MAX_M EXPECTED_M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK -> the same as H for
 //       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +27,7 @@ static const char kUsage[] =
     "  H KIND M N K                                                 the heuristic's choice:\n"
     "      <us> BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK\n"
     "  G KIND GROUPS M N K [BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK]   K-grouped, as H\n"
+    "  C KIND GROUPS M N K [BM .. SPLITK]                           M-grouped contiguous (M: A's rows), as H\n"
     "  Q KIND GROUPS MAX_M EXPECTED_M N K BM .. SPLITK              masked M-grouped, as H\n"
     "KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped. 0 / -1 config fields:\n"
     "the heuristic's choice.\n"
@@ -73,14 +75,14 @@ int main(int argc, char** argv) {
     dg::ops::GemmOverride o;
     int kind = 0;
     long long m = 0, n = 0, k = 0;
-    const bool k_grouped = line[0] == 'G', masked = line[0] == 'Q';
-    const bool heuristic = line[0] == 'H' || k_grouped || masked;
+    const bool k_grouped = line[0] == 'G', masked = line[0] == 'Q', contiguous = line[0] == 'C';
+    const bool heuristic = line[0] == 'H' || k_grouped || masked || contiguous;
     long long groups = 1, expected_m = 0;
     const int fields =
         masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
                              &expected_m, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster, &o.multicast_a,
                              &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 10
-        : k_grouped ? k_grouped_fields(std::sscanf(line + 1, "%d %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind,
+        : k_grouped || contiguous ? k_grouped_fields(std::sscanf(line + 1, "%d %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind,
                                                    &groups, &m, &n, &k, &o.block_m, &o.block_n, &o.stages,
                                                    &o.cluster, &o.multicast_a, &o.fp8_promotion,
                                                    &o.promotion_slices, &o.split_k))
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
                     : std::sscanf(line, "%d %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &m, &n, &k, &o.block_m,
                                   &o.block_n, &o.stages, &o.cluster, &o.multicast_a, &o.fp8_promotion,
                                   &o.promotion_slices, &o.split_k);
-    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1 || (masked && kind == 2)) {
+    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1 || ((masked || contiguous) && kind == 2)) {
       std::printf("ERR malformed line\n");
       continue;
     }
@@ -99,6 +101,11 @@ int main(int argc, char** argv) {
       s.type = dg::ops::GemmType::kMGroupedMasked;
       s.num_groups = groups;
       s.expected_m = expected_m;
+    }
+    if (contiguous) {
+      s.type = dg::ops::GemmType::kMGroupedContiguous;
+      s.num_groups = groups;
+      s.expected_m = std::max(1LL, m / groups);  // as dg_m_grouped_gemm_nt_contiguous's default
     }
     if (k_grouped) {
       s.type = dg::ops::GemmType::kKGrouped;
