@@ -15,7 +15,7 @@ effect on every measured shape at once.
 
     bench/models/fit_gemm_model.py [--check GEOMEAN,MAX] BUILD/tests/dg-gemm-estimate SWEEP.json [...]
 
-With --check (the ctests `gemm_model`, `gemm_model_k_grouped` and `gemm_model_masked`), exits 1 when the geometric-mean
+With --check (the ctests `gemm_model*`), exits 1 when the geometric-mean
 regret or any shape's regret exceeds the given bounds: a model change that mis-ranks the committed
 measurements fails CI.
 """
