@@ -190,11 +190,19 @@ int64_t ceil_div_prefix_sum(int64_t x, int64_t bm) {
   return bm * q * (q + 1) / 2 + r * (q + 1);
 }
 
-// The mean of ceil(m / bm) over the spread of counts around expected_m, none above max_rows.
-double mean_blocks_per_group(int64_t expected_m, int64_t max_rows, int bm) {
+// The counts [lo, hi] a group's rows are taken to spread over around expected_m, none above max_rows.
+struct CountSpread {
+  int64_t lo, hi;
+};
+CountSpread count_spread(int64_t expected_m, int64_t max_rows) {
   const int64_t lo = std::max<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected_m)), 1);
   const int64_t spread_hi = static_cast<int64_t>(kSpreadHigh * double(expected_m));
-  const int64_t hi = std::max<int64_t>(std::min<int64_t>(spread_hi, max_rows), lo);
+  return {lo, std::max<int64_t>(std::min<int64_t>(spread_hi, max_rows), lo)};
+}
+
+// The mean of ceil(m / bm) over the spread of counts around expected_m.
+double mean_blocks_per_group(int64_t expected_m, int64_t max_rows, int bm) {
+  const auto [lo, hi] = count_spread(expected_m, max_rows);
   return double(ceil_div_prefix_sum(hi, bm) - ceil_div_prefix_sum(lo - 1, bm)) / double(hi - lo + 1);
 }
 
@@ -224,9 +232,7 @@ double expected_rounds(const GemmShape& s, int bm, int pm, int64_t unit_cols, in
     return double(cdiv(cdiv(std::max<int64_t>(blocks, 1), pm) * unit_cols, slots));
   };
   if (!uses_group_table(s.type)) return rounds(expected_m_blocks(s, bm));
-  const int64_t expected = std::max<int64_t>(s.expected_m, 1);
-  const int64_t lo = std::max<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected)), 1);
-  const int64_t hi = std::max<int64_t>(std::min<int64_t>(static_cast<int64_t>(kSpreadHigh * double(expected)), s.m), lo);
+  const auto [lo, hi] = count_spread(std::max<int64_t>(s.expected_m, 1), s.m);
   const double counts = double(hi - lo + 1);
   double one = 0, mean = 0, sq = 0;  // one group: E[rounds], E[blocks], E[blocks^2]
   for (int64_t b = cdiv(lo, bm); b <= cdiv(hi, bm); ++b) {

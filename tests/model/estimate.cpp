@@ -8,7 +8,9 @@
 //       problem (K = the groups' mean, D += ..., BF16 operands MN-major as the tn form reads them),
 //       with an optional explicit config as in the first form;
 //   Q KIND GROUPS MAX_M EXPECTED_M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK -> the same as H for
-//       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's).
+//       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's);
+//   C KIND GROUPS M N K [BM .. SPLITK] -> the same for an M-grouped contiguous problem (M: A's rows,
+//       per-row group indices, expected_m = M / GROUPS as the call's default).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
 #include <algorithm>
 #include <cstdio>
