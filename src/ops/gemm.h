@@ -180,10 +180,11 @@ struct FastDiv {
   uint32_t d, mul, shift;
 };
 struct WalkDivisors {
-  FastDiv per_band, band, last, per_slot;
+  FastDiv per_band, band, last;
   uint32_t last_band;
+  FastDiv per_slot;
 };
-static_assert(sizeof(WalkDivisors) == 52, "must match the device struct");
+static_assert(sizeof(WalkDivisors) == 52 && offsetof(WalkDivisors, per_slot) == 40, "must match the device struct");
 
 // The divider of d (>= 1).
 FastDiv fast_div(uint32_t d);
@@ -207,32 +208,29 @@ static_assert(sizeof(FusedParams) == 48, "must match the device struct");
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
 struct alignas(64) Sm90GemmParams {
   tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
+  uint32_t m, n, k;
+  uint32_t raster_along_n;
+  WalkDivisors walk;
+  uint32_t raster_band;
+  float alpha;
+  uint32_t sfb_rows;
   const float* sfb;
   int64_t sfb_stride_n;
   int64_t sfb_stride_k;
-  uint32_t m, n, k;
-  float alpha;
-  uint32_t raster_band;
-  uint32_t raster_along_n;
-  uint32_t sfb_rows;
-  uint32_t reserved0;
   const int32_t* grouped_layout;
   uint32_t num_groups;  // batched: the batches; batch-reduced: the K splits
-  uint32_t reserved1;
+  uint32_t group_rows;
   void* d;
   int64_t ldd;
   int64_t sfb_stride_g;
-  uint32_t group_rows;
-  uint32_t reserved2;
-  WalkDivisors walk;
   FusedParams fused;
 };
-static_assert(sizeof(Sm90GemmParams) == 896, "must match the device struct");
-static_assert(offsetof(Sm90GemmParams, sfb) == 640 && offsetof(Sm90GemmParams, m) == 664 &&
-                  offsetof(Sm90GemmParams, alpha) == 676 && offsetof(Sm90GemmParams, grouped_layout) == 696 &&
-                  offsetof(Sm90GemmParams, ldd) == 720 && offsetof(Sm90GemmParams, sfb_stride_g) == 728 &&
-                  offsetof(Sm90GemmParams, group_rows) == 736 && offsetof(Sm90GemmParams, walk) == 744 &&
-                  offsetof(Sm90GemmParams, fused) == 800,
+static_assert(sizeof(Sm90GemmParams) == 832, "must match the device struct");
+static_assert(offsetof(Sm90GemmParams, m) == 640 && offsetof(Sm90GemmParams, raster_along_n) == 652 &&
+                  offsetof(Sm90GemmParams, walk) == 656 && offsetof(Sm90GemmParams, raster_band) == 708 &&
+                  offsetof(Sm90GemmParams, alpha) == 712 && offsetof(Sm90GemmParams, sfb) == 720 &&
+                  offsetof(Sm90GemmParams, grouped_layout) == 744 && offsetof(Sm90GemmParams, d) == 760 &&
+                  offsetof(Sm90GemmParams, sfb_stride_g) == 776 && offsetof(Sm90GemmParams, fused) == 784,
               "must match the device struct");
 
 // A dense or M-grouped GEMM (docs/gemm.md#the-c-term-and-early-exits): with K = 0 only D := beta * C;

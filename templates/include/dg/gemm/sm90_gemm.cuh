@@ -57,34 +57,36 @@ template <bool kCond, class A, class B> struct Select { using type = A; };
 template <class A, class B> struct Select<false, A, B> { using type = B; };
 
 // Kernel argument (passed by value as a __grid_constant__ parameter). The host mirrors this layout.
+// The scalars every warp reads before its first tile (the problem and the tile walk) share one
+// 64-byte line of the constant bank, right after the maps (the parameter space starts 64-byte
+// aligned): the load of m, n and k at the kernel's start brings them all, where a walk spread over
+// two more lines cost a dependent chain of constant-cache misses before the first TMA load (tiny
+// launches: one tile per CTA).
 struct alignas(64) Sm90GemmParams {
   TmaDescriptor tma_a;    // K-major: dims (K, M) box (BLOCK_K, rows); MN-major: dims (M, K) box (64, BLOCK_K)
   TmaDescriptor tma_b;    // same for B with N
   TmaDescriptor tma_d;    // dims (N, M), box (strip, BLOCK_M / kMathWG)
   TmaDescriptor tma_sfa;  // FP8: dims (align(M,4), ceil(K/128)), box (BLOCK_M, 1), fp32
   TmaDescriptor tma_sfb;  // 1D1D: dims (align(N,4), ceil(K/128)), box (BLOCK_N, 1), fp32
+  uint32_t m, n, k;       // batched: m spans every batch's blocks of rows (batches x blocks x BLOCK_M)
+  uint32_t raster_along_n;   // 0: bands of unit-rows, 1: bands of unit-columns
+  sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
+  uint32_t raster_band;      // units per raster band (>= 1)
+  float alpha;
+  uint32_t sfb_rows;      // 1D2D: ceil(N / 128)
   const float* sfb;       // 1D2D: SFB[nb][kb] = sfb[nb * sfb_stride_n + kb * sfb_stride_k]
   int64_t sfb_stride_n;
   int64_t sfb_stride_k;
-  uint32_t m, n, k;       // batched: m spans every batch's blocks of rows (batches x blocks x BLOCK_M)
-  float alpha;
-  uint32_t raster_band;     // units per raster band (>= 1)
-  uint32_t raster_along_n;  // 0: bands of unit-rows, 1: bands of unit-columns
-  uint32_t sfb_rows;        // 1D2D: ceil(N / 128)
-  uint32_t reserved0;
   const int32_t* grouped_layout;  // M-grouped: per-row groups (contiguous), group ends (psum), rows (masked)
   uint32_t num_groups;   // grouped: the groups; batched: the batches; batch-reduced: the K splits
-  uint32_t reserved1;
+  uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked); batch-reduced: the batches
   void* d;        // split-K: D written with plain stores, row stride ldd elements
   int64_t ldd;
   int64_t sfb_stride_g;  // M-grouped 1D2D: elements between the groups' SFB blocks
-  uint32_t group_rows;   // M-grouped: rows of A (contiguous), max_m (masked); batch-reduced: the batches
-  uint32_t reserved2;
-  sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
   epilogue::FusedParams fused;  // bias and FP8 D's scales (fused epilogues)
 };
 
-static_assert(sizeof(Sm90GemmParams) == 896, "the host mirrors this layout (src/ops/gemm.h)");
+static_assert(sizeof(Sm90GemmParams) == 832, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,

@@ -143,9 +143,9 @@ struct WalkDivisors {
   FastDiv per_band;    // units per band (band x the units across it)
   FastDiv band;        // lines (unit-rows, or unit-columns along N) of a full band
   FastDiv last;        // lines of the last band
-  FastDiv per_slot;    // K-grouped: units per group slot; batched: blocks of rows per batch;
-                       // batch-reduced: units per split
   uint32_t last_band;  // the last band's index
+  FastDiv per_slot;    // K-grouped: units per group slot; batched: blocks of rows per batch;
+                       // batch-reduced: units per split (last: outside the kernel parameters' first line)
 };
 static_assert(sizeof(WalkDivisors) == 52, "the host mirrors this layout (src/ops/gemm.h)");
 
