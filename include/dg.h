@@ -457,7 +457,7 @@ typedef struct dg_gemm_options {
                                  0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
                                  Masked M-grouped calls: 2 splits a last round that is at most half full over
                                  CTA pairs, as counted on the device; 1 never splits; 0 = 2 where the heuristic
-                                 expects it to pay (few rounds of tiles for expected_m). */
+                                 expects it to pay (FP8 only: few rounds of tiles for expected_m). */
   void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
                                  MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
                                  Used on the stream: do not reuse it before the call's work there is done, and
