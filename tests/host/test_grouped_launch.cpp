@@ -132,6 +132,35 @@ TEST_CASE("M-grouped GEMMs launch the chosen config with the grouped contract, e
     }
 }
 
+TEST_CASE("masked BF16 calls split a short last round over CTA pairs only on request") {
+  // G 1, max_m 4096, hint 1228 rows, N 4096, K 7168: FP8 takes the split-tail kernel by the heuristic
+  // here; BF16 launches single CTAs unless options.split_k asks for 2 (docs/m_grouped_gemm.md#split-tail).
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  const int64_t g = 1, max_m = 4096, n = 4096, k = 7168, hint = 1228;
+  Tensor a(fake_address(1), DG_DTYPE_BFLOAT16, {g, max_m, k}), b(fake_address(2), DG_DTYPE_BFLOAT16, {g, n, k});
+  Tensor d(fake_address(3), DG_DTYPE_BFLOAT16, {g, max_m, n}), counts(fake_address(4), DG_DTYPE_INT32, {g});
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
+  for (int split : {0, 1, 2}) {
+    CAPTURE(split);
+    dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+    o.split_k = split;
+    REQUIRE_MESSAGE(dg_m_grouped_bf16_gemm_nt_masked(stream, a.t, b.t, d.t, counts.t, hint, &o) == DG_SUCCESS,
+                    std::string(dg_last_error()));
+    const std::vector<Launch> launches = fake.take();
+    REQUIRE(launches.size() == 1);
+    CHECK(launches[0].config.cluster[0] == (split == 2 ? 2u : 0u));
+  }
+  dg_stream_destroy(stream);
+
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.type = GemmType::kMGroupedMasked;
+  s.num_groups = g, s.m = max_m, s.n = n, s.k = k, s.expected_m = hint;
+  GemmConfig cfg;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, &cfg) == DG_SUCCESS);
+  CHECK(cfg.split_k == 2);
+}
+
 TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare launches nothing") {
   FakeDriver fake(sizeof(Sm90GemmParams));
   void* p = fake_address(9);
