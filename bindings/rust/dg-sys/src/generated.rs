@@ -263,7 +263,7 @@ pub struct dg_gemm_options {
     /// 0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
     /// Masked M-grouped calls: 2 splits a last round that is at most half full over
     /// CTA pairs, as counted on the device; 1 never splits; 0 = 2 where the heuristic
-    /// expects it to pay (few rounds of tiles for expected_m).
+    /// expects it to pay (FP8 only: few rounds of tiles for expected_m).
     /// ```
     pub split_k: i32,
     /// ```text
