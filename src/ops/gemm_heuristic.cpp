@@ -596,7 +596,7 @@ std::vector<std::pair<bool, int>> promotions(const GemmShape& s, const GemmOverr
 // Split-K factors: the override's, else 1, and for FP8 masked calls also 2 (a last round at most
 // half full split over CTA pairs) where the estimate says it pays. BF16 masked calls split only on
 // request: on an H200, 128x256 at G 1 (1235 rows, N 4096, K 7168; 28 tiles in the last round) ran
-// 122.5 us split and 102.2 us unsplit, and where no round was split the variant cost 0-2.4%
+// 122.5 us split and 102.2 us unsplit, and where no round was split the variant cost 0.4-2.4%
 // (bench/models/h200/masked-prefill-bf16-tiles.json); the masked tail terms were fitted to FP8.
 std::vector<int> split_ks(const GemmShape& s, const GemmOverride& o, int num_sms, const char** last_reason) {
   const bool masked = s.type == GemmType::kMGroupedMasked;
