@@ -59,9 +59,8 @@ template <class A, class B> struct Select<false, A, B> { using type = B; };
 // Kernel argument (passed by value as a __grid_constant__ parameter). The host mirrors this layout.
 // The scalars every warp reads before its first tile (the problem and the tile walk) share one
 // 64-byte line of the constant bank, right after the maps (the parameter space starts 64-byte
-// aligned): the load of m, n and k at the kernel's start brings them all, where a walk spread over
-// two more lines cost a dependent chain of constant-cache misses before the first TMA load (tiny
-// launches: one tile per CTA).
+// aligned): the load of m, n and k at the kernel's start brings them all, so the walk costs no
+// further constant-cache miss before the first TMA load (which a launch of one tile per CTA waits on).
 struct alignas(64) Sm90GemmParams {
   TmaDescriptor tma_a;    // K-major: dims (K, M) box (BLOCK_K, rows); MN-major: dims (M, K) box (64, BLOCK_K)
   TmaDescriptor tma_b;    // same for B with N
