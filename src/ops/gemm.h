@@ -109,6 +109,9 @@ struct GemmConfig {
   // FP8: every tile's K blocks fill the stage ring a whole number of times (stage_aligned()), so the
   // consumers' K loop is unrolled over the ring and addresses every stage at a constant offset.
   bool stage_aligned = false;
+  // Dense or batched calls with few K blocks: their count, compiled into the kernel (compiled_k_blocks()); 0 =
+  // the kernel reads K at run time.
+  int k_blocks = 0;
   double estimate_us = 0;   // the heuristic's cost estimate
 };
 
@@ -128,6 +131,10 @@ unsigned gemm_smem_bytes(const GemmShape& s, int block_m, int block_n, int stage
 // 64-row WGMMA iteration per warp-group, one CTA per tile over all of K, the same K blocks for every
 // tile, a whole number of ring turns of at most 8 stages.
 bool stage_aligned(const GemmShape& s, const GemmConfig& c);
+
+// The K blocks a dense (or batched) call's kernel compiles in (GemmConfig::k_blocks): the problem's, where they are
+// few (at most 8) and every CTA takes a tile's every K block; else 0.
+int compiled_k_blocks(const GemmShape& s, const GemmConfig& c);
 
 // FP8 1D2D with block_n not dividing 128: the set of column boundaries b = min(128 - n0 % 128, block_n)
 // (bit b / 8 - 1) over the tiles of an N-column problem, for which the kernel compiles one K loop

@@ -414,6 +414,21 @@ bool stage_aligned(const GemmShape& s, const GemmConfig& c) {
          c.block_m / c.math_wg == 64 && c.stages <= kMaxUnrolledStages && num_kb > 0 && num_kb % c.stages == 0;
 }
 
+int compiled_k_blocks(const GemmShape& s, const GemmConfig& c) {
+  // DeepGEMM compiles N and K into every kernel; libdg compiles K only where a tile has so few K blocks
+  // that the run-time loop's set-up (accumulator zeroing, loop bounds, the leftover loop) is a visible
+  // share of a tile (K <= 1024 FP8, <= 512 BF16): dense calls, and batches whose problems share one K.
+  // The price: one kernel per count. Not 1D1D: its straight-line promotion of a per-column scale
+  // spilled at 128x256 (two slices, four K blocks).
+  constexpr int64_t kMaxCompiledKBlocks = 8;
+  const int64_t num_kb = cdiv(s.k, c.block_k);
+  const bool one_k_per_tile = s.type == GemmType::kNormal || s.type == GemmType::kBatched;
+  return one_k_per_tile && s.kind != GemmKind::kFp8_1D1D && c.split_k == 1 && num_kb > 0 &&
+                 num_kb <= kMaxCompiledKBlocks
+             ? static_cast<int>(num_kb)
+             : 0;
+}
+
 uint32_t sfb_boundaries(int64_t n, int block_n) {
   if (block_n <= 0 || 128 % block_n == 0) return 0;
   uint32_t mask = 0;
@@ -720,6 +735,7 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
   c->d_strip = strip_elems(s, out_cols(s, c->block_n));
   if (s.kind == GemmKind::kFp8_1D2D) c->sfb_boundaries = sfb_boundaries(s.n, c->block_n);
   c->stage_aligned = stage_aligned(s, *c);
+  c->k_blocks = compiled_k_blocks(s, *c);
 }
 
 }  // namespace

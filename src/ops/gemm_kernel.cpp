@@ -59,7 +59,7 @@ struct Field {
 
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
 // variable too (the kernel asserts its layout against it).
-std::array<Field, 25> template_fields(const GemmShape& s, const GemmConfig& c) {
+std::array<Field, 26> template_fields(const GemmShape& s, const GemmConfig& c) {
   return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
            {"major_a", static_cast<int64_t>(s.major_a), as_major},
            {"major_b", static_cast<int64_t>(s.major_b), as_major},
@@ -84,6 +84,7 @@ std::array<Field, 25> template_fields(const GemmShape& s, const GemmConfig& c) {
            {"head_left", s.epilogue.head_left, as_int},
            {"head_mid", s.epilogue.head_mid, as_int},
            {"head_right", s.epilogue.head_right, as_int},
+           {"k_blocks", c.k_blocks, as_int},
            {"smem_bytes", c.smem_bytes, as_int}}};
 }
 
@@ -101,7 +102,7 @@ std::string epilogue_tag(const GemmEpilogue& e) {
 }
 
 std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
-  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}", kind_short_name(s.kind),
+  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}{}", kind_short_name(s.kind),
                      kTypeTags[static_cast<int>(s.type)], s.major_a == Major::kK ? "k" : "m",
                      s.major_b == Major::kK ? "k" : "m", out_name(s.d_dtype), epilogue_tag(s.epilogue),
                      s.accumulate ? "_acc" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
@@ -109,7 +110,8 @@ std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
                      c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
                      c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
                      c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string(),
-                     c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string());
+                     c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string(),
+                     c.k_blocks ? fmt::format("_kb{}", c.k_blocks) : std::string());
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dg.h"
@@ -108,6 +109,26 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
   }
   dg_set_log_level(log_level);
   std::printf("einsum: %zu distinct batched GEMM configs compiled\n%s", seen.size(), table.c_str());
+}
+
+// Per-head problems share one K, so a short one is compiled into the kernel as for dense calls; the
+// batch-reduced walk runs K blocks batch after batch and reads K at run time.
+TEST_CASE("einsum: short per-head K compiled in, batch sums read it at run time") {
+  const auto chosen = [](const BatchedArgs& args) {
+    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(args);
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c) == DG_SUCCESS);
+    return std::make_pair(c, dg::ops::gemm_kernel_spec(s, c).kernel_name);
+  };
+  const auto [absorb, absorb_name] = chosen(per_head(true, 128, 128, 512, 128));  // BF16: 64 K per block
+  CHECK(absorb.k_blocks == 8);
+  CHECK(absorb_name.find("_kb8") != std::string::npos);
+  CHECK(chosen(per_head(false, 128, 128, 512, 128)).first.k_blocks == 2);  // K = d = 128
+  CHECK(chosen(fp8_per_head(300, 3, 400, 336)).first.k_blocks == 4);       // FP8: 128 K per block, tail
+  CHECK(chosen(fp8_per_head(4096, 8, 4096, 1024)).first.k_blocks == 0);   // 32 K blocks: run time
+  const auto [sum, sum_name] = chosen(reduced(9, 200, 136, 200));
+  CHECK(sum.k_blocks == 0);
+  CHECK(sum_name.find("_kb") == std::string::npos);
 }
 
 TEST_CASE("einsum: forced tiles, CTA pairs along M and N, compile for sm_90a") {

@@ -634,6 +634,35 @@ TEST_CASE("sm90 gemm: the stage-aligned K loop only where every tile turns the r
   CHECK(!c.stage_aligned);  // too deep a ring to unroll
 }
 
+// A kernel with its K blocks compiled in serves only problems of that count: dense calls with at most
+// eight, every CTA taking a tile's every K block, never 1D1D.
+TEST_CASE("sm90 gemm: K blocks compiled in only for short dense K") {
+  GemmShape s;
+  s.kind = GemmKind::kFp8_1D2D, s.m = 64, s.n = 8192, s.k = 512;
+  dg::ops::GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 4);
+  CHECK(dg::ops::gemm_kernel_spec(s, c).kernel_name.find("_kb4") != std::string::npos);
+  s.k = 1024 + 1;  // nine K blocks, the last partial
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 0);
+  CHECK(dg::ops::gemm_kernel_spec(s, c).kernel_name.find("_kb") == std::string::npos);
+  s.kind = GemmKind::kBf16, s.k = 500;  // BF16: 64 K per block
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 8);
+  dg::ops::GemmOverride split;
+  split.split_k = 2;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, split, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 0);  // each CTA of a split tile takes part of the K blocks
+  s.kind = GemmKind::kFp8_1D1D, s.d_dtype = DG_DTYPE_FLOAT32, s.k = 512;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 0);
+  s.kind = GemmKind::kFp8_1D2D, s.d_dtype = DG_DTYPE_BFLOAT16, s.type = GemmType::kMGroupedMasked;
+  s.num_groups = 4, s.m = 256, s.expected_m = 64;
+  REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.k_blocks == 0);  // grouped calls read K at run time
+}
+
 TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spills") {
   dg::Config config = dg::default_config();
   config.cache_dir = "";

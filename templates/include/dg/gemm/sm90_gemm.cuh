@@ -93,7 +93,7 @@ template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kRed
           uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
           bool kStageAligned_ = false, epilogue::Activation kAct_ = epilogue::Activation::kNone,
           epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone,
-          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0>
+          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0, uint32_t kKBlocks_ = 0>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -140,6 +140,10 @@ struct Sm90GemmTraits {
   // arithmetic per K block (the uniform ops a run-time stage costs were most of the per-warp
   // instruction gap to DeepGEMM's loop, whose K is a compile-time constant).
   static constexpr bool kStageAligned = kFp8 && kStageAligned_;
+  // Dense (or batched) problems with few K blocks: their count compiled in (0: p.k's at run time), so
+  // that the consumers' K loop is straight-line code with constant bounds (no zeroing of the
+  // accumulators ahead of the first promotion, no leftover loop). One kernel per count (src/ops: compiled_k_blocks).
+  static constexpr uint32_t kKBlocks = kKBlocks_;
 
   static constexpr uint32_t kSmemA = kBlockM * kBlockK * kElem;
   static constexpr uint32_t kSmemB = kBlockN * kBlockK * kElem;
@@ -209,6 +213,8 @@ struct Sm90GemmTraits {
   static_assert(!kStageAligned || (kSplitK == 1 && kType != sched::GemmType::kKGrouped && kStages <= 8),
                 "stage-aligned K loop: one CTA per tile over the same K blocks, at most 8 stages unrolled");
   static_assert(kSfbBoundaries == 0 || (kSfbStraddle && kSfbBoundaries < (1u << 16)), "SFB boundaries: 1D2D straddling tiles, b <= 128");
+  static_assert(kKBlocks == 0 || ((kType == sched::GemmType::kNormal || kBatched) && kSplitK == 1),
+                "compiled K blocks: dense or batched GEMMs whose CTAs each take a tile's every K block");
   static_assert(kKind != Kind::kFp8_1D1D || sizeof(OutT) == 4, "1D1D writes FP32");
   static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
   static_assert(kStages >= 2, "at least 2 stages");
@@ -500,7 +506,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
   ptx::grid_dependency_wait();
 
   // Batch-reduced: p.k is one batch's K and p.group_rows the batches; K blocks run batch after batch.
-  const uint32_t num_kb_batch = ceil_div(p.k, kBlockK);
+  const uint32_t num_kb_batch = T::kKBlocks != 0 ? T::kKBlocks : ceil_div(p.k, kBlockK);
   const uint32_t num_kb = T::kBatchReduced ? num_kb_batch * p.group_rows : num_kb_batch;
   // Masked / psum groups: the table of rows and tiles per group, after the barriers (the host
   // adds its bytes to the launch's shared memory). Built once per CTA from device-side counts.
@@ -841,6 +847,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         auto k_loop = [&](auto bnd) {
           uint32_t kb = kb_begin;
           bool next_full = false;  // the stage of this group's first K block passed the early test
+          // Compiled K blocks: every group straight-line (the first promotion then adds to a known zero).
+#pragma unroll(T::kKBlocks != 0 ? T::kKBlocks : 1)
           for (; kb + kKbPerGroup <= kb_end; kb += kKbPerGroup) {
             if constexpr (T::kStageAligned) stage = 0;  // already so: stated for the compiler's constants
             float sb0[kKbPerGroup], sb1[kKbPerGroup];
