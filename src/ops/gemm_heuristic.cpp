@@ -514,18 +514,21 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
 // at M = 1 on 5 of 6 DeepSeek shapes, 3-9% behind the best on 7168x2048; at M = 128 it splits only
 // N = 576, where splitting won. FP8 at M 16-64 on an H200 (bench/models/h200/small-m-fp8*.json): two
 // CTAs per 64x128 tile ran 3-26% behind unsplit tiles (64x64, or 32-row tiles up to M 32) at N 4096
-// and 7168 (32 and 56 tiles), while four and eight ran ahead at N 2112 and 576 (17 and 5 tiles): FP8
-// up to M 64 splits only over at least kMinFp8Split CTAs.
+// and 7168 (32 and 56 tiles), while four and eight ran ahead at N 2112 and 576 (17 and 5 tiles). BF16
+// (bench/models/h200/small-m-bf16.json): at M 64 the same, two CTAs per 64x128 tile 3-18% behind the
+// model's unsplit choice on four DeepSeek-V3 shapes; at M 32 they ran 7-11% ahead at 4096x7168 and
+// 7168x16384 and 8% behind at 7168x2048. So FP8 up to M 64 and BF16 from M 33 split a tile only over
+// at least kMinWideSplit CTAs.
 GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
   constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896, kWideTileMaxM = 64;
-  constexpr int kMinFp8Split = 4;
+  constexpr int kMinWideSplit = 4;
   if (has_override(o) || s.m > 128 || s.type != GemmType::kNormal || s.epilogue.active()) return o;
   const int bn = s.m <= kWideTileMaxM ? 128 : 64;
   const int64_t tiles = cdiv(s.m, 64) * cdiv(s.n, bn);
   int sk = 1;
   for (int c : {2, 4, 8})
     if (tiles * c <= kMaxSplitGrid && s.k / c >= kMinSplitK && resident_clusters(num_sms, c) >= tiles) sk = c;
-  if (is_fp8(s.kind) && s.m <= kWideTileMaxM && sk < kMinFp8Split) sk = 1;
+  if (s.m <= kWideTileMaxM && (is_fp8(s.kind) || s.m > kHalfTileM) && sk < kMinWideSplit) sk = 1;
   if (sk == 1) return o;
   GemmOverride split = o;
   split.block_m = 64, split.block_n = bn, split.cluster = 1, split.split_k = sk;
@@ -608,20 +611,20 @@ std::vector<std::pair<bool, int>> promotions(const GemmShape& s, const GemmOverr
   return out;
 }
 
-// Split-K factors: the override's, else 1, and for FP8 masked calls also 2 (a last round at most
-// half full split over CTA pairs) where the estimate says it pays. BF16 masked calls split only on
-// request: on an H200, 128x256 at G 1 (1235 rows, N 4096, K 7168; 28 tiles in the last round) ran
-// 122.5 us split and 102.2 us unsplit, and where no round was split the variant cost 0.4-2.4%
-// (bench/models/h200/masked-prefill-bf16-tiles.json); the masked tail terms were fitted to FP8.
-std::vector<int> split_ks(const GemmShape& s, const GemmOverride& o, int num_sms, const char** last_reason) {
-  const bool masked = s.type == GemmType::kMGroupedMasked;
-  std::vector<int> out = {o.split_k ? o.split_k : 1};
-  if (!o.split_k && masked && is_fp8(s.kind) && num_sms >= 2 && !s.epilogue.active()) out.push_back(2);
-  if (masked && num_sms < 2 && out[0] == 2) {
+// Split-K factor: the override's, else 1. A masked call splits its last round over CTA pairs (the
+// split tail) only when options.split_k asks for 2. On an H200 the split did not pay: FP8 on the six
+// prefill sets where its estimate chose it (G 1-4, N 4096 and 6144, K 7168), the same choice unsplit
+// ran 0.89-1.09x the split's speed, level on the geometric mean (bench/models/h200/masked-fp8-alts.json;
+// a second draw of four of the sets: 0.99-1.08x); BF16 128x256 at G 1, N 4096 ran 122.5 us split and
+// 102.2 us unsplit (bench/models/h200/masked-prefill-bf16-tiles.json). Returns 0, with the reason,
+// where the split cannot run.
+int split_k_of(const GemmShape& s, const GemmOverride& o, int num_sms, const char** last_reason) {
+  const int split_k = o.split_k ? o.split_k : 1;
+  if (s.type == GemmType::kMGroupedMasked && split_k == 2 && num_sms < 2) {
     *last_reason = "the masked split tail runs CTA pairs: it needs options.num_sms >= 2";
-    out.clear();
+    return 0;
   }
-  return out;
+  return split_k;
 }
 
 // The pipeline depth and epilogue staging of `c`: as many stages as fit (capped), whole-tile D
@@ -658,20 +661,20 @@ bool fit_stages(const GemmShape& s, const GemmOverride& o, const Candidate& c, i
 template <class Visit>
 void for_each_candidate(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
                         const char** reason, Visit visit) {
-  const std::vector<int> sks = split_ks(s, o, num_sms, reason);
+  const int sk = split_k_of(s, o, num_sms, reason);
+  if (sk == 0) return;
   for (const Tile& t : tiles(s, o))
     for (const auto& [cluster, mc_a] : clusters(s, o, num_sms, t))
-      for (const auto& [overlap, split] : promotions(s, o, t))
-        for (int sk : sks) {
-          const Candidate c{t.bm, t.bn, t.math_wg, cluster, mc_a, overlap, split, sk};
-          if (const char* why = illegal(s, c)) {
-            *reason = why;
-            continue;
-          }
-          int stages = 0, d_bufs = 0;
-          if (!fit_stages(s, o, c, &stages, &d_bufs, reason)) continue;
-          visit(c, stages, d_bufs, estimate_us(model, s, c, stages, d_bufs, num_sms));
+      for (const auto& [overlap, split] : promotions(s, o, t)) {
+        const Candidate c{t.bm, t.bn, t.math_wg, cluster, mc_a, overlap, split, sk};
+        if (const char* why = illegal(s, c)) {
+          *reason = why;
+          continue;
         }
+        int stages = 0, d_bufs = 0;
+        if (!fit_stages(s, o, c, &stages, &d_bufs, reason)) continue;
+        visit(c, stages, d_bufs, estimate_us(model, s, c, stages, d_bufs, num_sms));
+      }
 }
 
 // The template parameters of candidate `c` (finish_config adds the launch geometry).

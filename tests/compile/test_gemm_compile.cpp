@@ -411,23 +411,18 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   o.split_k = 2;
   CHECK(dg::ops::choose_gemm_config(tiny, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("options.split_k: 2 exceeds") != std::string::npos);
-  // Masked: the split tail by default over few rounds (an even grid of CTA pairs), not over many (its
-  // cost per tile outweighs half of the last round), off with split_k 1, refused on one SM and on
-  // straddling tiles whose SFB boundaries take too many values; contiguous: never.
+  // Masked: the split tail only on request (split_k 2: an even grid of CTA pairs), refused on one SM
+  // and on straddling tiles whose SFB boundaries take too many values; contiguous: never.
   GemmShape m = s;
   m.type = GemmType::kMGroupedMasked, m.num_groups = 4, m.m = 1024, m.expected_m = 300;
   REQUIRE(dg::ops::choose_gemm_config(m, 131, {}, &c) == DG_SUCCESS);
-  CHECK(c.split_k == 2);
-  CHECK(c.grid == 130);
-  GemmShape many = m;
-  many.num_groups = 32, many.n = 7168;
-  REQUIRE(dg::ops::choose_gemm_config(many, 132, {}, &c) == DG_SUCCESS);
-  CHECK(c.split_k == 1);
-  o = {};
-  o.split_k = 1;
-  REQUIRE(dg::ops::choose_gemm_config(m, 131, o, &c) == DG_SUCCESS);
   CHECK(c.split_k == 1);
   CHECK(c.grid == 131);
+  o = {};
+  o.split_k = 2;
+  REQUIRE(dg::ops::choose_gemm_config(m, 131, o, &c) == DG_SUCCESS);
+  CHECK(c.split_k == 2);
+  CHECK(c.grid == 130);
   o.split_k = 2, o.num_sms = 1;
   CHECK(dg::ops::choose_gemm_config(m, 131, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("needs options.num_sms >= 2") != std::string::npos);

@@ -132,9 +132,9 @@ TEST_CASE("M-grouped GEMMs launch the chosen config with the grouped contract, e
     }
 }
 
-TEST_CASE("masked BF16 calls split a short last round over CTA pairs only on request") {
-  // G 1, max_m 4096, hint 1228 rows, N 4096, K 7168: FP8 takes the split-tail kernel by the heuristic
-  // here; BF16 launches single CTAs unless options.split_k asks for 2 (docs/m_grouped_gemm.md#split-tail).
+TEST_CASE("masked calls split a short last round over CTA pairs only on request") {
+  // G 1, max_m 4096, hint 1228 rows, N 4096, K 7168 (a short last round): single CTAs unless
+  // options.split_k asks for 2 (docs/m_grouped_gemm.md#split-tail), BF16 and FP8 alike.
   FakeDriver fake(sizeof(Sm90GemmParams));
   const int64_t g = 1, max_m = 4096, n = 4096, k = 7168, hint = 1228;
   Tensor a(fake_address(1), DG_DTYPE_BFLOAT16, {g, max_m, k}), b(fake_address(2), DG_DTYPE_BFLOAT16, {g, n, k});
@@ -158,6 +158,10 @@ TEST_CASE("masked BF16 calls split a short last round over CTA pairs only on req
   s.num_groups = g, s.m = max_m, s.n = n, s.k = k, s.expected_m = hint;
   GemmConfig cfg;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, &cfg) == DG_SUCCESS);
+  CHECK(cfg.split_k == 1);
+  dg::ops::GemmOverride split;
+  split.split_k = 2;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, split, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 2);
 }
 
