@@ -777,6 +777,11 @@ bool same_config(const GemmConfig& a, const GemmConfig& b) {
          a.promote_split == b.promote_split && a.d_bufs == b.d_bufs && a.split_k == b.split_k;
 }
 
+// Configs that cover the problem with the same tiles (they differ in pipeline or promotion only).
+bool same_tiles(const GemmConfig& a, const GemmConfig& b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.split_k == b.split_k;
+}
+
 }  // namespace
 
 bool has_config_override(const GemmOverride& o) { return has_override(o); }
@@ -798,15 +803,23 @@ dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride&
   for_each_candidate(model, s, num_sms, o, &reason, keep);
   std::stable_sort(all.begin(), all.end(),
                    [](const GemmConfig& a, const GemmConfig& b) { return a.estimate_us < b.estimate_us; });
+  // Other tiles first, then the other pipelines and promotions of tiles already ranked: a tile's
+  // width sets the rounds of tiles over the SMs, where the model's misses are the largest (masked
+  // FP8 at G 1-4, N 4096 on an H200: 128x160, ranked fifth, ran 14-19% faster than the first choice),
+  // while variants of one tile measured within a few percent of each other.
   std::vector<GemmConfig> ranked = {first};
-  for (GemmConfig& c : all) {
-    if (static_cast<int>(ranked.size()) >= count) break;
-    bool seen = false;
-    for (const GemmConfig& r : ranked) seen = seen || same_config(r, c);
-    if (seen) continue;
-    finish_config(s, num_sms, &c);
-    ranked.push_back(c);
-  }
+  for (const bool new_tiles : {true, false})
+    for (GemmConfig& c : all) {
+      if (static_cast<int>(ranked.size()) >= count) break;
+      bool seen = false, tiles_seen = false;
+      for (const GemmConfig& r : ranked) {
+        seen = seen || same_config(r, c);
+        tiles_seen = tiles_seen || same_tiles(r, c);
+      }
+      if (seen || (new_tiles && tiles_seen)) continue;
+      finish_config(s, num_sms, &c);
+      ranked.push_back(c);
+    }
   *out = std::move(ranked);
   return DG_SUCCESS;
 }

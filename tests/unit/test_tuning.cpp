@@ -11,7 +11,9 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -158,6 +160,30 @@ TEST_CASE("rank_gemm_configs: the heuristic's choice first, distinct, each chose
   CHECK(dg::ops::rank_gemm_configs(dense(GemmKind::kBf16, 256, 256, 256), kSms, bad, model, 4, &untouched) ==
         DG_ERROR_INVALID_ARGUMENT);
   CHECK(untouched.size() == 1);
+}
+
+// Candidates cover other tiles before they repeat one: a tile's width sets the rounds over the SMs.
+TEST_CASE("rank_gemm_configs: other tiles before variants of a ranked tile") {
+  const dg::ops::Sm90CostModel& model = dg::ops::hopper_cost_model();
+  const auto tiles_of = [](const GemmConfig& c) { return std::make_tuple(c.block_m, c.block_n, c.split_k); };
+  for (const GemmShape& s : {masked(1, 4096, 1228, 4096, 7168), dense(GemmKind::kFp8_1D2D, 4096, 7168, 2048)}) {
+    CAPTURE(static_cast<int>(s.type));
+    std::vector<GemmConfig> few, all;
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 4, &few) == DG_SUCCESS);
+    REQUIRE(few.size() == 4);
+    std::set<std::tuple<int, int, int>> tiles;
+    for (const GemmConfig& c : few) tiles.insert(tiles_of(c));
+    CHECK(tiles.size() == 4);
+    // Once every tile is ranked, the variants follow, cheapest first.
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 200, &all) == DG_SUCCESS);
+    tiles.clear();
+    size_t first_variant = all.size();
+    for (size_t i = 0; i < all.size(); ++i)
+      if (!tiles.insert(tiles_of(all[i])).second && first_variant == all.size()) first_variant = i;
+    REQUIRE(first_variant < all.size());
+    CHECK(first_variant == tiles.size());
+    for (size_t i = first_variant + 1; i < all.size(); ++i) CHECK(all[i - 1].estimate_us <= all[i].estimate_us);
+  }
 }
 
 TEST_CASE("tuning table: round trip of the text form") {
