@@ -26,8 +26,9 @@ constexpr unsigned kSfbSlots = 2, kSfbSlotBytes = 2 * 32 * 4;
 // below it the cost model charges each missing stage.
 constexpr int kFewStages = 4;
 constexpr int kWholeTileMinStages = 3;  // whole_tile_over_strips: the depth it was measured at
-// 32-row tiles (Sm90GemmTraits::kHalfM): dense FP8 1D2D at M <= 32 only. A WGMMA computes 64 rows, so
-// the tile's tensor time is a 64-row tile's; its A loads are half.
+// 32-row tiles (Sm90GemmTraits::kHalfM) at M <= 32: dense and per-head FP8 1D2D, and BF16 with
+// K-major A (its box then holds 32 rows of 128 bytes). A WGMMA computes 64 rows, so the tile's tensor
+// time is a 64-row tile's; its A loads are half.
 constexpr int kHalfTileM = 32;
 // Registers: a consumer thread's budget with two / one math warp-groups, and what it needs beside
 // its accumulators (addresses, scales).
@@ -90,6 +91,13 @@ const char* illegal_epilogue(const GemmShape& s, const Candidate& c) {
   return nullptr;
 }
 
+// The problems 32-row tiles can run (kHalfTileM).
+bool half_tiles_apply(const GemmShape& s) {
+  const bool dense_or_heads = s.type == GemmType::kNormal || s.type == GemmType::kBatched;
+  const bool kind = s.kind == GemmKind::kFp8_1D2D || (s.kind == GemmKind::kBf16 && s.major_a == Major::kK);
+  return dense_or_heads && kind && !s.epilogue.active();
+}
+
 // Why candidate `c` cannot run `s`; nullptr when it can.
 const char* illegal(const GemmShape& s, const Candidate& c) {
   const int bm = c.bm, bn = c.bn, math_wg = c.math_wg, cluster = c.cluster, split = c.split, split_k = c.split_k;
@@ -97,8 +105,9 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
   if (bm != kHalfTileM && bm != 64 && bm != 128 && bm != 256) return "block_m must be 32, 64, 128 or 256";
   if (math_wg != 1 && math_wg != 2) return "math warp-groups must be 1 or 2";
   if (bm == kHalfTileM) {
-    if (s.kind != GemmKind::kFp8_1D2D || s.type != GemmType::kNormal || s.epilogue.active())
-      return "block_m 32 is for dense FP8 GEMMs of the 1D2D recipe without a fused or head-split epilogue";
+    if (!half_tiles_apply(s))
+      return "block_m 32 is for dense and per-head FP8 GEMMs of the 1D2D recipe, and BF16 ones with K-major A, "
+             "without a fused or head-split epilogue";
     if (math_wg != 1 || cluster != 1 || split_k != 1) return "block_m 32 runs one math warp-group, cluster 1, split_k 1";
   } else if (bm / math_wg != 64 && bm / math_wg != 128) {
     return "block_m / math warp-groups must be 64 or 128";
@@ -516,9 +525,9 @@ dg_status check_overrides(const GemmShape& s, int num_sms, const GemmOverride& o
 // CTAs per 64x128 tile ran 3-26% behind unsplit tiles (64x64, or 32-row tiles up to M 32) at N 4096
 // and 7168 (32 and 56 tiles), while four and eight ran ahead at N 2112 and 576 (17 and 5 tiles). BF16
 // (bench/models/h200/small-m-bf16.json): at M 64 the same, two CTAs per 64x128 tile 3-18% behind the
-// model's unsplit choice on four DeepSeek-V3 shapes; at M 32 they ran 7-11% ahead at 4096x7168 and
-// 7168x16384 and 8% behind at 7168x2048. So FP8 up to M 64 and BF16 from M 33 split a tile only over
-// at least kMinWideSplit CTAs.
+// model's unsplit choice on four DeepSeek-V3 shapes; at M 16 and 32, with BF16 32-row tiles, two CTAs
+// per 64x128 tile took 1.00-1.45x the heuristic's time (bench/models/h200/small-m-bf16-32rows.json).
+// So up to M 64 a tile splits only over at least kMinWideSplit CTAs.
 GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
   constexpr int64_t kMaxSplitGrid = 112, kMinSplitK = 896, kWideTileMaxM = 64;
   constexpr int kMinWideSplit = 4;
@@ -528,7 +537,7 @@ GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o
   int sk = 1;
   for (int c : {2, 4, 8})
     if (tiles * c <= kMaxSplitGrid && s.k / c >= kMinSplitK && resident_clusters(num_sms, c) >= tiles) sk = c;
-  if (s.m <= kWideTileMaxM && (is_fp8(s.kind) || s.m > kHalfTileM) && sk < kMinWideSplit) sk = 1;
+  if (s.m <= kWideTileMaxM && sk < kMinWideSplit) sk = 1;
   if (sk == 1) return o;
   GemmOverride split = o;
   split.block_m = 64, split.block_n = bn, split.cluster = 1, split.split_k = sk;
@@ -550,8 +559,7 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   // 32-row tiles load half the A rows of a 64-row tile, most of them past M at these sizes: on an
   // H200 at M 16 and 32, 9-25% faster than the best 64-row tile at 4096 x 7168 and 7168 x 16384
   // (bench/models/h200/small-m-fp8-32rows.json).
-  if (s.type == GemmType::kNormal && s.kind == GemmKind::kFp8_1D2D && s.m <= kHalfTileM && !s.epilogue.active())
-    bms.push_back(kHalfTileM);
+  if (half_tiles_apply(s) && s.m <= kHalfTileM) bms.push_back(kHalfTileM);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
   // FP8 grouped calls whose tile count is a hint (psum, masked, K-grouped) cap tiles at 192 columns:

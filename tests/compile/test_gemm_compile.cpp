@@ -440,8 +440,8 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   CHECK(dg::ops::choose_gemm_config(cg, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
 }
 
-// 32-row tiles: the heuristic's from M <= 32 for dense FP8 1D2D (one warp-group, no pair or split);
-// forced where the kernel has no such tile, refused by name.
+// 32-row tiles: the heuristic's from M <= 32 for dense FP8 1D2D and dense BF16 with K-major A (one
+// warp-group, no pair or split); forced where the kernel has no such tile, refused by name.
 TEST_CASE("sm90 gemm: 32-row tiles only where the kernel has them") {
   GemmShape s;
   s.kind = GemmKind::kFp8_1D2D, s.m = 32, s.n = 4096, s.k = 7168;
@@ -464,16 +464,20 @@ TEST_CASE("sm90 gemm: 32-row tiles only where the kernel has them") {
   };
   GemmShape bf16 = s;
   bf16.kind = GemmKind::kBf16;
-  refused(bf16, o, "block_m 32 is for dense FP8");
+  REQUIRE(dg::ops::choose_gemm_config(bf16, 132, {}, &c) == DG_SUCCESS);
+  CHECK(c.block_m == 32);
+  CHECK(c.split_k == 1);
+  bf16.major_a = Major::kMN;  // an MN-major A box holds 64 rows of M
+  refused(bf16, o, "block_m 32 is for dense and per-head FP8");
   GemmShape k1d1d = s;
   k1d1d.kind = GemmKind::kFp8_1D1D, k1d1d.d_dtype = DG_DTYPE_FLOAT32;
-  refused(k1d1d, o, "block_m 32 is for dense FP8");
+  refused(k1d1d, o, "block_m 32 is for dense and per-head FP8");
   GemmShape masked = s;
   masked.type = GemmType::kMGroupedMasked, masked.num_groups = 4, masked.m = 64, masked.expected_m = 20;
-  refused(masked, o, "block_m 32 is for dense FP8");
+  refused(masked, o, "block_m 32 is for dense and per-head FP8");
   GemmShape fused = s;
   fused.epilogue.bias = dg::ops::BiasType::kFp32;
-  refused(fused, o, "block_m 32 is for dense FP8");
+  refused(fused, o, "block_m 32 is for dense and per-head FP8");
   dg::ops::GemmOverride pair = o;
   pair.cluster = 2;
   refused(s, pair, "block_m 32 runs one math warp-group");
@@ -687,6 +691,8 @@ TEST_CASE("sm90 gemm: configs the GPU tests force compile for sm_90a without spi
       {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_BFLOAT16, false, 32, 64, 0, 0},
       {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_FLOAT32, true, 32, 128, 0, 0},
       {GemmKind::kFp8_1D2D, 17, 336, 1040, DG_DTYPE_BFLOAT16, false, 32, 144, 0, 0},
+      {GemmKind::kBf16, 17, 336, 1000, DG_DTYPE_BFLOAT16, false, 32, 64, 0, 0},
+      {GemmKind::kBf16, 17, 336, 1000, DG_DTYPE_FLOAT32, true, 32, 128, 0, 0},
   };
   for (const Forced& f : forced) {
     GemmShape s;

@@ -453,6 +453,26 @@ TEST_CASE("sm90 fp8 gemm: 32-row tiles store their 32 rows only") {
   }
 }
 
+// BF16 32-row tiles (K-major A: nt and nn, B K-major and MN-major): the same rows past the tile
+// must never reach D; a K tail, both outputs, with C; one K block.
+TEST_CASE("sm90 bf16 gemm: 32-row tiles store their 32 rows only") {
+  Gpu g;
+  if (!g.sm90()) return;
+  std::mt19937 rng(33);
+  for (int64_t m : {1, 17, 32, 33, 100})
+    for (int layout : {NT, NN})
+      for (int bn : {64, 128}) {
+        Case cs;
+        cs.layout = layout, cs.m = m, cs.n = 320, cs.k = 1000, cs.block_m = 32, cs.block_n = bn;
+        cs.d_dtype = bn == 128 ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16;
+        cs.c_mode = bn == 128 ? 2 : 0;
+        check_case(g, cs, rng);
+      }
+  Case one;
+  one.m = 9, one.n = 128, one.k = 40, one.block_m = 32, one.block_n = 64;
+  check_case(g, one, rng);
+}
+
 // The stage-aligned K loop (K blocks a whole number of turns of the ring, which the consumers' loop
 // unrolls): every ring depth it takes (2-8 stages), one and several turns per tile, a partial last K
 // block, both recipes and promotion modes, whole and sliced partials, CTA pairs, C, and several

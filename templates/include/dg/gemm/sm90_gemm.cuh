@@ -111,10 +111,11 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kElem = kFp8 ? 1 : 2;
   static constexpr uint32_t kBlockK = 128 / kElem;
   static constexpr uint32_t kWgM = kBlockM / kMathWG;
-  // 32-row tiles (dense FP8 1D2D at M <= 32): A's box and SFA hold 32 rows, but a WGMMA always
-  // computes 64: its rows 32-63 read the next 4 KB of shared memory (the next stage's A, or the
-  // first stage's B after the last A) and land in warps 2-3 of the warp-group, which store nothing.
-  // Half the A bytes per K block of a 64-row tile, where A's loads are mostly rows past M.
+  // 32-row tiles (M <= 32, dense or per-head: FP8 1D2D, BF16 with K-major A): A's box (and
+  // SFA) hold 32 rows, but a WGMMA always computes 64: its rows 32-63 read the next 4 KB of shared
+  // memory (the next stage's A, or the first stage's B after the last A) and land in warps 2-3 of
+  // the warp-group, which store nothing. Half the A bytes per K block of a 64-row tile, where A's
+  // loads are mostly rows past M.
   static constexpr bool kHalfM = kWgM == 32;
   static constexpr uint32_t kMIters = kHalfM ? 1 : kWgM / 64;
   static constexpr uint32_t kThreads = 128 * (kMathWG + 1);
@@ -200,9 +201,11 @@ struct Sm90GemmTraits {
 
   static_assert((kBlockM % 64 == 0 && kWgM % 64 == 0 && kMIters >= 1 && kMIters <= 2) || kHalfM,
                 "BLOCK_M / math WGs: 64 or 128 rows per WG, or a 32-row tile");
-  static_assert(!kHalfM || (kMathWG == 1 && kType == sched::GemmType::kNormal && kKind == Kind::kFp8_1D2D &&
-                            kSplitK == 1 && kCluster == 1 && !Fused::kActive && !kHeadSplit),
-                "32-row tiles: dense FP8 1D2D, one warp-group, no split-K, CTA pair, fused or head-split epilogue");
+  static_assert(!kHalfM || (kMathWG == 1 && kSplitK == 1 && kCluster == 1 && !Fused::kActive && !kHeadSplit &&
+                            (kType == sched::GemmType::kNormal || kType == sched::GemmType::kBatched) &&
+                            (kKind == Kind::kFp8_1D2D || (kKind == Kind::kBf16 && kMajorA == Major::kK))),
+                "32-row tiles: dense or per-head, FP8 1D2D or BF16 with K-major A; one warp-group, no split-K, "
+                "CTA pair, fused or head-split epilogue");
   static_assert(kBlockN % 8 == 0 && kBlockN >= 8 && kBlockN <= 256, "BLOCK_N: multiple of 8 in [8, 256]");
   static_assert(kMathWG == 1 || kMathWG == 2, "1 or 2 consumer warp-groups");
   static_assert(!kFp8 || (kMajorA == Major::kK && kMajorB == Major::kK), "FP8 WGMMA needs K-major A and B");
