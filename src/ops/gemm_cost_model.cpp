@@ -36,6 +36,9 @@ const Sm90CostModel kHopper = {
         /*split_k_bytes_per_s=*/100e9,
         // Pairs only couple two pipelines here (B is streamed once either way): ~7% slower.
         /*pair_factor=*/1.07,
+        // Not measured on the H100: pairs run at small M only on request.
+        /*bf16_pair_read_rate=*/0.0,
+        /*bf16_pair_fixed_s=*/0.0,
         /*launch_s=*/12e-6,
         // Fitted with the rest of the small-M model: at small M a promotion after the WGMMAs stalls a
         // pipeline that has little else to hide it behind, so "after" costs more than at large M.
@@ -105,14 +108,32 @@ const Sm90CostModel kHopper = {
     },
 };
 
+// The H200: the Hopper calibration plus the terms measured on an H200 alone.
+Sm90CostModel h200_calibration() {
+  Sm90CostModel m = kHopper;
+  m.calibrated_on = "H200 (small-M BF16 pairs; else as the Hopper calibration)";
+  // BF16 at M 128 is bound by the SMs' L2 reads (64x112 tiles at 7168 x 16384: ~10 TB/s). A CTA pair
+  // along M sharing B through multicast reads 32% fewer bytes there and ran 18-23% faster, 4% at
+  // 4096 x 7168 (25% fewer), 8-9% slower at 2112 x 7168 (64x32 tiles: 17% fewer) and 5-6% at
+  // 7168 x 2048 (32 K blocks); bench/models/h200/small-m-pairs-{bf16,fp8}.json. FP8 pairs ran 0-28%
+  // slower than the heuristic's single CTAs on all 14 rows at M 64 and 128: on request only. With
+  // these values the pairs it picks took 0.71-0.89x the time of single CTAs at M 96 and 0.89-1.00x at
+  // M 128 (7168 x 16384, 4096 x 7168, 8192 x 8192, 8192 x 28672; small-m-pairs-bf16-model.json).
+  m.small_m.bf16_pair_read_rate = 0.9;
+  m.small_m.bf16_pair_fixed_s = 2e-6;
+  return m;
+}
+
+const Sm90CostModel kH200 = h200_calibration();
+
 }  // namespace
 
 const Sm90CostModel& hopper_cost_model() { return kHopper; }
 
 const Sm90CostModel& sm90_cost_model(std::string_view device_name) {
-  // One calibration serves the H100 and the H200 until a GPU's own sweep (bench/models/<gpu>/)
-  // gives it its own; per-device tuning tables are consulted before the model.
-  (void)device_name;
+  // A GPU with its own sweeps (bench/models/<gpu>/) has its own calibration; the others share the
+  // Hopper one. Per-device tuning tables are consulted before the model.
+  if (device_name.find("H200") != std::string_view::npos) return kH200;
   return kHopper;
 }
 

@@ -25,6 +25,11 @@ struct SmallMCost {
   double reduce_add_bytes_per_s;  // D += through TMA reduce-adds
   double split_k_bytes_per_s;     // the split-K partial tile through distributed shared memory
   double pair_factor;             // a 2-CTA cluster couples two pipelines
+  // BF16 CTA pairs along M that share B through multicast (0: not modelled; such pairs run only on
+  // request and pay pair_factor): each B box is read from L2 once for both CTAs, at this share of
+  // smem_fill_bytes_per_s, and a pair costs bf16_pair_fixed_s per call.
+  double bf16_pair_read_rate;
+  double bf16_pair_fixed_s;
   double launch_s;                // per call
   PromotionCost promotion;
 };

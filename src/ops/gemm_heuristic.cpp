@@ -266,6 +266,12 @@ double promotion_cost(const PromotionCost& p, bool overlap, int split) {
   return overlap ? p.overlapped[slot] : p.after[slot];
 }
 
+// Whether `model` prices candidate `c` of `s` as a BF16 small-M pair sharing B (SmallMCost::
+// bf16_pair_read_rate); the heuristic then considers such pairs unasked.
+bool modelled_pair(const Sm90CostModel& model, const GemmShape& s, const Candidate& c) {
+  return c.cluster == 2 && !c.mc_a && small_m(s) && s.kind == GemmKind::kBf16 && model.small_m.bf16_pair_read_rate > 0;
+}
+
 // Small M (at most two 64-row blocks, i.e. M <= 128): every B tile is read once and the time is set
 // by how fast each CTA's TMA pipeline turns over, not by tensor cores or L2 reuse. Per K block a CTA
 // needs at least a floor, its shared-memory fill (the whole A box, out-of-bounds rows included, plus
@@ -287,15 +293,19 @@ double estimate_small_m_us(const Sm90CostModel& model, const GemmShape& s, const
   const int64_t kbs = cdiv(cdiv(s.k, bk), c.split_k);
   const double peak = is_fp8(s.kind) ? model.fp8_flops_per_sm : model.bf16_flops_per_sm;
   const double promo = is_fp8(s.kind) ? promotion_cost(m.promotion, c.overlap, c.split) : 1.0;
-  const double fill = double(c.bm + c.bn) * bk * eb;
-  const double t_kb = std::max({m.min_k_block_s, fill / m.smem_fill_bytes_per_s,
+  // A modelled B-multicast pair reads each B box from L2 once for both of its CTAs.
+  const bool shared_b = modelled_pair(model, s, c);
+  const double fill = (c.bm + (shared_b ? c.bn / 2.0 : double(c.bn))) * bk * eb;
+  const double fill_rate = m.smem_fill_bytes_per_s * (shared_b ? m.bf16_pair_read_rate : 1.0);
+  const double t_kb = std::max({m.min_k_block_s, fill / fill_rate,
                                 kFlopsPerMac * std::max(c.bm, 64) * c.bn * bk / peak * promo * m.tensor_time_factor,
                                 m.load_latency_s / stages});
   double t_epi = m.epilogue_s + (s.accumulate ? double(c.bm) * c.bn * out_bytes(s) / m.reduce_add_bytes_per_s : 0.0);
   if (c.split_k > 1)
     t_epi += model.split_k_reduce_s + double(std::min<int64_t>(c.bm, s.m)) * c.bn * 4 / m.split_k_bytes_per_s;
   double t = double(rounds) * (double(kbs) * t_kb + t_epi);
-  if (c.cluster == 2) t *= m.pair_factor;
+  if (shared_b) t += m.bf16_pair_fixed_s;
+  else if (c.cluster == 2) t *= m.pair_factor;
   return (t + m.launch_s) * kMicrosecondsPerSecond;
 }
 
@@ -585,12 +595,17 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   return out;
 }
 
-// (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the sweeps
+// (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the H100 sweeps
 // (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a asks for them, and
-// they need tiles to pair up.
-std::vector<std::pair<int, bool>> clusters(const GemmShape& s, const GemmOverride& o, int num_sms, const Tile& t) {
+// they need tiles to pair up. A calibration that models BF16 small-M pairs (modelled_pair) offers the
+// B-sharing pair of a tile whose two row blocks cover M.
+std::vector<std::pair<int, bool>> clusters(const Sm90CostModel& model, const GemmShape& s, const GemmOverride& o,
+                                           int num_sms, const Tile& t) {
   std::vector<std::pair<int, bool>> out;
   if (!o.cluster || o.cluster == 1) out.push_back({1, false});
+  const Candidate b_pair{t.bm, t.bn, t.math_wg, 2, false};
+  if (!o.cluster && o.multicast_a < 0 && num_sms >= 2 && cdiv(s.m, t.bm) == 2 && modelled_pair(model, s, b_pair))
+    out.push_back({2, false});
   const bool pairs = (o.cluster == 2 || (!o.cluster && o.multicast_a >= 0)) && num_sms >= 2;
   for (int mca : {0, 1}) {
     if (!pairs || (o.multicast_a >= 0 && mca != o.multicast_a)) continue;
@@ -672,7 +687,7 @@ void for_each_candidate(const Sm90CostModel& model, const GemmShape& s, int num_
   const int sk = split_k_of(s, o, num_sms, reason);
   if (sk == 0) return;
   for (const Tile& t : tiles(s, o))
-    for (const auto& [cluster, mc_a] : clusters(s, o, num_sms, t))
+    for (const auto& [cluster, mc_a] : clusters(model, s, o, num_sms, t))
       for (const auto& [overlap, split] : promotions(s, o, t)) {
         const Candidate c{t.bm, t.bn, t.math_wg, cluster, mc_a, overlap, split, sk};
         if (const char* why = illegal(s, c)) {

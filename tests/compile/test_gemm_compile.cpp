@@ -17,6 +17,7 @@
 #include "dg.h"
 #include "jit/compiler.h"
 #include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
 #include "ops/skinny_gemm.h"
 #include "runtime/config.h"
 #include "ptxas.h"
@@ -484,6 +485,52 @@ TEST_CASE("sm90 gemm: 32-row tiles only where the kernel has them") {
   dg::ops::GemmOverride split = o;
   split.split_k = 2;
   refused(s, split, "block_m 32 runs one math warp-group");
+}
+
+// The H200 calibration prices BF16 CTA pairs that share B at small M (gemm_cost_model.cpp): it takes
+// them where two row blocks cover M and K is long, never for FP8 or short-K shapes, and the Hopper
+// calibration never unasked. The pair kernels it picks compile without spills.
+TEST_CASE("sm90 gemm: the H200 calibration's BF16 pairs at small M") {
+  const dg::ops::Sm90CostModel& h200 = dg::ops::sm90_cost_model("NVIDIA H200");
+  const dg::ops::Sm90CostModel& hopper = dg::ops::sm90_cost_model("NVIDIA H100 80GB HBM3");
+  CHECK(&hopper == &dg::ops::hopper_cost_model());
+  const auto b_pair = [](const GemmShape& s, const dg::ops::Sm90CostModel& model) {
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, model, &c) == DG_SUCCESS);
+    return c.cluster == 2 && !c.multicast_a ? c.block_m : 0;
+  };
+  dg::Config config = dg::default_config();
+  config.cache_dir = "";
+  config.ptxas_verbose = true;
+  GemmShape s;
+  s.kind = GemmKind::kBf16, s.m = 128, s.n = 7168, s.k = 16384;
+  for (int64_t m : {65, 96, 128}) {
+    s.m = m;
+    CAPTURE(m);
+    CHECK(b_pair(s, h200) == 64);
+    CHECK(b_pair(s, hopper) == 0);
+  }
+  s.m = 128, s.n = 4096, s.k = 7168;
+  CHECK(b_pair(s, h200) == 64);
+  dg::ops::GemmOverride pair;
+  pair.cluster = 2, pair.multicast_a = 0;
+  for (Major b : {Major::kK, Major::kMN}) {
+    GemmShape any_b = s;
+    any_b.major_b = b;
+    dg::ops::GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(any_b, 132, pair, h200, &c) == DG_SUCCESS);
+    compile_clean(dg::ops::gemm_kernel_spec(any_b, c), config);
+  }
+  s.n = 2112;  // 64x32 tiles: sharing B saves a sixth of the reads, less than a pair costs
+  CHECK(b_pair(s, h200) == 0);
+  s.n = 7168, s.k = 2048;  // 32 K blocks
+  CHECK(b_pair(s, h200) == 0);
+  s.m = 64, s.k = 16384;  // one row block
+  CHECK(b_pair(s, h200) == 0);
+  s.m = 256;  // the large-M model
+  CHECK(b_pair(s, h200) == 0);
+  s.m = 128, s.kind = GemmKind::kFp8_1D2D;
+  CHECK(b_pair(s, h200) == 0);
 }
 
 TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {

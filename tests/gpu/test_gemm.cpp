@@ -784,6 +784,14 @@ TEST_CASE("quick: split-K clusters and CTA pairs and epilogue strips" * doctest:
     cs.m = 300, cs.n = 600, cs.k = 264, cs.c_mode = 2, cs.block_m = 128, cs.block_n = 240, cs.stages = 4;
     check_case(g, cs, rng);
   }
+  // BF16 pairs along M sharing B, as the H200 heuristic takes them at M 65-128: the second CTA's rows
+  // partly past M, N and K tails, both majors of A and of B.
+  for (int layout : {NT, NN, TN}) {
+    Case cs;
+    cs.layout = layout, cs.m = 100, cs.n = 232, cs.k = 1000, cs.c_mode = 1, cs.block_m = 64, cs.block_n = 128;
+    cs.cluster = 2, cs.multicast_a = 0;
+    check_case(g, cs, rng);
+  }
 }
 
 TEST_CASE("sm90 gemm: DeepSeek shapes (sampled reference)") {
