@@ -66,6 +66,12 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
                           kOperandSwizzle, "a"));
   else
     DG_TRY(tma::encode_2d(&p->tma_a, args.a, ab, eb, rows, s.k, args.lda, kMnMajorBox, c.block_k, kOperandSwizzle, "a"));
+  // A dense call's partial last row block: a box of its own rows rounded up to 8 (the kernel's
+  // kATailBox), so that TMA fills at most 7 rows past M with zeros.
+  const int64_t tail_rows = tail_box_rows(s.m, c.block_m);
+  if (s.type == GemmType::kNormal && s.major_a == Major::kK && !mc_a && tail_rows != 0)
+    DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, tail_rows, kOperandSwizzle,
+                          "a (last row block)"));
   if (s.major_b == Major::kK)
     DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
                           mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b"));

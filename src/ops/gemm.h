@@ -215,6 +215,7 @@ static_assert(sizeof(FusedParams) == 48, "must match the device struct");
 // The kernel argument: host mirror of dg::gemm::Sm90GemmParams (templates/include/dg/gemm/sm90_gemm.cuh).
 struct alignas(64) Sm90GemmParams {
   tma::Descriptor tma_a, tma_b, tma_d, tma_sfa, tma_sfb;
+  tma::Descriptor tma_a_tail;  // dense K-major A's partial last row block (encode_maps)
   uint32_t m, n, k;
   uint32_t raster_along_n;
   WalkDivisors walk;
@@ -232,12 +233,12 @@ struct alignas(64) Sm90GemmParams {
   int64_t sfb_stride_g;
   FusedParams fused;
 };
-static_assert(sizeof(Sm90GemmParams) == 832, "must match the device struct");
-static_assert(offsetof(Sm90GemmParams, m) == 640 && offsetof(Sm90GemmParams, raster_along_n) == 652 &&
-                  offsetof(Sm90GemmParams, walk) == 656 && offsetof(Sm90GemmParams, raster_band) == 708 &&
-                  offsetof(Sm90GemmParams, alpha) == 712 && offsetof(Sm90GemmParams, sfb) == 720 &&
-                  offsetof(Sm90GemmParams, grouped_layout) == 744 && offsetof(Sm90GemmParams, d) == 760 &&
-                  offsetof(Sm90GemmParams, sfb_stride_g) == 776 && offsetof(Sm90GemmParams, fused) == 784,
+static_assert(sizeof(Sm90GemmParams) == 960, "must match the device struct");
+static_assert(offsetof(Sm90GemmParams, m) == 768 && offsetof(Sm90GemmParams, raster_along_n) == 780 &&
+                  offsetof(Sm90GemmParams, walk) == 784 && offsetof(Sm90GemmParams, raster_band) == 836 &&
+                  offsetof(Sm90GemmParams, alpha) == 840 && offsetof(Sm90GemmParams, sfb) == 848 &&
+                  offsetof(Sm90GemmParams, grouped_layout) == 872 && offsetof(Sm90GemmParams, d) == 888 &&
+                  offsetof(Sm90GemmParams, sfb_stride_g) == 904 && offsetof(Sm90GemmParams, fused) == 912,
               "must match the device struct");
 
 // A dense or M-grouped GEMM (docs/gemm.md#the-c-term-and-early-exits): with K = 0 only D := beta * C;

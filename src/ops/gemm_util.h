@@ -16,8 +16,17 @@ constexpr int64_t kScaleRowAlign = 4;
 // TMA boxes of A and B are 128-byte swizzled; MN-major operands are read in boxes 64 elements wide.
 constexpr uint32_t kOperandSwizzle = 128;
 constexpr int kMnMajorBox = 64;
+// A dense call's partial last row block loads K-major A in a box of its rows rounded up to this (the
+// kernel's kATailBox computes the same).
+constexpr int64_t kTailBoxRowAlign = 8;
 
 inline bool is_fp8(GemmKind k) { return k != GemmKind::kBf16; }
+// The rows of the A box of the partial last row block of `rows` (kTailBoxRowAlign); 0 when every
+// block is whole or the rounded tail is a whole block.
+inline int64_t tail_box_rows(int64_t rows, int block_m) {
+  const int64_t tail = (rows % block_m + kTailBoxRowAlign - 1) / kTailBoxRowAlign * kTailBoxRowAlign;
+  return tail < block_m ? tail : 0;
+}
 inline int elem_bytes(GemmKind k) { return is_fp8(k) ? 1 : 2; }
 inline int out_bytes(const GemmShape& s) {
   return s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : s.d_dtype == DG_DTYPE_FLOAT8_E4M3 ? 1 : 2;

@@ -67,6 +67,7 @@ struct alignas(64) Sm90GemmParams {
   TmaDescriptor tma_d;    // dims (N, M), box (strip, BLOCK_M / kMathWG)
   TmaDescriptor tma_sfa;  // FP8: dims (align(M,4), ceil(K/128)), box (BLOCK_M, 1), fp32
   TmaDescriptor tma_sfb;  // 1D1D: dims (align(N,4), ceil(K/128)), box (BLOCK_N, 1), fp32
+  TmaDescriptor tma_a_tail;  // kATailBox: as tma_a, box (BLOCK_K, align8(M % BLOCK_M)) for the last row block
   uint32_t m, n, k;       // batched: m spans every batch's blocks of rows (batches x blocks x BLOCK_M)
   uint32_t raster_along_n;   // 0: bands of unit-rows, 1: bands of unit-columns
   sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
@@ -85,7 +86,7 @@ struct alignas(64) Sm90GemmParams {
   epilogue::FusedParams fused;  // bias and FP8 D's scales (fused epilogues)
 };
 
-static_assert(sizeof(Sm90GemmParams) == 832, "the host mirrors this layout (src/ops/gemm.h)");
+static_assert(sizeof(Sm90GemmParams) == 960, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
@@ -163,6 +164,11 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kSmemSfbSlot = 2 * kSfbWindow * 4;  // [row][K block of the window], FP32
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
+  // A dense call's partial last row block loads K-major A through a box of its own rows rounded up to
+  // 8 (p.tma_a_tail), not through a full box whose rows past M TMA fills with zeros: with that fill
+  // BF16 64-row tiles at M 80 ran 1.7x slower than at M 128 on an H200 (docs/gemm.md#kernels). The
+  // WGMMA's rows past the box read stale shared memory, as kHalfM's do, and are never stored.
+  static constexpr bool kATailBox = kType == sched::GemmType::kNormal && kMajorA == Major::kK && !kMcA;
   static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
   static constexpr bool kBatched = kType == sched::GemmType::kBatched;
   static constexpr bool kBatchReduced = kType == sched::GemmType::kBatchReduced;
@@ -564,19 +570,28 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         const uint32_t b_k0 = T::kMajorB == Major::kK ? 0 : b_group * p.k;
         const uint32_t sfa_kb0 =
             T::kType == sched::GemmType::kMGroupedMasked || T::kBatched ? t.group * num_kb : sf_kb0;
+        const TmaDescriptor* a_map = tma_a;
+        uint32_t tx_bytes = T::kTxBytes;
+        if constexpr (T::kATailBox) {
+          const uint32_t box_rows = m0 < p.m ? align_up(p.m - m0, 8u) : kBlockM;
+          if (box_rows < kBlockM) {
+            a_map = &p.tma_a_tail;
+            tx_bytes -= (kBlockM - box_rows) * kBlockK * T::kElem;
+          }
+        }
         // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
         // coordinates would not fit under the producer's 40-register cap.
 #pragma unroll 1
         for (uint32_t kb = kb_begin; kb < kb_end; ++kb) {
           ptx::mbar_wait(empty_addr + stage * 8, phase ^ 1);
           ptx::Mbarrier* bar = &full[stage];
-          ptx::mbar_arrive_expect_tx(bar, T::kTxBytes);
+          ptx::mbar_arrive_expect_tx(bar, tx_bytes);
           const uint32_t k0 = (T::kBatchReduced ? kz : kb) * kBlockK;
           uint8_t* a = smem + T::kOffA + stage * T::kSmemA;
           uint8_t* b = smem + T::kOffB + stage * T::kSmemB;
           constexpr bool k3 = sched::is_batched(T::kType);
           if constexpr (T::kMcA) load_operand<T::kMajorA, T::kElem, true, k3>(tma_a, bar, a, rank * (kBlockM / 2), kBlockM / 2, m0, k0, 0x3, z);
-          else load_operand<T::kMajorA, T::kElem, false, k3>(tma_a, bar, a, 0, kBlockM, m0, k0, 0, z);
+          else load_operand<T::kMajorA, T::kElem, false, k3>(a_map, bar, a, 0, kBlockM, m0, k0, 0, z);
           if constexpr (T::kMcB) {
             // A grouped pair whose tiles read different B tiles loads both halves itself.
             if (t.multicast) {
