@@ -274,8 +274,9 @@ bool modelled_pair(const Sm90CostModel& model, const GemmShape& s, const Candida
 
 // Small M (at most two 64-row blocks, i.e. M <= 128): every B tile is read once and the time is set
 // by how fast each CTA's TMA pipeline turns over, not by tensor cores or L2 reuse. Per K block a CTA
-// needs at least a floor, its shared-memory fill (the whole A box, out-of-bounds rows included, plus
-// the B box; 128 bytes per row for both dtypes), and the load latency spread over the stages in
+// needs at least a floor, its shared-memory fill (the A box of block_m rows, plus the B box; 128 bytes
+// per row for both dtypes; the model charges a partial last row block, whose box holds only its rows
+// rounded up to 8, as a whole one), and the load latency spread over the stages in
 // flight: small block_n tiles give more CTAs but each streams only a few bytes per turnaround, large
 // ones leave SMs idle, and deep pipelines pay. The large-M model mispredicted this regime (it chose
 // multicast pairs and small tiles: 0.72x cuBLASLt at M = 1).
