@@ -72,6 +72,11 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
   if (s.type == GemmType::kNormal && s.major_a == Major::kK && !mc_a && tail_rows != 0)
     DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, tail_rows, kOperandSwizzle,
                           "a (last row block)"));
+  // Masked and psum groups' tiles of at most half their rows: half boxes (the kernel's kAHalfBox).
+  const bool table = masked || s.type == GemmType::kMGroupedContiguousPsum;
+  if (table && s.major_a == Major::kK && !mc_a && c.block_m >= 64)
+    DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, c.block_m / 2,
+                          kOperandSwizzle, "a (half tiles)"));
   if (s.major_b == Major::kK)
     DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
                           mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b"));

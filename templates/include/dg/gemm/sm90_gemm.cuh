@@ -67,7 +67,8 @@ struct alignas(64) Sm90GemmParams {
   TmaDescriptor tma_d;    // dims (N, M), box (strip, BLOCK_M / kMathWG)
   TmaDescriptor tma_sfa;  // FP8: dims (align(M,4), ceil(K/128)), box (BLOCK_M, 1), fp32
   TmaDescriptor tma_sfb;  // 1D1D: dims (align(N,4), ceil(K/128)), box (BLOCK_N, 1), fp32
-  TmaDescriptor tma_a_tail;  // kATailBox: as tma_a, box (BLOCK_K, align8(M % BLOCK_M)) for the last row block
+  TmaDescriptor tma_a_tail;  // as tma_a with a shorter box: kATailBox (BLOCK_K, align8(M % BLOCK_M)) for the
+                             // last row block; kAHalfBox (BLOCK_K, BLOCK_M / 2) for a half-empty group tile
   uint32_t m, n, k;       // batched: m spans every batch's blocks of rows (batches x blocks x BLOCK_M)
   uint32_t raster_along_n;   // 0: bands of unit-rows, 1: bands of unit-columns
   sched::WalkDivisors walk;  // the tile walk's divisors (dense, per-row contiguous, K-grouped)
@@ -169,6 +170,12 @@ struct Sm90GemmTraits {
   // BF16 64-row tiles at M 80 ran 1.7x slower than at M 128 on an H200 (docs/gemm.md#kernels). The
   // WGMMA's rows past the box read stale shared memory, as kHalfM's do, and are never stored.
   static constexpr bool kATailBox = kType == sched::GemmType::kNormal && kMajorA == Major::kK && !kMcA;
+  // Masked and psum groups: a tile of at most half its rows in its group (decoding's few tokens per
+  // expert) loads A through a box of BLOCK_M / 2 rows (p.tma_a_tail): the rows past the group are
+  // in bounds but never stored, and their loads were up to half of A's reads.
+  static constexpr bool kAHalfBox = (kType == sched::GemmType::kMGroupedMasked ||
+                                     kType == sched::GemmType::kMGroupedContiguousPsum) &&
+                                    kMajorA == Major::kK && !kMcA && kBlockM >= 64;
   static constexpr bool kKGrouped = kType == sched::GemmType::kKGrouped;
   static constexpr bool kBatched = kType == sched::GemmType::kBatched;
   static constexpr bool kBatchReduced = kType == sched::GemmType::kBatchReduced;
@@ -577,6 +584,12 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           if (box_rows < kBlockM) {
             a_map = &p.tma_a_tail;
             tx_bytes -= (kBlockM - box_rows) * kBlockK * T::kElem;
+          }
+        }
+        if constexpr (T::kAHalfBox) {
+          if (t.rows <= kBlockM / 2) {
+            a_map = &p.tma_a_tail;
+            tx_bytes -= kBlockM / 2 * kBlockK * T::kElem;
           }
         }
         // Not unrolled: one thread issues a few TMAs per K block, and unrolled copies' precomputed
