@@ -86,6 +86,8 @@ const Sm90CostModel kHopper = {
         /*promotion_contiguous_256=*/1.13,
         // A K loop per SFB boundary: ~10% faster for 128x160 and 128x192 (bench/models/h100/config-*-sfb).
         /*promotion_few_boundaries=*/1.15,
+        // Not separated on the H100: the "after, one slice" factor.
+        /*promotion_compiled_boundaries=*/1.3,
         // Not separated from the rest on the H100: the generic promotion's factors hold.
         /*promotion_any_boundary=*/1.0,
         // 1D1D after-promotion: whole tiles ran the six K-grouped sets 4-15% faster at 128x192 than
@@ -129,6 +131,13 @@ Sm90CostModel h200_calibration() {
   // dense H200 sweeps' regret goes 1.008 / 1.048 -> 1.006 / 1.019 (geomean / worst) and the masked
   // prefill files' 1.059 / 1.143 -> 1.045 / 1.121.
   m.large_m.promotion_any_boundary = 1.2;
+  // 128x160 promoted after in one slice (four boundary values, a K loop each) against the choices
+  // at equal work: 5.5-7.6% behind 128x192 / 128x256 where it takes one round more (M 1024 28672 x
+  // 4096, M 2048 7168 x 16384), 6% ahead of 128x128 at G 1, N 4096 masked where it takes one round
+  // fewer (bench/models/h200/dense-fp8-n160.json, masked-prefill-tiles.json): both fit ~1.2 per K
+  // block. Masked prefill regret 1.045 / 1.121 -> 1.031 / 1.121; the dense choices it moves at M 1024
+  // (7168 x 16384, 7168 x 2048, 10240 x 8192) ran within 0.7% of the old ones.
+  m.large_m.promotion_compiled_boundaries = 1.2;
   return m;
 }
 

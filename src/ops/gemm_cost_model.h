@@ -57,6 +57,7 @@ struct LargeMCost {
   double promotion_row_units;       // 256-row tiles promoted in 128-row units
   double promotion_contiguous_256;  // M-grouped contiguous 128x256, after, two slices
   double promotion_few_boundaries;  // 1D2D tiles straddling at most two SFB rows, after, one slice
+  double promotion_compiled_boundaries;  // as few_boundaries, three or four boundary values
   double promotion_any_boundary;    // 1D2D tiles whose SFB boundaries take too many values to compile
   double promotion_1d1d_base;       // 1D1D after, one slice: base + per_column / block_n
   double promotion_1d1d_per_column;

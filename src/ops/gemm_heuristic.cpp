@@ -319,10 +319,11 @@ double large_m_promotion(const LargeMCost& m, const GemmShape& s, const Candidat
   if (promotes_rows(c.bm, c.math_wg, c.overlap, c.split)) promo = m.promotion_row_units;
   if (s.type == GemmType::kMGroupedContiguous && !c.overlap && c.split == 2 && c.bn == 256)
     promo = m.promotion_contiguous_256;
-  // 1D2D tiles straddling SFB rows get a K loop per boundary: only two or fewer paid.
+  // 1D2D tiles straddling SFB rows get a K loop per boundary value (up to four), priced by how many.
   const bool straddles = s.kind == GemmKind::kFp8_1D2D && 128 % c.bn != 0;
   const uint32_t bounds = straddles ? sfb_boundaries(s.n, c.bn) : 0;
-  if (!c.overlap && c.split == 1 && bounds != 0 && __builtin_popcount(bounds) <= 2) promo = m.promotion_few_boundaries;
+  if (!c.overlap && c.split == 1 && bounds != 0)
+    promo = __builtin_popcount(bounds) <= 2 ? m.promotion_few_boundaries : m.promotion_compiled_boundaries;
   // Boundaries too varied to compile: each column group selects its SFB row in every promotion.
   if (straddles && bounds == 0) promo *= m.promotion_any_boundary;
   // 1D1D (a scale per column of B): the per-K-block cost outside the per-element work (scale loads,
