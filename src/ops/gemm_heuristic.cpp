@@ -829,6 +829,13 @@ dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride&
   const GemmOverride split = split_k_rule(s, num_sms, o);
   if (split.split_k > 1 && !has_override(o)) for_each_candidate(model, s, num_sms, split, &reason, keep);
   for_each_candidate(model, s, num_sms, o, &reason, keep);
+  // CTA pairs (TMA multicast) are searched at large M only on request, the model pricing them level
+  // at best; as variants of ranked tiles they are timed where the count reaches them.
+  if (!small_m(s) && o.cluster == 0) {
+    GemmOverride pairs = o;
+    pairs.cluster = 2;
+    for_each_candidate(model, s, num_sms, pairs, &reason, keep);
+  }
   std::stable_sort(all.begin(), all.end(),
                    [](const GemmConfig& a, const GemmConfig& b) { return a.estimate_us < b.estimate_us; });
   // Other tiles first, then the other pipelines and promotions of tiles already ranked: a tile's

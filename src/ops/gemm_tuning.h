@@ -20,8 +20,8 @@ namespace dg::ops {
 // The heuristic's `count` best-ranked distinct configs for `s` (the search choose_gemm_config
 // runs, ranked by `model`): choose_gemm_config's own answer first, then by estimate the cheapest
 // config of each tile not yet ranked (block_m x block_n, split_k), then the cheapest remaining
-// variants (stages, promotion, cluster) of ranked tiles. Fewer when fewer are legal. Fails as
-// choose_gemm_config does.
+// variants (stages, promotion, cluster: at large M also the CTA pairs the heuristic takes only on
+// request) of ranked tiles. Fewer when fewer are legal. Fails as choose_gemm_config does.
 dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
                             int count, std::vector<GemmConfig>* out);
 

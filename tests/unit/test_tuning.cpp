@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -160,6 +161,26 @@ TEST_CASE("rank_gemm_configs: the heuristic's choice first, distinct, each chose
   CHECK(dg::ops::rank_gemm_configs(dense(GemmKind::kBf16, 256, 256, 256), kSms, bad, model, 4, &untouched) ==
         DG_ERROR_INVALID_ARGUMENT);
   CHECK(untouched.size() == 1);
+}
+
+// Large-M CTA pairs, which the heuristic searches only on request, are variants of ranked tiles: a
+// count that reaches the variants times them; small M keeps its own candidates.
+TEST_CASE("rank_gemm_configs: CTA pairs are variants at large M") {
+  const dg::ops::Sm90CostModel& model = dg::ops::hopper_cost_model();
+  for (GemmKind kind : {GemmKind::kFp8_1D2D, GemmKind::kBf16}) {
+    CAPTURE(static_cast<int>(kind));
+    std::vector<GemmConfig> all;
+    REQUIRE(dg::ops::rank_gemm_configs(dense(kind, 4096, 7168, 2048), kSms, GemmOverride{}, model, 500, &all) ==
+            DG_SUCCESS);
+    REQUIRE(!all.empty());
+    CHECK(all[0].cluster == 1);
+    CHECK(std::any_of(all.begin(), all.end(), [](const GemmConfig& c) { return c.cluster == 2 && c.multicast_a; }));
+    CHECK(std::any_of(all.begin(), all.end(), [](const GemmConfig& c) { return c.cluster == 2 && !c.multicast_a; }));
+  }
+  std::vector<GemmConfig> small;
+  REQUIRE(dg::ops::rank_gemm_configs(dense(GemmKind::kFp8_1D2D, 64, 7168, 2048), kSms, GemmOverride{}, model, 500,
+                                     &small) == DG_SUCCESS);
+  for (const GemmConfig& c : small) CHECK(c.cluster == 1);
 }
 
 // Candidates cover other tiles before they repeat one: a tile's width sets the rounds over the SMs.
