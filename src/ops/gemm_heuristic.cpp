@@ -814,6 +814,9 @@ bool same_tiles(const GemmConfig& a, const GemmConfig& b) {
 
 bool has_config_override(const GemmOverride& o) { return has_override(o); }
 
+// Candidate counts from which rank_gemm_configs times a CTA pair where no other slot holds one.
+constexpr int kPairSlotMinCount = 5;
+
 dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
                             int count, std::vector<GemmConfig>* out) {
   GemmConfig first;
@@ -855,6 +858,18 @@ dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride&
       finish_config(s, num_sms, &c);
       ranked.push_back(c);
     }
+  // The variants that rank pairs come after every tile (24-32 places at large M, past the counts
+  // dg_tune takes): from kPairSlotMinCount candidates on, the last goes to the cheapest pair.
+  const auto is_pair = [](const GemmConfig& c) { return c.cluster == 2; };
+  if (count >= kPairSlotMinCount && std::none_of(ranked.begin(), ranked.end(), is_pair)) {
+    const auto pair = std::find_if(all.begin(), all.end(), is_pair);
+    if (pair != all.end()) {
+      GemmConfig c = *pair;
+      finish_config(s, num_sms, &c);
+      if (static_cast<int>(ranked.size()) >= count) ranked.back() = c;
+      else ranked.push_back(c);
+    }
+  }
   *out = std::move(ranked);
   return DG_SUCCESS;
 }

@@ -21,7 +21,8 @@ namespace dg::ops {
 // runs, ranked by `model`): choose_gemm_config's own answer first, then by estimate the cheapest
 // config of each tile not yet ranked (block_m x block_n, split_k), then the cheapest remaining
 // variants (stages, promotion, cluster: at large M also the CTA pairs the heuristic takes only on
-// request) of ranked tiles. Fewer when fewer are legal. Fails as choose_gemm_config does.
+// request) of ranked tiles; from 5 configs on, the last is the cheapest CTA pair where no other
+// slot holds one. Fewer when fewer are legal. Fails as choose_gemm_config does.
 dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
                             int count, std::vector<GemmConfig>* out);
 

@@ -163,19 +163,32 @@ TEST_CASE("rank_gemm_configs: the heuristic's choice first, distinct, each chose
   CHECK(untouched.size() == 1);
 }
 
-// Large-M CTA pairs, which the heuristic searches only on request, are variants of ranked tiles: a
-// count that reaches the variants times them; small M keeps its own candidates.
-TEST_CASE("rank_gemm_configs: CTA pairs are variants at large M") {
+// Large-M CTA pairs, which the heuristic searches only on request, are variants of ranked tiles
+// (both multicast forms), and from five candidates on the last slot holds the cheapest one; small M
+// keeps its own candidates.
+TEST_CASE("rank_gemm_configs: CTA pairs are variants at large M, and the last of five or more") {
   const dg::ops::Sm90CostModel& model = dg::ops::hopper_cost_model();
+  const auto is_pair = [](const GemmConfig& c) { return c.cluster == 2; };
   for (GemmKind kind : {GemmKind::kFp8_1D2D, GemmKind::kBf16}) {
     CAPTURE(static_cast<int>(kind));
-    std::vector<GemmConfig> all;
-    REQUIRE(dg::ops::rank_gemm_configs(dense(kind, 4096, 7168, 2048), kSms, GemmOverride{}, model, 500, &all) ==
-            DG_SUCCESS);
+    const GemmShape s = dense(kind, 4096, 7168, 2048);
+    std::vector<GemmConfig> all, four, five;
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 500, &all) == DG_SUCCESS);
     REQUIRE(!all.empty());
     CHECK(all[0].cluster == 1);
     CHECK(std::any_of(all.begin(), all.end(), [](const GemmConfig& c) { return c.cluster == 2 && c.multicast_a; }));
     CHECK(std::any_of(all.begin(), all.end(), [](const GemmConfig& c) { return c.cluster == 2 && !c.multicast_a; }));
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 4, &four) == DG_SUCCESS);
+    CHECK(std::none_of(four.begin(), four.end(), is_pair));
+    REQUIRE(dg::ops::rank_gemm_configs(s, kSms, GemmOverride{}, model, 5, &five) == DG_SUCCESS);
+    REQUIRE(five.size() == 5);
+    CHECK(std::count_if(five.begin(), five.end(), is_pair) == 1);
+    CHECK(is_pair(five[4]));
+    const auto cheapest = std::find_if(all.begin(), all.end(), is_pair);
+    REQUIRE(cheapest != all.end());
+    CHECK(five[4].block_m == cheapest->block_m);
+    CHECK(five[4].block_n == cheapest->block_n);
+    CHECK(five[4].multicast_a == cheapest->multicast_a);
   }
   std::vector<GemmConfig> small;
   REQUIRE(dg::ops::rank_gemm_configs(dense(GemmKind::kFp8_1D2D, 64, 7168, 2048), kSms, GemmOverride{}, model, 500,
