@@ -409,6 +409,30 @@ DG_DEVICE void with_boundary(uint32_t b, F&& f) {
   else with_boundary<kMask & ~kLow>(b, f);
 }
 
+// A tile's SFB boundary taken at run time (boundaries too varied to compile a K loop each). Tile
+// starts are multiples of gcd(BLOCK_N, 128), so the boundary is too: groups come in units of that
+// many columns that share one choice, and the promotion selects the scale once per unit (the
+// compiler's predicate per 8-column group cost a test and two selects per group and K block).
+template <uint32_t kBlockN>
+struct SfbUnits {
+  static constexpr uint32_t kUnitCols = epilogue::gcd_of(kBlockN, 128u);
+  bool second[kBlockN / kUnitCols];  // the unit takes the second SFB row
+  DG_DEVICE explicit SfbUnits(uint32_t boundary) {
+#pragma unroll
+    for (uint32_t u = 0; u < kBlockN / kUnitCols; ++u) second[u] = u * kUnitCols >= boundary;
+  }
+};
+
+// The scale of 8-column group g: `first` left of the boundary, else `second`.
+template <class Boundary>
+DG_DEVICE float sfb_pick(float first, float second, Boundary boundary, uint32_t g) {
+  return g * 8 < boundary ? first : second;
+}
+template <uint32_t kBlockN>
+DG_DEVICE float sfb_pick(float first, float second, const SfbUnits<kBlockN>& units, uint32_t g) {
+  return units.second[g * 8 / SfbUnits<kBlockN>::kUnitCols] ? second : first;
+}
+
 // 1D2D SFB ring (Traits::kSfbRing): slot i holds the scalars of one window of kSfbWindow K blocks of
 // a tile, [first 128-column block's, second's] (the second: the block a straddling tile reaches, the
 // first again otherwise), at kOffSfbRing + i * kSmemSfbSlot. Its barriers follow the stages': the
@@ -819,7 +843,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         };
 
         auto promote = [&](uint32_t buf, uint32_t s, uint32_t h, float sb0, float sb1,
-                           const float (&sa)[T::kMIters][2], auto bnd) {
+                           const float (&sa)[T::kMIters][2], const auto& bnd) {
 #pragma unroll
           for (uint32_t u = 0; u < kUnitM; ++u)
 #pragma unroll
@@ -853,8 +877,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 #pragma unroll
               for (uint32_t g = 0; g < kSubN / 8; ++g) {
                 const uint32_t G = g0 + g;
-                const bool first = !T::kSfbStraddle || G * 8 < bnd;
-                const float lo = first ? lo0 : lo1, hi = first ? hi0 : hi1;
+                const float lo = T::kSfbStraddle ? sfb_pick(lo0, lo1, bnd, G) : lo0;
+                const float hi = T::kSfbStraddle ? sfb_pick(hi0, hi1, bnd, G) : hi0;
                 acc[i][G * 4 + 0] += lo * part[buf][u][g * 4 + 0];
                 acc[i][G * 4 + 1] += lo * part[buf][u][g * 4 + 1];
                 acc[i][G * 4 + 2] += hi * part[buf][u][g * 4 + 2];
@@ -936,6 +960,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         // instead of a select per group and K block in the promotion. (A 2-CTA pair's tile past the
         // last column may take any of them: it is computed but never stored.)
         if constexpr (T::kSfbBoundaries != 0) with_boundary<T::kSfbBoundaries>(boundary, k_loop);
+        else if constexpr (T::kSfbStraddle) k_loop(SfbUnits<kBlockN>(boundary));
         else k_loop(boundary);
       }
 
