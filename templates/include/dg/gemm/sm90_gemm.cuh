@@ -517,6 +517,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     ptx::tma_prefetch_descriptor(&p.tma_d);
     if constexpr (T::kFp8) ptx::tma_prefetch_descriptor(&p.tma_sfa);
     if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
+    // The short A box where the host encoded one (gemm.cpp encode_maps): always for half boxes, for
+    // a dense call's last row block where M leaves one.
+    if constexpr (T::kAHalfBox) ptx::tma_prefetch_descriptor(&p.tma_a_tail);
+    if constexpr (T::kATailBox) {
+      const uint32_t rem = p.m % kBlockM;
+      if (rem != 0 && align_up(rem, 8u) < kBlockM) ptx::tma_prefetch_descriptor(&p.tma_a_tail);
+    }
     if constexpr (T::kKGrouped) {
       for (uint32_t s = 0; s < kg->num_slots; ++s) {
         ptx::tma_prefetch_descriptor(&kg->tma_a[s]);
