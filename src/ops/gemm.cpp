@@ -146,7 +146,10 @@ dg_status run_gemm(const dg_stream_s& stream, const GemmArgs& in, const GemmOver
   DG_TRY(num_sms_of(stream, &num_sms));
   const bool grouped = s.type != GemmType::kNormal;
   bool skinny = false;
-  if (!grouped) DG_TRY(use_skinny(s, o, num_sms < stream.device->sm_count || o.num_sms > 0, &skinny));
+  if (!grouped) {
+    const bool sm_capped = num_sms < stream.device->sm_count || o.num_sms > 0;
+    DG_TRY(use_skinny(s, o, sm_capped, sm90_cost_model(stream.device->name), &skinny));
+  }
   if (skinny) return run_skinny(stream, args, num_sms, o, copies, prepare_only);
 
   // With C, D holds beta * C first (unless it already is C) and the kernel adds into it. A prepare

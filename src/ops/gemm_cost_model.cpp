@@ -110,12 +110,18 @@ const Sm90CostModel kHopper = {
         // slower). BF16 128x256 moved within 1.3% either way and keeps the rotating strips.
         /*fp8_whole_tile_staging=*/0.975,
     },
+    // The skinny kernel beat the tiled one on every shape with B up to 59 MB, BF16 up to M = 16
+    // (1.02-1.18x) and FP8 up to M = 8 (1.01-1.18x); FP8 at M = 12-16 (two token tiles) lost on 4 of
+    // 7 shapes (0.81-0.98x), and with every split forced (skinny-fp8-split-m12-16.json.gz) still on
+    // 3 of 6 (bench/models/h100/skinny-vs-tiled.json.gz, M = 1-16 over the 7 DeepSeek shapes).
+    /*skinny_max_m_bf16=*/16,
+    /*skinny_max_m_fp8=*/8,
 };
 
 // The H200: the Hopper calibration plus the terms measured on an H200 alone.
 Sm90CostModel h200_calibration() {
   Sm90CostModel m = kHopper;
-  m.calibrated_on = "H200 (small-M BF16 pairs, 1D2D boundary selects; else as the Hopper calibration)";
+  m.calibrated_on = "H200 (small-M BF16 pairs and skinny range, 1D2D boundary selects; else as the Hopper calibration)";
   // BF16 at M 128 is bound by the SMs' L2 reads (64x112 tiles at 7168 x 16384: ~10 TB/s). A CTA pair
   // along M sharing B through multicast reads 32% fewer bytes there and ran 18-23% faster, 4% at
   // 4096 x 7168 (25% fewer), 8-9% slower at 2112 x 7168 (64x32 tiles: 17% fewer) and 5-6% at
@@ -125,12 +131,12 @@ Sm90CostModel h200_calibration() {
   // M 128 (7168 x 16384, 4096 x 7168, 8192 x 8192, 8192 x 28672; small-m-pairs-bf16-model.json).
   m.small_m.bf16_pair_read_rate = 0.9;
   m.small_m.bf16_pair_fixed_s = 2e-6;
-  // 1D2D tiles whose SFB boundaries are selected per column group (128x144: eight values over
-  // N = 2112) ran 2112 x 7168 at M 1024 and 2048 16-17% slower than 128x160 (four values, a K loop
-  // each), both promoted after in one slice (bench/models/h200/dense-fp8-n160.json). At 1.2 the
-  // dense H200 sweeps' regret goes 1.008 / 1.048 -> 1.006 / 1.019 (geomean / worst) and the masked
-  // prefill files' 1.059 / 1.143 -> 1.045 / 1.121.
-  m.large_m.promotion_any_boundary = 1.2;
+  // 1D2D tiles whose SFB boundaries take too many values to compile a K loop each (128x144: eight
+  // values over N = 2112) select each gcd(block_n, 128)-column unit's scale per K block. 128x144
+  // after one slice ran 2112 x 7168 at M 1024 / 2048 3.5-5% slower than 128x160 (four values, a K
+  // loop each) while computing 3.6% fewer columns (bench/models/h200/tiles-m2048-8192-fp8.json): 1.05
+  // puts the estimates 3.5-3.7% apart. The dense H200 sweeps' regret is 1.004 / 1.016 with it.
+  m.large_m.promotion_any_boundary = 1.05;
   // 128x160 promoted after in one slice (four boundary values, a K loop each) against the choices
   // at equal work: 5.5-7.6% behind 128x192 / 128x256 where it takes one round more (M 1024 28672 x
   // 4096, M 2048 7168 x 16384), 6% ahead of 128x128 at G 1, N 4096 masked where it takes one round
@@ -138,6 +144,13 @@ Sm90CostModel h200_calibration() {
   // block. Masked prefill regret 1.045 / 1.121 -> 1.031 / 1.121; the dense choices it moves at M 1024
   // (7168 x 16384, 7168 x 2048, 10240 x 8192) ran within 0.7% of the old ones.
   m.large_m.promotion_compiled_boundaries = 1.2;
+  // BF16 at M 12-16: the tiled kernel's 32-row tiles, loading A through a box of M's rows, ran
+  // 0.89-0.98x the skinny kernel's time on five of the six eligible DeepSeek shapes (2112 x 7168:
+  // 1.02-1.03x); at M 4-8 the skinny kernel stays ahead on the geometric mean, by 1-11% at N 576,
+  // 2112 and K 512, 1-2.4% behind at 4096 x 7168 and 7168 x 2048 (bench/models/h200/skinny-vs-tiled-
+  // bf16.json). FP8 keeps M <= 8: tiled at M 12-16 as on the H100, skinny 0.4-14.5% ahead at M 8
+  // on the eligible shapes (skinny-vs-tiled-fp8.json).
+  m.skinny_max_m_bf16 = 8;
   return m;
 }
 

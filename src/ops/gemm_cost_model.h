@@ -78,6 +78,10 @@ struct Sm90CostModel {
   double split_k_reduce_s;          // split-K's fixed cost per tile (not fitted; shapes forced configs)
   SmallMCost small_m;
   LargeMCost large_m;
+  // Dense calls of at most this many rows run on the skinny kernel (skinny_gemm.cpp, which also
+  // bounds B's bytes), the others on the tiled one.
+  int skinny_max_m_bf16;
+  int skinny_max_m_fp8;
 };
 
 // The calibration for a device named `device_name` ("NVIDIA H100 80GB HBM3", ...): the GPU's own

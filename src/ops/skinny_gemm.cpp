@@ -12,16 +12,9 @@
 namespace dg::ops {
 namespace {
 
-// Where the heuristic takes the skinny kernel, from an H100 sweep (M = 1, 2, 4, 8, 12, 16 over the 7
-// DeepSeek shapes, both kernels forced; bench/models/h100/skinny-vs-tiled.json.gz): it beat the
-// tiled kernel on every shape with B up to 59 MB, BF16 up to M = 16 (1.02-1.18x) and FP8 up to
-// M = 8 (1.01-1.18x); FP8 at M = 12-16 (two token tiles) lost on 4 of 7 shapes (0.81-0.98x), and
-// above ~64 MB of B (BF16 24576 x 1536 and 7168 x 16384, FP8 7168 x 16384) the tiled kernel's TMA
-// pipeline streams 2-8% faster. With every split forced at FP8 M = 12 / 16 (same GPU,
-// skinny-fp8-split-m12-16.json.gz) the best split still loses to the tiled kernel on 3 of 6 shapes
-// (the two-tile FP8 loop looks bound by its E4M3 conversions, see skinny_gemm.cuh), so FP8 stays at
-// M <= 8.
-constexpr int64_t kSkinnyAutoMaxMBf16 = 16, kSkinnyAutoMaxMFp8 = 8;
+// The heuristic takes the skinny kernel up to the calibration's M (Sm90CostModel::skinny_max_m_*)
+// and B of at most this many bytes: above ~64 MB of B (BF16 24576 x 1536 and 7168 x 16384, FP8
+// 7168 x 16384) the tiled kernel's TMA pipeline streamed 2-8% faster on an H100 and 5-15% on an H200.
 constexpr double kSkinnyAutoMaxBBytes = 64e6;
 
 int64_t units_of(const GemmShape& s) { return cdiv(s.k * elem_bytes(s.kind), 128); }
@@ -48,7 +41,8 @@ const char* skinny_ineligible(const GemmShape& s) {
   return nullptr;
 }
 
-dg_status use_skinny(const GemmShape& s, const GemmOverride& o, bool sm_capped, bool* skinny) {
+dg_status use_skinny(const GemmShape& s, const GemmOverride& o, bool sm_capped, const Sm90CostModel& model,
+                     bool* skinny) {
   *skinny = false;
   if (o.kernel == DG_GEMM_KERNEL_TILED) return DG_SUCCESS;
   const char* why = skinny_ineligible(s);
@@ -67,7 +61,7 @@ dg_status use_skinny(const GemmShape& s, const GemmOverride& o, bool sm_capped, 
     *skinny = true;
     return DG_SUCCESS;
   }
-  const int64_t max_m = s.kind == GemmKind::kBf16 ? kSkinnyAutoMaxMBf16 : kSkinnyAutoMaxMFp8;
+  const int64_t max_m = s.kind == GemmKind::kBf16 ? model.skinny_max_m_bf16 : model.skinny_max_m_fp8;
   const double b_bytes = double(s.n) * double(s.k) * elem_bytes(s.kind);
   *skinny = why == nullptr && s.m <= max_m && b_bytes <= kSkinnyAutoMaxBBytes && !tiled_only_override(o) && !sm_capped;
   return DG_SUCCESS;

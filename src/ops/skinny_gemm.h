@@ -9,6 +9,7 @@
 #include "dg.h"
 #include "jit/kernel.h"
 #include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
 #include "runtime/stream.h"
 
 namespace dg::ops {
@@ -28,10 +29,11 @@ struct SkinnyConfig {
 // checked that operand rows are 16-byte aligned.
 const char* skinny_ineligible(const GemmShape& s);
 
-// Whether run_gemm takes the skinny kernel for `s` (o.kernel, or the heuristic when it is AUTO; not
-// under an SM cap, which a non-persistent grid cannot keep);
-// DG_ERROR_UNSUPPORTED when the caller forces a kernel that cannot run `s`.
-dg_status use_skinny(const GemmShape& s, const GemmOverride& o, bool sm_capped, bool* skinny);
+// Whether run_gemm takes the skinny kernel for `s` (o.kernel, or the heuristic when it is AUTO, with
+// the M range of the device's calibration `model`; not under an SM cap, which a non-persistent grid
+// cannot keep); DG_ERROR_UNSUPPORTED when the caller forces a kernel that cannot run `s`.
+dg_status use_skinny(const GemmShape& s, const GemmOverride& o, bool sm_capped, const Sm90CostModel& model,
+                     bool* skinny);
 
 // The heuristic; o.split_k and o.stages override the split and the unroll depth.
 dg_status choose_skinny_config(const GemmShape& s, int num_sms, const GemmOverride& o, SkinnyConfig* out);

@@ -140,7 +140,9 @@ void run_and_check(FakeDriver& fake, Problem p) {
   o.cluster = p.options.cluster, o.multicast_a = p.options.multicast_a, o.split_k = p.options.split_k;
   o.kernel = p.options.kernel;
   bool skinny = false;
-  REQUIRE(dg::ops::use_skinny(s, o, false, &skinny) == DG_SUCCESS);
+  // The fake device is no H200: run_gemm plans with the Hopper calibration.
+  const dg::ops::Sm90CostModel& hopper = dg::ops::hopper_cost_model();
+  REQUIRE(dg::ops::use_skinny(s, o, false, hopper, &skinny) == DG_SUCCESS);
   // The skinny kernel adds beta * C itself; the tiled one reads C through D (the pre-pass) unless aliased with beta 1.
   const bool pre_pass = has_c && !skinny && !(p.c_mode == Problem::kAliasedC && p.beta == 1.0f);
   if (p.m == 0 || p.n == 0) {

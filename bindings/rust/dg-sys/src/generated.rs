@@ -117,8 +117,8 @@ pub const DG_ACTIVATION_SWIGLU: i32 = 1;
 ///   a multiple of 16 bytes; it honours split_k (CTAs sharing each 16-row tile's K) and num_stages
 ///   (128-byte units of each row in flight per warp, 1..8), not an SM cap. Forcing it on a problem it
 ///   cannot run gives DG_ERROR_UNSUPPORTED with the reason.
-/// AUTO (0) picks SKINNY where it can run, for M <= 16 (BF16) or <= 8 (FP8) with at most 64 MB of B,
-///   when no tiled option is set and no SM cap applies; TILED otherwise.
+/// AUTO (0) picks SKINNY where it can run, for M <= 16 (BF16; 8 on an H200) or <= 8 (FP8) with at most
+///   64 MB of B, when no tiled option is set and no SM cap applies; TILED otherwise.
 /// ```
 pub const DG_GEMM_KERNEL_AUTO: i32 = 0;
 pub const DG_GEMM_KERNEL_TILED: i32 = 1;
