@@ -135,7 +135,7 @@ struct Sm90GemmTraits {
   // Straddling tiles: the columns [0, b) of a tile use the first SFB row, b = min(128 - n0 % 128,
   // BLOCK_N), a multiple of 8. Bit b / 8 - 1 is set for each b the problem's tiles take (the host
   // computes the set from N); with a set, the K loop is compiled once per b instead of selecting
-  // each column group's scale at run time. 0: run-time selection.
+  // each column unit's scale at run time (SfbUnits). 0: run-time selection.
   static constexpr uint32_t kSfbBoundaries = kSfbBoundaries_;
   // FP8: every tile's K blocks are a whole number of turns of the stage ring (the host checks it:
   // ops::stage_aligned), so each tile starts at stage 0 and the consumers' K loop, unrolled over
