@@ -71,9 +71,9 @@ DG_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.a
 DG_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 DG_DEVICE void cluster_sync() { cluster_arrive(); cluster_wait(); }
 
-// The compiler's intrinsic, not inline PTX: it folds the conversion into the shared-window offset
-// it started from, where an opaque cvta made it build every 64-bit generic address first (two
-// uniform adds each; ~60 instructions before the barriers of a 13-stage kernel were initialised).
+// The compiler's intrinsic, not inline PTX: the compiler folds it into the shared-window offset the
+// pointer came from. Behind an opaque cvta it must build each 64-bit generic address first, two
+// uniform adds apiece (~60 instructions in a 13-stage kernel's barrier setup).
 DG_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 // Address of the same shared-memory location in CTA `rank` of this cluster.
