@@ -324,7 +324,8 @@ double large_m_promotion(const LargeMCost& m, const GemmShape& s, const Candidat
   const uint32_t bounds = straddles ? sfb_boundaries(s.n, c.bn) : 0;
   if (!c.overlap && c.split == 1 && bounds != 0)
     promo = __builtin_popcount(bounds) <= 2 ? m.promotion_few_boundaries : m.promotion_compiled_boundaries;
-  // Boundaries too varied to compile: each column group selects its SFB row in every promotion.
+  // Boundaries too varied to compile: each gcd(block_n, 128)-column unit selects its SFB row in every
+  // promotion.
   if (straddles && bounds == 0) promo *= m.promotion_any_boundary;
   // 1D1D (a scale per column of B): the per-K-block cost outside the per-element work (scale loads,
   // barrier and WGMMA waits) is shared by the tile's columns.
