@@ -419,6 +419,16 @@ TEST_CASE("sm90 fp8 gemm: 1D2D and 1D1D, outputs, C, alpha/beta, tails") {
       if (m == 8192) cs.samples = 4096;
       check_case(g, cs, rng);
     }
+  // K over two full SFB windows of 32 K blocks and a partial third (71 K blocks, the last of them
+  // partial), with CTAs that take several tiles, so that the SFB ring's slots and phases carry over
+  // from tile to tile: the heuristic's tile, one slice promoted after, two slices overlapped.
+  for (int variant = 0; variant < 3; ++variant) {
+    Case cs;
+    cs.fp8 = true, cs.m = 3000, cs.n = 1040, cs.k = 8976, cs.samples = 4096;
+    if (variant == 1) cs.block_m = 128, cs.block_n = 192, cs.promotion = DG_FP8_PROMOTION_AFTER, cs.slices = 1;
+    if (variant == 2) cs.block_m = 128, cs.block_n = 128, cs.promotion = DG_FP8_PROMOTION_OVERLAP, cs.slices = 2;
+    check_case(g, cs, rng);
+  }
   // N whose tiles take at most 4 boundaries for 112 and 144 (specialised K loops; 144 is the
   // heuristic's tile for N = 576), one of them with a partial last tile.
   for (int64_t n : {448, 576, 530}) {
