@@ -121,7 +121,9 @@ const Sm90CostModel kHopper = {
 // The H200: the Hopper calibration plus the terms measured on an H200 alone.
 Sm90CostModel h200_calibration() {
   Sm90CostModel m = kHopper;
-  m.calibrated_on = "H200 (small-M BF16 pairs and skinny range, 1D2D boundary selects and 128x192 promotion; else as the Hopper calibration)";
+  m.calibrated_on =
+      "H200 (small-M BF16 pairs and skinny range, 1D2D boundary selects and 128x192 promotion; "
+      "else as the Hopper calibration)";
   // BF16 at M 128 is bound by the SMs' L2 reads (64x112 tiles at 7168 x 16384: ~10 TB/s). A CTA pair
   // along M sharing B through multicast reads 32% fewer bytes there and ran 18-23% faster, 4% at
   // 4096 x 7168 (25% fewer), 8-9% slower at 2112 x 7168 (64x32 tiles: 17% fewer) and 5-6% at
@@ -146,12 +148,12 @@ Sm90CostModel h200_calibration() {
   m.large_m.promotion_compiled_boundaries = 1.2;
   // 1D2D 128x192: promoted after its WGMMAs in one 192-wide slice (two boundary values, a K loop
   // each) instead of overlapped in two 96-column slices, whose WGMMAs each read A (ncu at masked G 32,
-  // m 192, N 6144: tensor pipe busy 83.5% of the cycles against DeepGEMM's 77.9% with one 192-wide
+  // m 192, N 6144: shared pipe busy 83.5% of the cycles against DeepGEMM's 77.9% with one 192-wide
   // WGMMA). Same tile, one slice: 0-1.7% faster on the 11 M-grouped FP8 sets where the Hopper values
-  // pick the overlapped tile, dense FP8 -0.6% to +1.6% on three shapes (bench/models/h200/grouped-fp8-
-  // promotion.json, dense-fp8-promotion-192.json). 1.12 prices the one slice as the two slices were priced, so no tile choice moves
-  // (1.10 moved masked G 2 / G 4, N 4096 from 128x160 to 128x192: 11-12% slower); 1.16 puts the two
-  // slices behind it.
+  // pick the overlapped tile, dense FP8 -0.6% to +1.6% on three shapes (bench/models/h200/
+  // grouped-fp8-promotion.json, dense-fp8-promotion-192.json). 1.12 prices the one slice as the two
+  // slices were priced, so that no tile choice moves (1.10 moved masked G 2 / G 4, N 4096 from 128x160
+  // to 128x192: 11-12% slower); 1.16 puts the two slices behind it.
   m.large_m.promotion_few_boundaries = 1.12;
   m.large_m.promotion_192_two_slices = 1.16;
   // BF16 at M 12-16: the tiled kernel's 32-row tiles, loading A through a box of M's rows, ran
