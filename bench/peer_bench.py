@@ -41,7 +41,7 @@ transforms them per call. Each result row also records calc_diff against an FP32
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
-                                   [--masked G:M,...] [--grouped-nk NxK,...]
+                                   [--masked G:M,...] [--grouped-nk NxK,...] [--einsum-b B,...] [--seconds S]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
                                    [--contiguous G:M,...] [--timing interleaved-clean|interleaved|blocks]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
@@ -54,7 +54,9 @@ dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with 
 heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
 every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --grouped-nk the
-contiguous and masked suites' (N, K) shapes. Writes NAME.json (rows) and NAME.txt (table + geometric means)
+contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only).
+--seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B, as
+bench/scripts/ab_peer.py runs). Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
 them (NAME.png) when matplotlib is installed.
@@ -1011,6 +1013,12 @@ def main():
                     "(default: %s)" % ",".join("%d:%d" % s for s in MASKED))
     ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
                     "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
+    ap.add_argument("--einsum-b", help="the einsum suite's per-head forms at these b only, comma-separated "
+                    "(default: %s; the batch-sum rows run only without this option)"
+                    % sorted({b for _, _, _, b in EINSUM_HEADS}))
+    ap.add_argument("--seconds", type=float, default=ROTATION_SECONDS,
+                    help="seconds of timed calls per row and contender set with interleaved timing (default "
+                    "%%(default)s; at least %d rotations)" % MIN_REPS)
     ap.add_argument("--alt", action="append", default=[])
     ap.add_argument("--tuned", metavar="TABLE", help="a tuning table: adds the contender libdg_tuned")
     ap.add_argument("--timing", choices=TIMINGS, default=TIMING,
@@ -1020,6 +1028,9 @@ def main():
     ap.add_argument("--merge", nargs="+")
     args = ap.parse_args()
     globals()["TIMING"] = args.timing
+    if args.seconds <= 0:
+        ap.error("--seconds: %r (expected a positive number of seconds)" % args.seconds)
+    globals()["ROTATION_SECONDS"] = args.seconds
     for suite in args.suites:
         if suite not in SUITES:
             ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
@@ -1041,6 +1052,9 @@ def main():
     masked_sets = int_tuples(args.masked, MASKED, ":", 2, "--masked", "G:M[,G:M...], e.g. 32:8,32:64")
     grouped_nk = int_tuples(args.grouped_nk, NK, "x", 2, "--grouped-nk", "NxK[,NxK...], e.g. 4096x7168")
     k_sets = int_tuples(args.kg, K_GROUPED, ":", 4, "--kg", "G:M:N:K[,G:M:N:K...], e.g. 32:4096:7168:1024")
+    einsum_b = [b for (b,) in int_tuples(args.einsum_b, [], ":", 1, "--einsum-b", "B[,B...], e.g. 4,32")]
+    einsum_heads_set = [(h, r, d, b) for h, r, d in dict.fromkeys(t[:3] for t in EINSUM_HEADS)
+                        for b in einsum_b] if einsum_b else EINSUM_HEADS
     for spec in args.alt:
         name, _, fields = spec.partition("=")
         ALT[name] = {f.split(":")[0]: int(f.split(":")[1]) for f in fields.split(",") if f}
@@ -1118,14 +1132,14 @@ def main():
             for k in QUANT_K:
                 quant(m, k)
     if "einsum" in args.suites and not args.fp8_only:
-        for s_, m, n, k in EINSUM_SUM:
+        for s_, m, n, k in EINSUM_SUM if not einsum_b else []:
             for fp32 in (True, False):
                 einsum_sum(s_, m, n, k, fp32)
         for expr in ("bhr,hdr->bhd", "bhd,hdr->bhr"):
-            for h, r, d, b in EINSUM_HEADS:
+            for h, r, d, b in einsum_heads_set:
                 einsum_heads(expr, h, r, d, b)
     if "einsum" in args.suites and not args.bf16_only:
-        for h, r, d, b in EINSUM_HEADS:
+        for h, r, d, b in einsum_heads_set:
             einsum_fp8(h, r, d, b)
     if "skip-head-mid" in args.suites and not args.bf16_only:
         for m, n, k in SKIP_HEAD_MID:
