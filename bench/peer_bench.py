@@ -55,8 +55,8 @@ heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
 every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --grouped-nk the
 contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only).
---seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B, as
-bench/scripts/ab_peer.py runs). Writes NAME.json (rows) and NAME.txt (table + geometric means)
+--seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B through
+bench/scripts/ab_peer.py). Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
 --merge, the rows of earlier runs (e.g. one per dtype) go into one table, and grouped.png plots
 them (NAME.png) when matplotlib is installed.
