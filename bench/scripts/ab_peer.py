@@ -89,7 +89,8 @@ def run_all(stage_a, stage_b, out_dir, peer_args):
     repo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     peer_bench = os.path.join(repo, "bench", "peer_bench.py")
     # The source tree's binding, whichever library each run loads.
-    python_path = os.pathsep.join(p for p in (os.path.join(repo, "bindings", "python"), os.environ.get("PYTHONPATH")) if p)
+    python_path = os.pathsep.join(
+        p for p in (os.path.join(repo, "bindings", "python"), os.environ.get("PYTHONPATH")) if p)
     libraries = {"A": library_of(stage_a), "B": library_of(stage_b)}
     runs = {}
     for label in ORDER:
