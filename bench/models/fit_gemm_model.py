@@ -5,7 +5,7 @@ For every shape of every dg-bench JSON given (sweeps from bench/scripts/sweep_ge
 model's estimate of each libdg contender's config (parsed from the config line dg-bench records)
 comes from dg-gemm-estimate; the "regret" of a shape is the measured time of the config the model
 ranks first over the best measured time. bench/peer_bench.py JSON is read too: its FP8 K-grouped
-rows that record their groups' K (`ks`) and its FP8 masked rows that record their hint and counts
+rows that record their groups' K (`ks`) and its masked rows (FP8, BF16) that record their hint and counts
 (`hint`, `ms`), with the configs its --alt contenders forced; the same problem (the same ks or ms)
 measured in several runs takes each config's geometric-mean time. Prints one
 line per shape and the geometric mean; shapes with regret above 2% are flagged. Each file's shapes
@@ -59,11 +59,14 @@ def forced_runs(row, key, query, alts):
 def peer_bench_runs(data):
     """(key, query, config, us) of each forced config in a peer_bench JSON's FP8 K-grouped rows (the
     problem as the library states it to its heuristic: the non-empty groups, their mean K rounded up
-    to 128) and FP8 masked rows (G, max_m, the hint), keyed by the groups' K or counts so that
-    repeated runs of one problem merge."""
+    to 128) and masked rows, FP8 and BF16 (G, max_m, the hint), keyed by the groups' K or counts so
+    that repeated runs of one problem merge."""
     out = []
     alts = alt_configs(data)
     for r in data['rows']:
+        if r.get('kind') == 'bf16' and r.get('suite') == 'masked' and r.get('ms'):
+            key = ('mb', r['groups'], r['hint'], r['n'], r['k'], tuple(r['ms']))
+            out += forced_runs(r, key, 'Q 0 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k']), alts)
         if r.get('kind') != 'fp8':
             continue
         if r.get('suite') == 'k-grouped' and r.get('ks'):
