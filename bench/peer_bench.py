@@ -41,7 +41,8 @@ transforms them per call. Each result row also records calc_diff against an FP32
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
-                                   [--masked G:M,...] [--grouped-nk NxK,...] [--einsum-b B,...] [--seconds S]
+                                   [--masked G:M,...] [--masked-counts F,...] [--grouped-nk NxK,...]
+                                   [--einsum-b B,...] [--seconds S]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
                                    [--contiguous G:M,...] [--timing interleaved-clean|interleaved|blocks]
        python3 bench/peer_bench.py --merge RUN.json [RUN.json ...] --out DIR   (no GPU needed)
@@ -53,7 +54,8 @@ row says so and leaves that contender out.
 dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with no table (the
 heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
-every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --grouped-nk the
+every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --masked-counts
+fixed counts for the masked sets (a row per fraction of M, every group alike, instead of one draw), --grouped-nk the
 contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only).
 --seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B through
 bench/scripts/ab_peer.py). Writes NAME.json (rows) and NAME.txt (table + geometric means)
@@ -397,8 +399,11 @@ def contiguous(kind, groups, expected, n, k):
     race(row, contenders)
 
 
-def masked(kind, groups, expected, n, k):
-    ms = [int(expected * random.uniform(0.7, 1.3)) for _ in range(groups)]
+def masked(kind, groups, expected, n, k, fraction=None):
+    """fraction: every group holds int(fraction * expected) rows (--masked-counts), else a draw from
+    [0.7, 1.3] x expected per group."""
+    ms = ([int(expected * fraction)] * groups if fraction is not None else
+          [int(expected * random.uniform(0.7, 1.3)) for _ in range(groups)])
     masked_m = torch.tensor(ms, dtype=torch.int32, device="cuda")
     hint = int(expected * 1.2)
     a = torch.randn((groups, MAX_M, k), device="cuda", dtype=torch.bfloat16)
@@ -1011,6 +1016,10 @@ def main():
                     "comma-separated (default: %s)" % ",".join("%d:%d" % s for s in CONTIGUOUS))
     ap.add_argument("--masked", help="the masked suite's sets, G:M (M the expected rows per group) comma-separated "
                     "(default: %s)" % ",".join("%d:%d" % s for s in MASKED))
+    ap.add_argument("--masked-counts", help="fractions F of the expected rows, comma-separated: each masked set runs "
+                    "once per F with every group holding int(F x M) rows, instead of one draw from [0.7, 1.3] x M "
+                    "(the rounds of tiles a hint-planned config takes depend on the count: e.g. "
+                    "0.72,0.82,0.92,1.02,1.12,1.22,1.30)")
     ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
                     "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
     ap.add_argument("--einsum-b", help="the einsum suite's per-head forms at these b only, comma-separated "
@@ -1051,6 +1060,16 @@ def main():
     contiguous_sets = int_tuples(args.contiguous, CONTIGUOUS, ":", 2, "--contiguous", "G:M[,G:M...], e.g. 8:4096")
     masked_sets = int_tuples(args.masked, MASKED, ":", 2, "--masked", "G:M[,G:M...], e.g. 32:8,32:64")
     grouped_nk = int_tuples(args.grouped_nk, NK, "x", 2, "--grouped-nk", "NxK[,NxK...], e.g. 4096x7168")
+    try:
+        count_fractions = [float(x) for x in args.masked_counts.split(",")] if args.masked_counts else [None]
+        if any(f is not None and f <= 0 for f in count_fractions):
+            raise ValueError
+    except ValueError:
+        ap.error("--masked-counts: %r (expected positive fractions F[,F...], e.g. 0.8,1.0,1.2)" % args.masked_counts)
+    for g, e in masked_sets:
+        for f in count_fractions:
+            if f is not None and int(f * e) > MAX_M:
+                ap.error("--masked-counts: %g x %d rows exceed the masked calls' max_m %d" % (f, e, MAX_M))
     k_sets = int_tuples(args.kg, K_GROUPED, ":", 4, "--kg", "G:M:N:K[,G:M:N:K...], e.g. 32:4096:7168:1024")
     einsum_b = [b for (b,) in int_tuples(args.einsum_b, [], ":", 1, "--einsum-b", "B[,B...], e.g. 4,32")]
     einsum_heads_set = [(h, r, d, b) for h, r, d in dict.fromkeys(t[:3] for t in EINSUM_HEADS)
@@ -1109,7 +1128,8 @@ def main():
                     contiguous(kind, g, e, n, k)
             if "masked" in args.suites:
                 for g, e in masked_sets:
-                    masked(kind, g, e, n, k)
+                    for f in count_fractions:
+                        masked(kind, g, e, n, k, f)
     for kind in kinds:
         if "k-grouped" in args.suites:
             for g, m, n, k in k_sets:

@@ -26,7 +26,9 @@ PEERS = ("deepgemm", "cublas")
 
 
 def row_key(r):
-    return (r["suite"], r["kind"], r["groups"], r["expected_m"], r["n"], r["k"])
+    """A row's problem: the shape, and for masked rows the groups' counts (peer_bench.py --masked-counts
+    runs one set at several counts; a draw repeats in every process, whose seed is fixed)."""
+    return (r["suite"], r["kind"], r["groups"], r["expected_m"], r["n"], r["k"], tuple(r.get("ms") or ()))
 
 
 def geomean(values):
@@ -66,7 +68,8 @@ def summarize(runs):
     table, means = compare(runs)
     lines = ["t_peer / t_libdg, A and B (geometric mean over each build's runs), B/A"]
     for key, pairs in table.items():
-        lines.append("%-10s %-5s G %-4d m %-5d n %-5d k %-5d " % key + "".join(
+        counts = " count %d" % key[6][0] if len(set(key[6])) == 1 else ""  # every group alike
+        lines.append("%-10s %-5s G %-4d m %-5d n %-5d k %-5d" % key[:6] + counts + " " + "".join(
             "  %s %.3f %.3f %+.1f%%" % (peer, a, b, 100 * (b / a - 1)) for peer, (a, b) in pairs.items()))
     for peer, (n, a, b) in means.items():
         lines.append("%s: geometric mean over %d rows, A %.4f, B %.4f, B/A %.4f" % (peer, n, a, b, b / a))
