@@ -66,7 +66,8 @@ def peer_bench_runs(data):
     for r in data['rows']:
         if r.get('kind') == 'bf16' and r.get('suite') == 'masked' and r.get('ms'):
             key = ('mb', r['groups'], r['hint'], r['n'], r['k'], tuple(r['ms']))
-            out += forced_runs(r, key, 'Q 0 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k']), alts)
+            query = 'Q 0 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k'])
+            out += forced_runs(r, key, query, alts)
         if r.get('kind') != 'fp8':
             continue
         if r.get('suite') == 'k-grouped' and r.get('ks'):
