@@ -456,7 +456,8 @@ typedef struct dg_gemm_options {
                                  through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
                                  0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
                                  Masked M-grouped calls: 2 splits a last round that is at most half full over
-                                 CTA pairs, as counted on the device; 0 or 1 never splits. */
+                                 CTA pairs, as counted on the device; 1 never splits; 0 = where the
+                                 heuristic's estimate over the spread of counts prices the split lower. */
   void* workspace;            /* FP8: device memory, 256-byte aligned, for K-major copies of operands that are
                                  MN-major in memory (dg_fp8_gemm_workspace_size gives the bytes); NULL = none.
                                  Used on the stream: do not reuse it before the call's work there is done, and
@@ -638,7 +639,7 @@ DG_API dg_status dg_m_grouped_bf16_gemm_nn_contiguous(dg_stream* stream, const d
  * expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m. The
  * tiles are counted on the device; with options.split_k 2 a last round of tiles that would leave at
  * least half of the SMs idle is split along K over pairs of CTAs (summed through distributed shared
- * memory, deterministic); 0 (default) or 1 never splits. */
+ * memory, deterministic); 1 never splits; 0 (default) splits where the heuristic prices it lower. */
 DG_API dg_status dg_m_grouped_fp8_gemm_nt_masked(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa,
                                                  const dg_tensor* b, const dg_tensor* sfb, const dg_tensor* d,
                                                  const dg_tensor* masked_m, int64_t expected_m,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -137,6 +138,23 @@ dg_status DeviceBuffer::allocate(size_t bytes, const char* what) {
   return DG_SUCCESS;
 }
 
+int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group) {
+  // Group g's order of the strata: a Fisher-Yates shuffle from a seed of its own (splitmix64), the
+  // same on every run.
+  uint64_t state = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(group) + 1);
+  const auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  int order[kMaskedCountSamples];
+  for (int i = 0; i < kMaskedCountSamples; ++i) order[i] = i;
+  for (int i = kMaskedCountSamples - 1; i > 0; --i) std::swap(order[i], order[next() % static_cast<uint64_t>(i + 1)]);
+  const double at = (double(order[sample]) + 0.5) / kMaskedCountSamples;
+  return static_cast<int32_t>(spread.lo + std::llround(at * double(spread.hi - spread.lo)));
+}
+
 Footprint max_of(const Footprint& x, const Footprint& y) {
   return {std::max(x.a, y.a),         std::max(x.b, y.b),
           std::max(x.sfa, y.sfa),     std::max(x.sfb, y.sfb),
@@ -157,7 +175,10 @@ dg_status footprint_of(const TuneProblem& p, Footprint* out) {
   bool ok = mul3(rows, k, eb, &f.a) && mul3(g * n, k, eb, &f.b) && mul3(rows, dn, ob, &f.d);
   ok = ok && (!p.fp8 || (mul3(sf_rows, sfk, 4, &f.sfa) && mul3(sfb_rows, sfk, 4, &f.sfb)));
   ok = ok && (!fp8_d(p) || mul3(sf_rows, dsk, 4, &f.d_scales));
-  f.groups = (p.family == TuneFamily::kContiguous ? rows : p.family == TuneFamily::kMasked ? g : 0) * sizeof(int32_t);
+  const size_t group_entries = p.family == TuneFamily::kContiguous ? rows
+                              : p.family == TuneFamily::kMasked   ? g * kMaskedCountSamples
+                                                                  : 0;
+  f.groups = group_entries * sizeof(int32_t);
   if (!ok) return fail(DG_ERROR_INVALID_ARGUMENT, "problems: line {}: {} needs more memory than 64-bit sizes hold",
                        p.line, p.text);
   *out = f;
@@ -182,7 +203,8 @@ dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffe
 
 namespace {
 
-// The group tensor: contiguous, each group's rows then -1 padding to 128; masked, m rows each.
+// The group tensor: contiguous, each group's rows then -1 padding to 128; masked, the counts of
+// kMaskedCountSamples samples, G each.
 dg_status fill_groups(const TuneProblem& p, const DeviceBuffer& buf) {
   const GemmShape& s = p.shape;
   std::vector<int32_t> v;
@@ -192,7 +214,9 @@ dg_status fill_groups(const TuneProblem& p, const DeviceBuffer& buf) {
     for (int64_t g = 0; g < s.num_groups; ++g)
       std::fill_n(v.begin() + g * per, s.expected_m, static_cast<int32_t>(g));
   } else if (p.family == TuneFamily::kMasked) {
-    v.assign(static_cast<size_t>(s.num_groups), static_cast<int32_t>(s.expected_m));
+    const ops::CountSpread spread = ops::count_spread(std::max<int64_t>(s.expected_m, 1), s.m);
+    for (int j = 0; j < kMaskedCountSamples; ++j)
+      for (int64_t g = 0; g < s.num_groups; ++g) v.push_back(masked_sample_count(spread, j, g));
   }
   if (!v.empty()) DG_CU(cuMemcpyHtoD(buf.ptr(), v.data(), v.size() * sizeof(int32_t)));
   return DG_SUCCESS;
@@ -223,6 +247,8 @@ dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
     c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {g, m, sfk}, {m4 * sfk, 1, m4});
     c.d = tensor(buf->d.data(), s.d_dtype, {g, m, dn}, {m * dn, dn, 1});
     c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {g}, {1});
+    c.samples = kMaskedCountSamples;
+    c.sample_bytes = static_cast<size_t>(g) * sizeof(int32_t);
   } else {
     const bool a_t = s.major_a == ops::Major::kMN;
     c.a = a_t ? matrix(buf->a.data(), ab, k, m) : matrix(buf->a.data(), ab, m, k);
@@ -365,32 +391,37 @@ dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problem
 
 dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,
                        TuneBuffers* buf, std::vector<double>* medians_ms) {
-  const size_t n = options.size();
+  const size_t n = options.size(), runs = n * static_cast<size_t>(reps);
   for (const dg_gemm_options& o : options) DG_TRY(run_call(stream, call, o));  // loads each kernel
   ContextScope scope;
   DG_TRY(scope.enter(*stream->device));
   Events ev;
-  DG_TRY(ev.create(2 * n * static_cast<size_t>(reps)));
+  DG_TRY(ev.create(2 * runs));
   CUstream cs = stream->handle;
   const size_t flush_words = buf->flush.bytes() / sizeof(uint32_t);
-  // Round robin: each round times every config once, so that clock and thermal drift hit all alike.
-  for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
-    for (size_t i = 0; i < n; ++i, e += 2) {
-      DG_CU(cuMemsetD32Async(buf->flush.ptr(), ++buf->flush_value, flush_words, cs));
-      DG_CU(cuEventRecord(ev[e], cs));
-      DG_TRY(run_call(stream, call, options[i]));
-      DG_CU(cuEventRecord(ev[e + 1], cs));
-    }
-  DG_CU(cuEventSynchronize(ev[2 * n * reps - 1]));
-  std::vector<std::vector<double>> ms(n);
-  for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
-    for (size_t i = 0; i < n; ++i, e += 2) {
-      float t = 0;
-      DG_CU(cuEventElapsedTime(&t, ev[e], ev[e + 1]));
-      ms[i].push_back(t);
-    }
-  medians_ms->clear();
-  for (const std::vector<double>& v : ms) medians_ms->push_back(median(v));
+  std::vector<double> mean_ms(n, 0.0);
+  for (int sample = 0; sample < call.samples; ++sample) {
+    TuneCall c = call;
+    c.groups.data = static_cast<char*>(call.groups.data) + static_cast<size_t>(sample) * call.sample_bytes;
+    // Round robin: each round times every config once, so that clock and thermal drift hit all alike.
+    for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
+      for (size_t i = 0; i < n; ++i, e += 2) {
+        DG_CU(cuMemsetD32Async(buf->flush.ptr(), ++buf->flush_value, flush_words, cs));
+        DG_CU(cuEventRecord(ev[e], cs));
+        DG_TRY(run_call(stream, c, options[i]));
+        DG_CU(cuEventRecord(ev[e + 1], cs));
+      }
+    DG_CU(cuEventSynchronize(ev[2 * runs - 1]));
+    std::vector<std::vector<double>> ms(n);
+    for (size_t r = 0, e = 0; r < static_cast<size_t>(reps); ++r)
+      for (size_t i = 0; i < n; ++i, e += 2) {
+        float t = 0;
+        DG_CU(cuEventElapsedTime(&t, ev[e], ev[e + 1]));
+        ms[i].push_back(t);
+      }
+    for (size_t i = 0; i < n; ++i) mean_ms[i] += median(ms[i]) / call.samples;
+  }
+  *medians_ms = std::move(mean_ms);
   return DG_SUCCESS;
 }
 

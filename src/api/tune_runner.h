@@ -54,10 +54,24 @@ struct TuneBuffers {
 // size, and fills the scales with random values in [0.5, 2).
 dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffers* buffers);
 
+// Masked problems are timed on this many group tensors, their counts spread as the heuristic takes
+// a group's rows to spread around the hint (ops::count_spread): each group's counts cover the
+// spread in as many strata, in an order of its own, so that the groups' counts vary independently
+// of each other as routed tokens do. A config's time is the mean over the samples, what the
+// heuristic estimates.
+constexpr int kMaskedCountSamples = 8;
+
+// The rows of `group` in count sample `sample` (0..kMaskedCountSamples-1): the midpoint of one
+// stratum of the spread, each group meeting every stratum once in a pseudo-random order of its own.
+int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group);
+
 // The call of one problem with one kernel config. d_scales: the FP8 D's scales (fused epilogue).
+// groups: the first of `samples` group tensors, `sample_bytes` apart.
 struct TuneCall {
   const ops::TuneProblem* problem = nullptr;
   dg_tensor_s a, sfa, b, sfb, d, d_scales, groups;
+  int samples = 1;
+  size_t sample_bytes = 0;
 };
 
 // Fills a and b with the problem's random non-zero operand values (when they do not hold them
@@ -72,8 +86,8 @@ dg_gemm_options options_for(const ops::TuneProblem& p, const ops::GemmOverride& 
 dg_status prepare_all(dg_stream* stream, const std::vector<ops::TuneProblem>& problems,
                       const std::vector<std::vector<dg_gemm_options>>& options, int threads);
 
-// Runs each config once, then `reps` rounds of one timed run per config (flush, event, call,
-// event); the median milliseconds of each config.
+// Runs each config once, then per sample of the group counts `reps` rounds of one timed run per
+// config (flush, event, call, event); each config's median milliseconds, averaged over the samples.
 dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,
                        TuneBuffers* buffers, std::vector<double>* medians_ms);
 

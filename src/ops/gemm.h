@@ -149,6 +149,13 @@ struct Sm90CostModel;
 dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, const Sm90CostModel& model,
                              GemmConfig* out);
 
+// The counts [lo, hi] the heuristic takes a masked or psum group's rows to spread over around the
+// expected_m hint, none above max_rows (dg_tune times masked problems over them).
+struct CountSpread {
+  int64_t lo, hi;
+};
+CountSpread count_spread(int64_t expected_m, int64_t max_rows);
+
 jit::KernelKey gemm_kernel_key(const GemmShape& s, const GemmConfig& c);
 jit::KernelSpec gemm_kernel_spec(const GemmShape& s, const GemmConfig& c);
 std::string describe(const GemmShape& s, const GemmConfig& c);

@@ -68,11 +68,11 @@ const Sm90CostModel kHopper = {
         // N = 576 and 2112 (bench/models/h100/cluster-*, multicast-narrow-*): the heuristic only
         // considers them on request, and this keeps unpaired tiles ahead on ties.
         /*pair_factor=*/1.01,
-        // The masked split tail at equal tiles and no split ran 3.7% slower (FP8 128x160, two rounds).
-        /*masked_tail_factor=*/1.04,
-        // The fill of the last round is known only on the device; with counts spread around the
-        // expected_m hint it is at most half full about half of the time.
-        /*masked_tail_split_share=*/0.5,
+        // The masked split-tail kernel on whole tiles (no split) against the same tiles unsplit: FP8
+        // 128x160 3.7% slower (two rounds), 2.6-3.8% on an H200 (G 1, N 4096, K 7168, counts fixed over
+        // the spread); BF16 128x128 0.7-0.9% there (bench/models/h200/masked-prefill-counts-alts.json).
+        /*masked_tail_factor_fp8=*/1.04,
+        /*masked_tail_factor_bf16=*/1.01,
         // Against 128x128 overlapped (bench/models/h100/promotion-*): without overlap one warp-group's
         // promotion stalls its WGMMAs unless column slices let the two groups interleave; overlap
         // with slices re-reads A from shared memory.

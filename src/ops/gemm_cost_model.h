@@ -50,8 +50,8 @@ struct LargeMCost {
   double split_k_bytes_per_s;       // the split-K partial tile through distributed shared memory
   double launch_s;                  // per call
   double pair_factor;               // 2-CTA clusters against the same tiles unpaired
-  double masked_tail_factor;        // a masked call's split last round against single CTAs
-  double masked_tail_split_share;   // how often the last round is at most half full (and splits)
+  double masked_tail_factor_fp8;    // a masked split-tail kernel against the same tiles unsplit
+  double masked_tail_factor_bf16;
   PromotionCost promotion;
   double promotion_192_two_slices;  // 1D2D overlapped 192-wide tiles in two 96-column slices
   double promotion_row_units;       // 256-row tiles promoted in 128-row units

@@ -199,16 +199,6 @@ int64_t ceil_div_prefix_sum(int64_t x, int64_t bm) {
   return bm * q * (q + 1) / 2 + r * (q + 1);
 }
 
-// The counts [lo, hi] a group's rows are taken to spread over around expected_m, none above max_rows.
-struct CountSpread {
-  int64_t lo, hi;
-};
-CountSpread count_spread(int64_t expected_m, int64_t max_rows) {
-  const int64_t lo = std::max<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected_m)), 1);
-  const int64_t spread_hi = static_cast<int64_t>(kSpreadHigh * double(expected_m));
-  return {lo, std::max<int64_t>(std::min<int64_t>(spread_hi, max_rows), lo)};
-}
-
 // The mean of ceil(m / bm) over the spread of counts around expected_m.
 double mean_blocks_per_group(int64_t expected_m, int64_t max_rows, int bm) {
   const auto [lo, hi] = count_spread(expected_m, max_rows);
@@ -228,25 +218,23 @@ int64_t expected_m_blocks(const GemmShape& s, int bm) {
   return std::max<int64_t>(static_cast<int64_t>(std::ceil(blocks)), 1);
 }
 
-// Rounds of `slots` units a problem of `unit_cols` units per row of units takes, row units pairing
-// `pm` blocks of bm rows. Masked and psum problems: the mean of the rounds over the spread of group
-// counts (above), not the rounds of the mean count: with few groups the counts do not average out,
-// and a tile whose count of units sits near a multiple of the slots takes an extra round on part of
-// the spread (G 1, hint 1228, N 4096, 128x144 tiles: 2 rounds at the mean count, 2.3 over the
-// spread; it ran 1.6x slower than 128x160 on an H200). One group's blocks are counted exactly; the
-// sum over G > 1 groups is taken as normal, its mean and variance G times one group's (a 5-point
+// The mean of f(blocks) over the rows of tiles of bm rows a problem has: f(expected_m_blocks) where
+// the host knows the count, and for masked and psum problems the mean over the spread of group
+// counts (above), not f at the mean count: with few groups the counts do not average out, and a
+// tile whose count of units sits near a multiple of the slots takes an extra round on part of the
+// spread (G 1, hint 1228, N 4096, 128x144 tiles: 2 rounds at the mean count, 2.3 over the spread;
+// it ran 1.6x slower than 128x160 on an H200). One group's blocks are counted exactly; the sum over
+// G > 1 groups is taken as normal, its mean and variance G times one group's (a 5-point
 // Gauss-Hermite rule).
-double expected_rounds(const GemmShape& s, int bm, int pm, int64_t unit_cols, int64_t slots) {
-  const auto rounds = [&](int64_t blocks) {
-    return double(cdiv(cdiv(std::max<int64_t>(blocks, 1), pm) * unit_cols, slots));
-  };
-  if (!uses_group_table(s.type)) return rounds(expected_m_blocks(s, bm));
+template <class F>
+double mean_over_counts(const GemmShape& s, int bm, F f) {
+  if (!uses_group_table(s.type)) return f(expected_m_blocks(s, bm));
   const auto [lo, hi] = count_spread(std::max<int64_t>(s.expected_m, 1), s.m);
   const double counts = double(hi - lo + 1);
-  double one = 0, mean = 0, sq = 0;  // one group: E[rounds], E[blocks], E[blocks^2]
+  double one = 0, mean = 0, sq = 0;  // one group: E[f], E[blocks], E[blocks^2]
   for (int64_t b = cdiv(lo, bm); b <= cdiv(hi, bm); ++b) {
     const double p = double(std::min(hi, b * bm) - std::max(lo, (b - 1) * bm + 1) + 1) / counts;
-    one += p * rounds(b);
+    one += p * f(b);
     mean += p * double(b);
     sq += p * double(b) * double(b);
   }
@@ -256,8 +244,29 @@ double expected_rounds(const GemmShape& s, int bm, int pm, int64_t unit_cols, in
                                  0.0112574113277207};
   const double g = double(s.num_groups), sd = std::sqrt(g * std::max(sq - mean * mean, 0.0));
   double e = 0;
-  for (int i = 0; i < 5; ++i) e += kWeights[i] * rounds(std::llround(g * mean + kNodes[i] * sd));
+  for (int i = 0; i < 5; ++i) e += kWeights[i] * f(std::llround(g * mean + kNodes[i] * sd));
   return e;
+}
+
+// Units of a problem with `blocks` blocks of rows: row units pair `pm` blocks, `unit_cols` per row.
+int64_t units_of(int64_t blocks, int pm, int64_t unit_cols) {
+  return cdiv(std::max<int64_t>(blocks, 1), pm) * unit_cols;
+}
+
+// Rounds of `slots` units the problem takes (mean_over_counts).
+double expected_rounds(const GemmShape& s, int bm, int pm, int64_t unit_cols, int64_t slots) {
+  return mean_over_counts(s, bm, [&](int64_t blocks) { return double(cdiv(units_of(blocks, pm, unit_cols), slots)); });
+}
+
+// Seconds of a masked split tail's tiles over `ctas` CTAs (in pairs), as the kernel walks them: whole
+// tiles in full rounds, then a last round that is at most half full split along K over the pairs
+// (each CTA the longer half of the K blocks, then the pair's exchange), else whole.
+double split_tail_s(const GemmShape& s, int bm, int64_t unit_cols, int64_t ctas, double t_tile, double t_split) {
+  return mean_over_counts(s, bm, [&](int64_t blocks) {
+    const int64_t units = units_of(blocks, 1, unit_cols), full = units / ctas, last = units % ctas;
+    if (last == 0) return double(full) * t_tile;
+    return last <= ctas / 2 ? double(full) * t_tile + t_split : double(full + 1) * t_tile;
+  });
 }
 
 // Cost of FP8 promotion in the table of `p`: overlapped or after, 1, 2 or 4 column slices.
@@ -401,7 +410,7 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   // Masked split tail: a persistent grid of CTA pairs; whole K blocks except in a short last round.
   const bool tail = s.type == GemmType::kMGroupedMasked && c.split_k == 2;
   const int64_t slots = tail ? num_sms / 2 * 2 : c.split_k > 1 ? resident_clusters(num_sms, c.split_k) : num_sms / c.cluster;
-  const double rounds = expected_rounds(s, c.bm, pm, cdiv(nb, pn), slots);
+  const double rounds = tail ? 0.0 : expected_rounds(s, c.bm, pm, cdiv(nb, pn), slots);
   const int64_t kbs = tail ? cdiv(s.k, bk) : cdiv(cdiv(s.k, bk), c.split_k);
   // Whole-tile staging in place of a deeper pipeline through rotating strips: priced as that
   // pipeline, with the gain measured against it (the tiles were calibrated with the strips).
@@ -415,11 +424,11 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   const double t_reduce = model.split_k_reduce_s + double(c.bm) * c.bn * 4 / m.split_k_bytes_per_s;
   if (c.split_k > 1 && !tail) t_epi += t_reduce;
   double t = rounds * (double(kbs) * t_kb + t_epi) + m.launch_s;
-  // Split tail: a last round at most half full runs half of the K blocks per CTA, then a reduction.
-  // The fill of the last round is known only on the device; with counts spread around the hint it is
-  // at most half full about half of the time.
-  if (tail)
-    t = t * m.masked_tail_factor - m.masked_tail_split_share * (double(kbs - cdiv(kbs, 2)) * t_kb - t_reduce);
+  if (tail) {
+    const double t_tile = double(kbs) * t_kb + t_epi, t_split = double(cdiv(kbs, 2)) * t_kb + t_reduce + t_epi;
+    const double factor = is_fp8(s.kind) ? m.masked_tail_factor_fp8 : m.masked_tail_factor_bf16;
+    t = split_tail_s(s, c.bm, nb, slots, t_tile, t_split) * factor + m.launch_s;
+  }
   if (c.cluster == 2) t *= m.pair_factor;
   return soft_max(t, dram_floor_s(model, s), model.floor_sharpness) * kMicrosecondsPerSecond;
 }
@@ -560,6 +569,19 @@ GemmOverride split_k_rule(const GemmShape& s, int num_sms, const GemmOverride& o
   return split;
 }
 
+// Masked calls without an explicit config: the split tail (split_k 2) as well, taken where the model
+// prices it below the unsplit choice. Its kernel knows the counts and splits a last round that is at
+// most half full; priced count by count over the spread (split_tail_s). On an H200 (G 1-6 of the
+// masked suite, every group's count fixed at 0.72-1.30 x expected, one process) the choice with it
+// ran 2-13% faster than without on 14 of 21 sets, within 1% on the others; decoding (G 8-32, tiles
+// the same at every count) never takes it (bench/models/h200/masked-split-tail-counts.json).
+GemmOverride split_tail_rule(const GemmShape& s, int num_sms, const GemmOverride& o) {
+  if (s.type != GemmType::kMGroupedMasked || has_override(o) || num_sms < 2) return o;
+  GemmOverride tail = o;
+  tail.split_k = 2;
+  return tail;
+}
+
 // The search space, each dimension in the order that wins ties.
 struct Tile {
   int bm, bn, math_wg;
@@ -640,13 +662,8 @@ std::vector<std::pair<bool, int>> promotions(const GemmShape& s, const GemmOverr
   return out;
 }
 
-// Split-K factor: the override's, else 1. A masked call splits its last round over CTA pairs (the
-// split tail) only when options.split_k asks for 2. On an H200 the split did not pay: FP8 on the six
-// prefill sets where its estimate chose it (G 1-4, N 4096 and 6144, K 7168), the same choice unsplit
-// ran 0.89-1.09x the split's speed, level on the geometric mean (bench/models/h200/masked-fp8-alts.json;
-// a second draw of four of the sets: 0.99-1.08x); BF16 128x256 at G 1, N 4096 ran 122.5 us split and
-// 102.2 us unsplit (bench/models/h200/masked-prefill-bf16-tiles.json). Returns 0, with the reason,
-// where the split cannot run.
+// Split-K factor: the override's, else 1 (masked calls: split_tail_rule). Returns 0, with the
+// reason, where the split cannot run.
 int split_k_of(const GemmShape& s, const GemmOverride& o, int num_sms, const char** last_reason) {
   const int split_k = o.split_k ? o.split_k : 1;
   if (s.type == GemmType::kMGroupedMasked && split_k == 2 && num_sms < 2) {
@@ -772,6 +789,13 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
 
 }  // namespace
 
+CountSpread count_spread(int64_t expected_m, int64_t max_rows) {
+  const int64_t cap = std::max<int64_t>(max_rows, 1);
+  const int64_t lo = std::clamp<int64_t>(static_cast<int64_t>(kSpreadLow * double(expected_m)), 1, cap);
+  const int64_t spread_hi = static_cast<int64_t>(kSpreadHigh * double(expected_m));
+  return {lo, std::clamp<int64_t>(spread_hi, lo, cap)};
+}
+
 dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride& o, GemmConfig* out) {
   return choose_gemm_config(s, num_sms, o, hopper_cost_model(), out);
 }
@@ -787,6 +811,11 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
   const GemmOverride split = split_k_rule(s, num_sms, o);
   if (split.split_k > 1 && !has_override(o)) best = cheapest(model, s, num_sms, split, &reason);
   if (best.block_m == 0) best = cheapest(model, s, num_sms, o, &reason);
+  if (const GemmOverride tail = split_tail_rule(s, num_sms, o); tail.split_k == 2 && best.block_m != 0) {
+    const char* tail_reason = nullptr;
+    const GemmConfig t = cheapest(model, s, num_sms, tail, &tail_reason);
+    if (t.block_m != 0 && t.estimate_us < best.estimate_us * kTieMargin) best = t;
+  }
   if (best.block_m == 0) {
     if (has_override(o))
       return fail(DG_ERROR_INVALID_ARGUMENT, "options: the explicit kernel config cannot run this problem: {}", reason);
@@ -833,6 +862,8 @@ dg_status rank_gemm_configs(const GemmShape& s, int num_sms, const GemmOverride&
   const GemmOverride split = split_k_rule(s, num_sms, o);
   if (split.split_k > 1 && !has_override(o)) for_each_candidate(model, s, num_sms, split, &reason, keep);
   for_each_candidate(model, s, num_sms, o, &reason, keep);
+  if (const GemmOverride tail = split_tail_rule(s, num_sms, o); tail.split_k == 2)
+    for_each_candidate(model, s, num_sms, tail, &reason, keep);
   // CTA pairs (TMA multicast) are searched at large M only on request, the model pricing them level
   // at best; as variants of ranked tiles they are timed where the count reaches them.
   if (!small_m(s) && o.cluster == 0) {

@@ -432,8 +432,9 @@ TEST_CASE("sm90 gemm: heuristic rejects illegal overrides by name") {
   o.split_k = 2;
   CHECK(dg::ops::choose_gemm_config(tiny, 132, o, &c) == DG_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(dg_last_error()).find("options.split_k: 2 exceeds") != std::string::npos);
-  // Masked: the split tail only on request (split_k 2: an even grid of CTA pairs), refused on one SM
-  // and on straddling tiles whose SFB boundaries take too many values; contiguous: never.
+  // Masked: the split tail on request (split_k 2: an even grid of CTA pairs; unasked only where the
+  // model prices it lower, not here), refused on one SM and on straddling tiles whose SFB boundaries
+  // take too many values; contiguous: never.
   GemmShape m = s;
   m.type = GemmType::kMGroupedMasked, m.num_groups = 4, m.m = 1024, m.expected_m = 300;
   REQUIRE(dg::ops::choose_gemm_config(m, 131, {}, &c) == DG_SUCCESS);
@@ -576,9 +577,42 @@ TEST_CASE("sm90 gemm: the H200 calibration's SFB boundary prices") {
   masked.type = dg::ops::GemmType::kMGroupedMasked, masked.num_groups = 1, masked.m = 4096, masked.expected_m = 1228;
   masked.n = 4096, masked.k = 7168;
   dg::ops::GemmConfig c;
-  REQUIRE(dg::ops::choose_gemm_config(masked, 132, {}, h200, &c) == DG_SUCCESS);
+  dg::ops::GemmOverride whole;
+  whole.split_k = 1;  // the unsplit tiles (unasked, the split tail wins here: below)
+  REQUIRE(dg::ops::choose_gemm_config(masked, 132, whole, h200, &c) == DG_SUCCESS);
   CHECK(c.block_n == 160);
   CHECK(c.sfb_boundaries != 0);
+}
+
+// Masked calls take the split tail unasked where the model prices it below the unsplit choice, the
+// last round's fill taken per count over the spread around the hint: one or two experts of ~1024
+// tokens (few tiles, rounds that depend on the count), not decoding (G 32, ~20 tokens: tiles the
+// same with every count) nor an explicit config.
+TEST_CASE("sm90 gemm: the masked split tail where the model prices it below the whole last round") {
+  const dg::ops::Sm90CostModel& h200 = dg::ops::sm90_cost_model("NVIDIA H200");
+  GemmShape s;
+  s.type = dg::ops::GemmType::kMGroupedMasked, s.m = 4096, s.n = 4096, s.k = 7168;
+  for (const GemmKind kind : {GemmKind::kFp8_1D2D, GemmKind::kBf16}) {
+    CAPTURE(static_cast<int>(kind));
+    s.kind = kind;
+    dg::ops::GemmConfig c;
+    for (int64_t g : {1, 2}) {
+      s.num_groups = g, s.expected_m = 1228 / g;
+      REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, h200, &c) == DG_SUCCESS);
+      CHECK(c.split_k == 2);
+      CHECK(c.grid % 2 == 0);
+      REQUIRE(dg::ops::choose_gemm_config(s, 131, {}, h200, &c) == DG_SUCCESS);
+      CHECK(c.grid <= 130);  // an even grid of CTA pairs
+    }
+    s.num_groups = 32, s.expected_m = 24;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, h200, &c) == DG_SUCCESS);
+    CHECK(c.split_k == 1);
+    s.num_groups = 1, s.expected_m = 1228;
+    dg::ops::GemmOverride o;
+    o.block_m = 128, o.block_n = 128;
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, o, h200, &c) == DG_SUCCESS);
+    CHECK(c.split_k == 1);
+  }
 }
 
 TEST_CASE("sm90 gemm: split-K and epilogue staging choices") {

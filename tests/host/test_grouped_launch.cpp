@@ -132,9 +132,10 @@ TEST_CASE("M-grouped GEMMs launch the chosen config with the grouped contract, e
     }
 }
 
-TEST_CASE("masked calls split a short last round over CTA pairs only on request") {
-  // G 1, max_m 4096, hint 1228 rows, N 4096, K 7168 (a short last round): single CTAs unless
-  // options.split_k asks for 2 (docs/m_grouped_gemm.md#split-tail), BF16 and FP8 alike.
+TEST_CASE("masked calls split a short last round over CTA pairs where the model prices it lower, or on request") {
+  // G 1, max_m 4096, hint 1228 rows, N 4096, K 7168 (few tiles; the last round's fill depends on the
+  // count): CTA pairs unasked and with options.split_k 2, single CTAs with 1
+  // (docs/m_grouped_gemm.md#split-tail), BF16 and FP8 alike; decoding (G 32, hint 24) stays unsplit.
   FakeDriver fake(sizeof(Sm90GemmParams));
   const int64_t g = 1, max_m = 4096, n = 4096, k = 7168, hint = 1228;
   Tensor a(fake_address(1), DG_DTYPE_BFLOAT16, {g, max_m, k}), b(fake_address(2), DG_DTYPE_BFLOAT16, {g, n, k});
@@ -149,7 +150,7 @@ TEST_CASE("masked calls split a short last round over CTA pairs only on request"
                     std::string(dg_last_error()));
     const std::vector<Launch> launches = fake.take();
     REQUIRE(launches.size() == 1);
-    CHECK(launches[0].config.cluster[0] == (split == 2 ? 2u : 0u));
+    CHECK(launches[0].config.cluster[0] == (split == 1 ? 0u : 2u));
   }
   dg_stream_destroy(stream);
 
@@ -158,11 +159,14 @@ TEST_CASE("masked calls split a short last round over CTA pairs only on request"
   s.num_groups = g, s.m = max_m, s.n = n, s.k = k, s.expected_m = hint;
   GemmConfig cfg;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, &cfg) == DG_SUCCESS);
-  CHECK(cfg.split_k == 1);
-  dg::ops::GemmOverride split;
-  split.split_k = 2;
-  REQUIRE(dg::ops::choose_gemm_config(s, kSms, split, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 2);
+  dg::ops::GemmOverride whole;
+  whole.split_k = 1;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, whole, &cfg) == DG_SUCCESS);
+  CHECK(cfg.split_k == 1);
+  s.num_groups = 32, s.m = 128, s.expected_m = 24;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, &cfg) == DG_SUCCESS);
+  CHECK(cfg.split_k == 1);
 }
 
 TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare launches nothing") {

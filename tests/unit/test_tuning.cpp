@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/tune_runner.h"
 #include "dg.h"
 #include "ops/gemm.h"
 #include "ops/gemm_config_cache.h"
@@ -218,6 +219,44 @@ TEST_CASE("rank_gemm_configs: other tiles before variants of a ranked tile") {
     CHECK(first_variant == tiles.size());
     for (size_t i = first_variant + 1; i < all.size(); ++i) CHECK(all[i - 1].estimate_us <= all[i].estimate_us);
   }
+}
+
+// Masked problems: the split tail is a candidate beside the whole tiles.
+TEST_CASE("rank_gemm_configs: masked candidates include the split tail") {
+  const dg::ops::Sm90CostModel& h200 = dg::ops::sm90_cost_model("NVIDIA H200");
+  std::vector<GemmConfig> v;
+  REQUIRE(dg::ops::rank_gemm_configs(masked(1, 4096, 1228, 4096, 7168), kSms, GemmOverride{}, h200, 6, &v) ==
+          DG_SUCCESS);
+  const auto split = [](const GemmConfig& c) { return c.split_k == 2; };
+  CHECK(std::any_of(v.begin(), v.end(), split));
+  CHECK(!std::all_of(v.begin(), v.end(), split));
+}
+
+// dg_tune's masked samples: every count inside the heuristic's spread, each group through every
+// stratum once over the samples, and sample totals that vary (as drawn counts do).
+TEST_CASE("dg_tune: masked problems are timed on counts spread as the heuristic assumes") {
+  const dg::ops::CountSpread spread = dg::ops::count_spread(1228, 4096);
+  CHECK(spread.lo == 736);
+  CHECK(spread.hi == 1350);
+  for (int64_t g = 0; g < 4; ++g) {
+    std::set<int32_t> seen;
+    for (int j = 0; j < dg::api::kMaskedCountSamples; ++j) {
+      const int32_t c = dg::api::masked_sample_count(spread, j, g);
+      CHECK(c >= spread.lo);
+      CHECK(c <= spread.hi);
+      seen.insert(c);
+    }
+    CHECK(seen.size() == static_cast<size_t>(dg::api::kMaskedCountSamples));
+    CHECK(*seen.begin() < spread.lo + (spread.hi - spread.lo) / 8);
+    CHECK(*seen.rbegin() > spread.hi - (spread.hi - spread.lo) / 8);
+  }
+  std::set<int64_t> totals;
+  for (int j = 0; j < dg::api::kMaskedCountSamples; ++j)
+    totals.insert(dg::api::masked_sample_count(spread, j, 0) + dg::api::masked_sample_count(spread, j, 1));
+  CHECK(totals.size() > 2);
+  const dg::ops::CountSpread capped = dg::ops::count_spread(1000, 512);  // max_m caps the spread (a hint above it)
+  CHECK(capped.hi == 512);
+  for (int j = 0; j < dg::api::kMaskedCountSamples; ++j) CHECK(dg::api::masked_sample_count(capped, j, 0) <= 512);
 }
 
 TEST_CASE("tuning table: round trip of the text form") {

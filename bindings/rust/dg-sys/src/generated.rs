@@ -262,7 +262,8 @@ pub struct dg_gemm_options {
     /// through distributed shared memory: 1 (off), 2, 4 or 8; needs cluster 1;
     /// 0 = heuristic (used for M <= 128 with few tiles). No workspace; deterministic.
     /// Masked M-grouped calls: 2 splits a last round that is at most half full over
-    /// CTA pairs, as counted on the device; 0 or 1 never splits.
+    /// CTA pairs, as counted on the device; 1 never splits; 0 = where the
+    /// heuristic's estimate over the spread of counts prices the split lower.
     /// ```
     pub split_k: i32,
     /// ```text
@@ -823,7 +824,7 @@ extern "C" {
     /// expected_m (> 0): the rows per group the heuristic plans for, e.g. the mean of masked_m. The
     /// tiles are counted on the device; with options.split_k 2 a last round of tiles that would leave at
     /// least half of the SMs idle is split along K over pairs of CTAs (summed through distributed shared
-    /// memory, deterministic); 0 (default) or 1 never splits.
+    /// memory, deterministic); 1 never splits; 0 (default) splits where the heuristic prices it lower.
     /// ```
     pub fn dg_m_grouped_fp8_gemm_nt_masked(stream: *mut dg_stream, a: *const dg_tensor, sfa: *const dg_tensor, b: *const dg_tensor, sfb: *const dg_tensor, d: *const dg_tensor, masked_m: *const dg_tensor, expected_m: i64, options: *const dg_gemm_options) -> dg_status;
 
