@@ -41,7 +41,8 @@ transforms them per call. Each result row also records calc_diff against an FP32
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
                                    [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
-                                   [--masked G:M,...] [--masked-counts F,...] [--grouped-nk NxK,...]
+                                   [--masked G:M,...] [--masked-counts F,...|--masked-draws N]
+                                   [--grouped-nk NxK,...]
                                    [--einsum-b B,...] [--seconds S]
                                    [--out DIR] [--name NAME] [--alt NAME=field:value,...] [--tuned TABLE]
                                    [--contiguous G:M,...] [--timing interleaved-clean|interleaved|blocks]
@@ -55,7 +56,8 @@ dg-tune or dg.tune, docs/tuning.md) for the GEMM suites; "libdg" then runs with 
 heuristic alone), whatever DG_TUNING_TABLE says.
 --m replaces the dense suite's M values, --kg the k-grouped suite's sets (each row records the K of
 every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --masked-counts
-fixed counts for the masked sets (a row per fraction of M, every group alike, instead of one draw), --grouped-nk the
+fixed counts for the masked sets (a row per fraction of M, every group alike, instead of one draw), --masked-draws
+N draws of the counts per masked set (a row each, the groups drawn independently), --grouped-nk the
 contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only).
 --seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B through
 bench/scripts/ab_peer.py). Writes NAME.json (rows) and NAME.txt (table + geometric means)
@@ -1020,6 +1022,10 @@ def main():
                     "once per F with every group holding int(F x M) rows, instead of one draw from [0.7, 1.3] x M "
                     "(the rounds of tiles a hint-planned config takes depend on the count: e.g. "
                     "0.72,0.82,0.92,1.02,1.12,1.22,1.30)")
+    ap.add_argument("--masked-draws", type=int, default=1,
+                    help="each masked set runs on this many independent draws of its groups' counts, a row each "
+                    "(default 1; with few groups one draw decides the rounds of tiles: a mean over draws tells "
+                    "a config's expected time)")
     ap.add_argument("--grouped-nk", help="the contiguous and masked suites' (N, K) shapes, NxK comma-separated "
                     "(default: %s)" % ",".join("%dx%d" % nk for nk in NK))
     ap.add_argument("--einsum-b", help="the einsum suite's per-head forms at these b only, comma-separated "
@@ -1066,6 +1072,9 @@ def main():
             raise ValueError
     except ValueError:
         ap.error("--masked-counts: %r (expected positive fractions F[,F...], e.g. 0.8,1.0,1.2)" % args.masked_counts)
+    if args.masked_draws < 1 or (args.masked_draws > 1 and args.masked_counts):
+        ap.error("--masked-draws: %d (expected >= 1, and not with --masked-counts, whose counts are fixed)"
+                 % args.masked_draws)
     for g, e in masked_sets:
         for f in count_fractions:
             if f is not None and int(f * e) > MAX_M:
@@ -1129,7 +1138,8 @@ def main():
             if "masked" in args.suites:
                 for g, e in masked_sets:
                     for f in count_fractions:
-                        masked(kind, g, e, n, k, f)
+                        for _ in range(args.masked_draws):
+                            masked(kind, g, e, n, k, f)
     for kind in kinds:
         if "k-grouped" in args.suites:
             for g, m, n, k in k_sets:
