@@ -410,7 +410,6 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   // Masked split tail: a persistent grid of CTA pairs; whole K blocks except in a short last round.
   const bool tail = s.type == GemmType::kMGroupedMasked && c.split_k == 2;
   const int64_t slots = tail ? num_sms / 2 * 2 : c.split_k > 1 ? resident_clusters(num_sms, c.split_k) : num_sms / c.cluster;
-  const double rounds = tail ? 0.0 : expected_rounds(s, c.bm, pm, cdiv(nb, pn), slots);
   const int64_t kbs = tail ? cdiv(s.k, bk) : cdiv(cdiv(s.k, bk), c.split_k);
   // Whole-tile staging in place of a deeper pipeline through rotating strips: priced as that
   // pipeline, with the gain measured against it (the tiles were calibrated with the strips).
@@ -423,11 +422,14 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   if (s.kind == GemmKind::kFp8_1D1D && c.overlap) t_epi += m.fp8_1d1d_overlap_exposed * t_kb;
   const double t_reduce = model.split_k_reduce_s + double(c.bm) * c.bn * 4 / m.split_k_bytes_per_s;
   if (c.split_k > 1 && !tail) t_epi += t_reduce;
-  double t = rounds * (double(kbs) * t_kb + t_epi) + m.launch_s;
+  const double t_tile = double(kbs) * t_kb + t_epi;
+  double t = m.launch_s;
   if (tail) {
-    const double t_tile = double(kbs) * t_kb + t_epi, t_split = double(cdiv(kbs, 2)) * t_kb + t_reduce + t_epi;
+    const double t_split = double(cdiv(kbs, 2)) * t_kb + t_reduce + t_epi;
     const double factor = is_fp8(s.kind) ? m.masked_tail_factor_fp8 : m.masked_tail_factor_bf16;
-    t = split_tail_s(s, c.bm, nb, slots, t_tile, t_split) * factor + m.launch_s;
+    t += split_tail_s(s, c.bm, nb, slots, t_tile, t_split) * factor;
+  } else {
+    t += expected_rounds(s, c.bm, pm, cdiv(nb, pn), slots) * t_tile;
   }
   if (c.cluster == 2) t *= m.pair_factor;
   return soft_max(t, dram_floor_s(model, s), model.floor_sharpness) * kMicrosecondsPerSecond;
