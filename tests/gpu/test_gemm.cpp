@@ -502,11 +502,22 @@ TEST_CASE("sm90 fp8 gemm: stage-aligned K loops, every ring depth") {
       cs.c_mode = stages % 3 == 1 ? 2 : 0;
       check_case(g, cs, rng);
     }
+  // Tiles of more K blocks than a window of the SFB ring (32 K blocks; whole ring turns, 30 at 3, 5
+  // and 6 stages, 28 at 7), whose consumers read the scalars once per turn: the slots turn inside a
+  // tile and carry over to the CTA's next tile (more tiles than SMs). Sampled outputs.
+  for (int stages = 2; stages <= 8; ++stages) {
+    Case cs;
+    cs.fp8 = true, cs.m = 2000, cs.n = 1100, cs.k = stages * 13 * 128 - (stages % 2 ? 48 : 0);
+    cs.block_m = 128, cs.block_n = stages <= 6 ? 128 : 64, cs.stages = stages;
+    cs.promotion = stages % 2 ? DG_FP8_PROMOTION_OVERLAP : DG_FP8_PROMOTION_AFTER;
+    cs.samples = 3000;
+    check_case(g, cs, rng);
+  }
   // The heuristic's aligned tiles: 128x192 in two slices overlapped (straddling SFB rows), one slice
   // promoted after, and CTA pairs sharing B.
   for (int variant = 0; variant < 3; ++variant) {
     Case cs;
-    cs.fp8 = true, cs.m = 700, cs.n = 1040, cs.k = 2048;
+    cs.fp8 = true, cs.m = 700, cs.n = 1040, cs.k = variant == 1 ? 36 * 128 : 2048;  // 36: two SFB windows
     cs.block_m = 128, cs.block_n = 192, cs.stages = 4;
     cs.promotion = variant == 0 ? DG_FP8_PROMOTION_OVERLAP : DG_FP8_PROMOTION_AFTER;
     cs.slices = variant == 0 ? 2 : 1;

@@ -161,8 +161,12 @@ struct Sm90GemmTraits {
   // The ring's filler (sfb_ring_fill) multiplies the scalars by alpha: the promotion applies it, and
   // the epilogue spends no multiply per output element (128 per thread of a 256x128 tile).
   static constexpr bool kAlphaInSfb = kSfbRing;
-  static constexpr uint32_t kSfbWindow = 32, kSfbSlots = 2;
-  static constexpr uint32_t kSmemSfbSlot = 2 * kSfbWindow * 4;  // [row][K block of the window], FP32
+  // A slot holds up to kSfbSlotKb K blocks (the host mirrors its bytes: kSfbSlotBytes). Stage-aligned
+  // loops use windows of whole ring turns (30 K blocks for 3, 5 or 6 stages), so that a turn's K
+  // blocks lie in one window and the consumers read them, wait and release once per turn.
+  static constexpr uint32_t kSfbSlotKb = 32, kSfbSlots = 2;
+  static constexpr uint32_t kSfbWindow = kStageAligned ? kStages * (kSfbSlotKb / kStages) : kSfbSlotKb;
+  static constexpr uint32_t kSmemSfbSlot = 2 * kSfbSlotKb * 4;  // [row][K block of the window], FP32
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
   // A dense call's partial last row block loads K-major A through a box of its own rows rounded up to
@@ -911,9 +915,32 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
                                     : T::kOverlapPromotion ? (kSplit >= 4 ? kSplit : 4)
                                                            : 2 * kSplit;  // units
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
+        // 1D2D, stage-aligned loops: the SFB scalars of a group's kKbPerGroup K blocks (a turn of
+        // the ring, from kb, the `pos`-th of its window) at once, with one wait and one release. Read
+        // per K block they cost 12 of the loop's ~150 instructions per warp, which the two
+        // warp-groups' warps on an SM sub-partition issue in turn: masked FP8 ran 0.7-0.9% faster
+        // (H200). Groups of two K blocks (the other loops) ran 0.5-1% slower read this way.
+        constexpr bool kSfbPerGroup = T::kSfbRing && T::kStageAligned;
+        static_assert(!kSfbPerGroup || T::kSfbWindow % kKbPerGroup == 0, "SFB windows of whole groups");
+        auto load_sfb_group = [&](uint32_t kb, uint32_t pos, float (&s0)[kKbPerGroup], float (&s1)[kKbPerGroup]) {
+          if constexpr (kSfbPerGroup) {
+            if (pos == 0) ptx::mbar_wait(sfb_ring.full0 + sfb_slot * 8, sfb_phase);
+            const float* v = SfbRing<T>::slot_data(smem, sfb_slot) + pos;
+#pragma unroll
+            for (uint32_t q = 0; q < kKbPerGroup; ++q) {
+              s0[q] = v[q];
+              s1[q] = T::kSfbStraddle ? v[T::kSfbWindow + q] : s0[q];
+            }
+            if (pos + kKbPerGroup == T::kSfbWindow || kb + kKbPerGroup == kb_end) {
+              ptx::mbar_arrive(sfb_ring.empty0 + sfb_slot * 8);
+              if (++sfb_slot == T::kSfbSlots) sfb_slot = 0, sfb_phase ^= 1;
+            }
+          }
+        };
         auto k_loop = [&](auto bnd) {
           uint32_t kb = kb_begin;
           bool next_full = false;  // the stage of this group's first K block passed the early test
+          [[maybe_unused]] uint32_t sfb_pos = 0;  // 1D2D: the group's first K block in its SFB window
           // Compiled K blocks: every group straight-line (the first promotion then adds to a known zero).
 #pragma unroll(T::kKBlocks != 0 ? T::kKBlocks : 1)
           for (; kb + kKbPerGroup <= kb_end; kb += kKbPerGroup) {
@@ -926,9 +953,13 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
               const uint32_t q = j / kSplit, h = j % kSplit;
               if (h == 0) st[q] = stage;
               issue(j % kBufs, st[q], h, j == 0 && next_full);
+              if (kSfbPerGroup && j == 0) {
+                load_sfb_group(kb, sfb_pos, sb0, sb1);
+                sfb_pos = sfb_pos + kKbPerGroup == T::kSfbWindow ? 0 : sfb_pos + kKbPerGroup;
+              }
               if (h == 0) {
                 load_sfa(st[q], sa[q]);
-                load_sfb(kb + q, sb0[q], sb1[q]);
+                if constexpr (!kSfbPerGroup) load_sfb(kb + q, sb0[q], sb1[q]);
               }
               if (h == kSplit - 1) advance();
               if (j == kGroup - 1) next_full = ptx::mbar_test(full_addr + stage * 8, phase);
