@@ -917,7 +917,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         constexpr uint32_t kKbPerGroup = kGroup / kSplit;
         // 1D2D, stage-aligned loops: the SFB scalars of a group's kKbPerGroup K blocks (a turn of
         // the ring, from kb, the `pos`-th of its window) at once, with one wait and one release. Read
-        // per K block they cost 12 of the loop's ~150 instructions per warp, which the two
+        // per K block they cost about 10 of the loop's ~140 instructions per warp, which the two
         // warp-groups' warps on an SM sub-partition issue in turn: masked FP8 ran 0.7-0.9% faster
         // (H200). Groups of two K blocks (the other loops) ran 0.5-1% slower read this way.
         constexpr bool kSfbPerGroup = T::kSfbRing && T::kStageAligned;
