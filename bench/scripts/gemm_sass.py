@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""SASS of the dense GEMM kernel libdg's heuristic (or an explicit config) picks for M x N x K, compiled
+"""SASS of the GEMM kernel libdg's heuristic (or an explicit config) picks for M x N x K, compiled
 offline for an H100 (an offline stream: no GPU needed), with static instruction counts per opcode.
+Dense by default; --grouped and --k-grouped ask for the grouped families' kernels.
 
     bench/scripts/gemm_sass.py 4096 7168 16384                      # FP8 1D2D nt, BF16 D
     bench/scripts/gemm_sass.py --bf16 4096 7168 2048 -o block_n=256 # explicit options
     bench/scripts/gemm_sass.py 4096 7168 16384 -t templates -t /tmp/variant/templates --sass-dir out
+    bench/scripts/gemm_sass.py --grouped contiguous:4 32768 6144 7168  # M: A's rows
+    bench/scripts/gemm_sass.py --grouped masked:32:24 4096 4096 7168   # M: max_m; expected m 24
+    bench/scripts/gemm_sass.py --k-grouped 8 4096 7168 4096            # 8 groups of K (FP8: 1D1D)
 
 With several `-t` template trees (DG_TEMPLATE_DIR, e.g. a change and its base), the counts stand in
 columns, one per tree, so that a change's effect on the kernel's code is seen before it is run. The
@@ -47,9 +51,18 @@ def compile_kernel(args, template_dir):
         child = ("import dg, json, sys\n"
                  "a = json.loads(sys.argv[1])\n"
                  "s = dg.Stream.offline((9, 0), 132)\n"
-                 "dg.gemm_prepare(a['ab'], 'nt', a['m'], a['n'], a['k'], 'bfloat16', stream=s, options=a['options'] or None)\n")
+                 "o = a['options'] or None\n"
+                 "if a['grouped']:\n"
+                 "    g = a['grouped']\n"
+                 "    dg.m_grouped_gemm_prepare(a['ab'], g[0], g[1], a['m'], a['n'], a['k'], expected_m=g[2], stream=s, options=o)\n"
+                 "elif a['k_grouped']:\n"
+                 "    layout = 'tn' if a['ab'] == 'bfloat16' else 'nt'\n"
+                 "    dg.k_grouped_gemm_prepare(a['ab'], layout, a['m'], a['n'], [a['k']] * a['k_grouped'], stream=s, options=o)\n"
+                 "else:\n"
+                 "    dg.gemm_prepare(a['ab'], 'nt', a['m'], a['n'], a['k'], 'bfloat16', stream=s, options=o)\n")
         options = {key: int(value) for key, value in (o.split("=", 1) for o in args.option)}
-        spec = dict(ab="bfloat16" if args.bf16 else "float8_e4m3fn", m=args.m, n=args.n, k=args.k, options=options)
+        spec = dict(ab="bfloat16" if args.bf16 else "float8_e4m3fn", m=args.m, n=args.n, k=args.k, options=options,
+                    grouped=grouped_spec(args.grouped), k_grouped=args.k_grouped)
         run = subprocess.run([sys.executable, "-c", child, json.dumps(spec)], env=env, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit("gemm_sass: preparing the kernel failed: " + (run.stderr.strip().splitlines() or ["?"])[-1])
@@ -71,6 +84,20 @@ def compile_kernel(args, template_dir):
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def grouped_spec(text):
+    """--grouped LAYOUT:G[:EXPECTED_M] -> [layout, G, expected m] (expected m 0: the call's default)."""
+    if not text:
+        return None
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or parts[0] not in ("contiguous", "psum", "masked"):
+        sys.exit("gemm_sass: --grouped %r (expected contiguous:G, psum:G or masked:G[:EXPECTED_M])" % text)
+    try:
+        values = [int(v) for v in parts[1:]]
+    except ValueError:
+        sys.exit("gemm_sass: --grouped %r: G and EXPECTED_M are integers" % text)
+    return [parts[0], values[0], values[1] if len(values) > 1 else 0]
+
+
 def counts(sass):
     ops = [(int(a, 16), text) for a, text in INSTRUCTION.findall(sass)]
     mma = [i for i, (_, text) in enumerate(ops) if re.match(r"(@\S+\s+)?[QH]GMMA", text)]
@@ -88,6 +115,10 @@ def main():
     ap.add_argument("n", type=int)
     ap.add_argument("k", type=int)
     ap.add_argument("--bf16", action="store_true", help="BF16 operands (default: FP8 E4M3, 1D2D recipe)")
+    family = ap.add_mutually_exclusive_group()
+    family.add_argument("--grouped", metavar="LAYOUT:G[:EXPECTED_M]",
+                        help="an M-grouped call of G groups: contiguous or psum (M: A's rows), masked (M: max_m)")
+    family.add_argument("--k-grouped", type=int, metavar="G", help="a K-grouped call of G groups of K each")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="FIELD=VALUE",
                     help="a dg_gemm_options field (block_m=256, fp8_promotion_slices=1, ...)")
     ap.add_argument("-t", "--template-dir", action="append", default=[],
@@ -100,7 +131,9 @@ def main():
     results = []
     for tree in trees:
         kernels = compile_kernel(args, tree)
-        gemm = [name for name in kernels if "gemm" in name] or list(kernels)
+        # The tiled (or skinny) GEMM kernel, not a pass beside it (K-grouped calls zero D first).
+        gemm = ([name for name in kernels if "gemm" in name and "gemm_scale" not in name] or
+                [name for name in kernels if "gemm" in name] or list(kernels))
         if not gemm:
             sys.exit("gemm_sass: no kernel was compiled")
         name = gemm[0]
