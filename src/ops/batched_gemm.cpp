@@ -21,14 +21,14 @@ constexpr int kReduceBlock = 128, kReduceSmallM = 64, kReduceBlockNStep = 8;
 // Operand maps: K-major (K, MN, batch) with boxes of block_k x rows; MN-major (MN, K, batch) with
 // boxes 64 elements wide (the kernel loads an MN-major tile in 64-element chunks).
 dg_status encode_operand(tma::Descriptor* out, const BatchedOperand& op, GemmKind kind, int64_t mn, int64_t k,
-                         int64_t batches, int block_k, int box_rows, const char* what) {
+                         int64_t batches, int block_k, int box_rows, const char* what, tma::L2Fetch fetch) {
   const CUtensorMapDataType dt = is_fp8(kind) ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint32_t eb = static_cast<uint32_t>(elem_bytes(kind));
   if (op.major == Major::kK)
     return tma::encode_3d(out, op.data, dt, eb, k, mn, op.ld, batches, op.batch_stride, block_k, box_rows,
-                          kOperandSwizzle, what);
+                          kOperandSwizzle, what, fetch);
   return tma::encode_3d(out, op.data, dt, eb, mn, k, op.ld, batches, op.batch_stride, kMnMajorBox, block_k,
-                        kOperandSwizzle, what);
+                        kOperandSwizzle, what, fetch);
 }
 
 // D in strips of the epilogue (strips narrower than the 32-byte swizzle are stored unswizzled):
@@ -95,10 +95,17 @@ dg_status fill_scales(const BatchedArgs& args, const GemmConfig& c, Sm90GemmPara
 dg_status launch_batched(const dg_stream_s& stream, const BatchedArgs& args, const GemmShape& s, const GemmConfig& c,
                          const Kernel& kernel, Sm90GemmParams* p, const LaunchConfig& launch_cfg) {
   const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
+  const tma::L2Fetch fetch = operand_l2_fetch(s);
   DG_TRY(encode_operand(&p->tma_a, args.a, args.kind, args.m, args.k, args.batches, c.block_k,
-                        mc_a ? c.block_m / 2 : c.block_m, "a"));
+                        mc_a ? c.block_m / 2 : c.block_m, "a", fetch));
+  // Every batch's partial last row block: a box of its own rows rounded up to 8 (the kernel's
+  // kATailBox; kBatched only), so that TMA reads at most 7 rows past the batch's m.
+  const int64_t tail_rows = tail_box_rows(args.m, c.block_m);
+  if (!args.reduce && args.a.major == Major::kK && !mc_a && tail_rows != 0)
+    DG_TRY(encode_operand(&p->tma_a_tail, args.a, args.kind, args.m, args.k, args.batches, c.block_k,
+                          static_cast<int>(tail_rows), "a (last row block)", fetch));
   DG_TRY(encode_operand(&p->tma_b, args.b, args.kind, args.n, args.k, args.batches, c.block_k,
-                        mc_b ? c.block_n / 2 : c.block_n, "b"));
+                        mc_b ? c.block_n / 2 : c.block_n, "b", fetch));
   DG_TRY(encode_d(args, s, c, &p->tma_d));
   if (is_fp8(args.kind)) DG_TRY(fill_scales(args, c, p));
   p->alpha = 1.0f;

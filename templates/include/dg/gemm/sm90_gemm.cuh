@@ -169,11 +169,13 @@ struct Sm90GemmTraits {
   static constexpr uint32_t kSmemSfbSlot = 2 * kSfbSlotKb * 4;  // [row][K block of the window], FP32
   static constexpr uint32_t kTxBytes = kSmemA + kSmemB + (kFp8 ? kBlockM * 4 : 0) +
                                        (kKind == Kind::kFp8_1D1D ? kBlockN * 4 : 0);
-  // A dense call's partial last row block loads K-major A through a box of its own rows rounded up to
-  // 8 (p.tma_a_tail), not through a full box whose rows past M TMA fills with zeros: with that fill
-  // BF16 64-row tiles at M 80 ran 1.7x slower than at M 128 on an H200 (docs/gemm.md#kernels). The
-  // WGMMA's rows past the box read stale shared memory, as kHalfM's do, and are never stored.
-  static constexpr bool kATailBox = kType == sched::GemmType::kNormal && kMajorA == Major::kK && !kMcA;
+  // A dense call's (a batched call's: every batch's) partial last row block loads K-major A through a
+  // box of its own rows rounded up to 8 (p.tma_a_tail), not through a full box whose rows past M TMA
+  // fills with zeros: with that fill BF16 64-row tiles at M 80 ran 1.7x slower than at M 128 on an
+  // H200 (docs/gemm.md#kernels), and the zero rows cost L2 reads as real ones do. The WGMMA's rows
+  // past the box read stale shared memory, as kHalfM's do, and are never stored.
+  static constexpr bool kATailBox =
+      (kType == sched::GemmType::kNormal || kType == sched::GemmType::kBatched) && kMajorA == Major::kK && !kMcA;
   // Masked and psum groups: a tile of at most half its rows in its group (decoding's few tokens per
   // expert) loads A through a box of BLOCK_M / 2 rows (p.tma_a_tail): the rows past the group are
   // in bounds but never stored, and their loads were up to half of A's reads.
@@ -498,6 +500,12 @@ DG_DEVICE uint32_t operand_offset(uint32_t row0, uint32_t kk) {
   return kMajor == Major::kK ? row0 * 128 + kk * 32 : (row0 / 64) * (kBlockK * 128) + kk * 16 * 128;
 }
 
+// Rows of A a tile's row block m0 counts from: a batch's (batched), else the problem's.
+template <class T>
+DG_DEVICE uint32_t a_rows(const Sm90GemmParams& p) {
+  return T::kBatched ? p.group_rows : p.m;
+}
+
 // kg: the K-grouped launch's groups (kKGrouped only, else nullptr).
 template <class T>
 DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlots* kg = nullptr) {
@@ -525,7 +533,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
     // a dense call's last row block where M leaves one.
     if constexpr (T::kAHalfBox) ptx::tma_prefetch_descriptor(&p.tma_a_tail);
     if constexpr (T::kATailBox) {
-      const uint32_t rem = p.m % kBlockM;
+      const uint32_t rem = a_rows<T>(p) % kBlockM;
       if (rem != 0 && align_up(rem, 8u) < kBlockM) ptx::tma_prefetch_descriptor(&p.tma_a_tail);
     }
     if constexpr (T::kKGrouped) {
@@ -615,7 +623,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         const TmaDescriptor* a_map = tma_a;
         uint32_t tx_bytes = T::kTxBytes;
         if constexpr (T::kATailBox) {
-          const uint32_t box_rows = m0 < p.m ? align_up(p.m - m0, 8u) : kBlockM;
+          const uint32_t rows = a_rows<T>(p);
+          const uint32_t box_rows = m0 < rows ? align_up(rows - m0, 8u) : kBlockM;
           if (box_rows < kBlockM) {
             a_map = &p.tma_a_tail;
             tx_bytes -= (kBlockM - box_rows) * kBlockK * T::kElem;
