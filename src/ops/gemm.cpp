@@ -61,28 +61,30 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
   const bool masked = s.type == GemmType::kMGroupedMasked;
   const int64_t rows = masked ? s.m * s.num_groups : s.m;
   const int64_t sf_k = cdiv(s.k, kScaleBlock);
+  const tma::L2Fetch fetch = operand_l2_fetch(s);
   if (s.major_a == Major::kK)
     DG_TRY(tma::encode_2d(&p->tma_a, args.a, ab, eb, s.k, rows, args.lda, c.block_k, mc_a ? c.block_m / 2 : c.block_m,
-                          kOperandSwizzle, "a"));
+                          kOperandSwizzle, "a", fetch));
   else
-    DG_TRY(tma::encode_2d(&p->tma_a, args.a, ab, eb, rows, s.k, args.lda, kMnMajorBox, c.block_k, kOperandSwizzle, "a"));
+    DG_TRY(tma::encode_2d(&p->tma_a, args.a, ab, eb, rows, s.k, args.lda, kMnMajorBox, c.block_k, kOperandSwizzle, "a",
+                          fetch));
   // A dense call's partial last row block: a box of its own rows rounded up to 8 (the kernel's
   // kATailBox), so that TMA fills at most 7 rows past M with zeros.
   const int64_t tail_rows = tail_box_rows(s.m, c.block_m);
   if (s.type == GemmType::kNormal && s.major_a == Major::kK && !mc_a && tail_rows != 0)
     DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, tail_rows, kOperandSwizzle,
-                          "a (last row block)"));
+                          "a (last row block)", fetch));
   // Masked and psum groups' tiles of at most half their rows: half boxes (the kernel's kAHalfBox).
   const bool table = masked || s.type == GemmType::kMGroupedContiguousPsum;
   if (table && s.major_a == Major::kK && !mc_a && c.block_m >= 64)
     DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, c.block_m / 2,
-                          kOperandSwizzle, "a (half tiles)"));
+                          kOperandSwizzle, "a (half tiles)", fetch));
   if (s.major_b == Major::kK)
     DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
-                          mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b"));
+                          mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b", fetch));
   else
     DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.n, s.k * s.num_groups, args.ldb, kMnMajorBox, c.block_k,
-                          kOperandSwizzle, "b"));
+                          kOperandSwizzle, "b", fetch));
   DG_TRY(encode_d_strips(s, c, args.d, rows, args.ldd, &p->tma_d));
   if (is_fp8(s.kind))
     DG_TRY(tma::encode_2d(&p->tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, align_up(s.m, kScaleRowAlign),

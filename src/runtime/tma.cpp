@@ -17,7 +17,8 @@ struct EncodeKey {
   const void* base;
   uint64_t inner, outer, stride_bytes;
   uint64_t depth, depth_stride_bytes;  // 3-D maps; 0 and 0 for 2-D ones
-  uint32_t dtype, box_inner, box_outer, swizzle;
+  uint32_t dtype, box_inner, box_outer;
+  uint16_t swizzle, fetch;
   bool operator==(const EncodeKey& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
 };
 static_assert(sizeof(EncodeKey) == 64, "no padding: keys compare with memcmp");
@@ -64,7 +65,7 @@ namespace {
 // A 2-D map (rank 2; depth 1) or a 3-D map whose boxes are one matrix deep (rank 3).
 dg_status encode(Descriptor* out, uint32_t rank, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes,
                  uint64_t inner, uint64_t outer, uint64_t row_stride, uint64_t depth, uint64_t depth_stride, uint32_t box_inner,
-                 uint32_t box_outer, uint32_t swizzle_bytes, const char* what) {
+                 uint32_t box_outer, uint32_t swizzle_bytes, const char* what, L2Fetch fetch) {
   std::memset(out, 0, sizeof(*out));
   if (reinterpret_cast<uintptr_t>(base) % 16 != 0)
     return fail(DG_ERROR_INVALID_ARGUMENT, "{}: data pointer {} is not 16-byte aligned (TMA)", what, base);
@@ -80,7 +81,8 @@ dg_status encode(Descriptor* out, uint32_t rank, const void* base, CUtensorMapDa
   if (rank == 2) strides[1] = 0;
   if (rank == 3 && strides[1] == 0) strides[1] = strides[0] * outer;  // a single matrix: any legal stride
   const EncodeKey key{base,       inner,      outer, strides[0], rank == 3 ? depth : 0, strides[1],
-                      static_cast<uint32_t>(dtype), box_inner, box_outer, swizzle_bytes};
+                      static_cast<uint32_t>(dtype), box_inner, box_outer, static_cast<uint16_t>(swizzle_bytes),
+                      static_cast<uint16_t>(fetch)};
   EncodeCache::Slot& slot = encode_cache().slots[EncodeCache::index(key)];
   if (slot.valid && slot.key == key) {
     *out = slot.map;
@@ -90,7 +92,8 @@ dg_status encode(Descriptor* out, uint32_t rank, const void* base, CUtensorMapDa
   cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = driver::api().cuTensorMapEncodeTiled(
       reinterpret_cast<CUtensorMap*>(out), dtype, rank, const_cast<void*>(base), dims, strides, box, elem_strides,
-      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_mode(swizzle_bytes), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle_mode(swizzle_bytes),
+      fetch == L2Fetch::kLine ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     driver::check(r, "cuTensorMapEncodeTiled");
@@ -109,16 +112,16 @@ dg_status encode(Descriptor* out, uint32_t rank, const void* base, CUtensorMapDa
 
 dg_status encode_2d(Descriptor* out, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes, uint64_t inner,
                     uint64_t outer, uint64_t row_stride, uint32_t box_inner, uint32_t box_outer,
-                    uint32_t swizzle_bytes, const char* what) {
+                    uint32_t swizzle_bytes, const char* what, L2Fetch fetch) {
   return encode(out, 2, base, dtype, elem_bytes, inner, outer, row_stride, 1, 0, box_inner, box_outer, swizzle_bytes,
-                what);
+                what, fetch);
 }
 
 dg_status encode_3d(Descriptor* out, const void* base, CUtensorMapDataType dtype, uint32_t elem_bytes, uint64_t inner,
                     uint64_t outer, uint64_t row_stride, uint64_t depth, uint64_t matrix_stride, uint32_t box_inner,
-                    uint32_t box_outer, uint32_t swizzle_bytes, const char* what) {
+                    uint32_t box_outer, uint32_t swizzle_bytes, const char* what, L2Fetch fetch) {
   return encode(out, 3, base, dtype, elem_bytes, inner, outer, row_stride, depth, matrix_stride, box_inner, box_outer,
-                swizzle_bytes, what);
+                swizzle_bytes, what, fetch);
 }
 
 }  // namespace dg::tma
