@@ -1,7 +1,8 @@
 // dg_bf16_einsum and dg_fp8_einsum against the fake driver: the per-head forms launch the batched
 // GEMM kernel with 3-D maps of a, b and d over the tensors' own strides (views read in place), the
 // walk over every head's blocks of rows (padded to even with CTA pairs along M) and the heads'
-// divider; the FP8 form adds SFA's map of ceil(r / 128) rows per head and SFB's per-head stride; the
+// divider, each head's partial last row block's short A box, single-line L2 fetches for heads of at
+// most 128 rows; the FP8 form adds SFA's map of ceil(r / 128) rows per head and SFB's per-head stride; the
 // batch sum sets D to C (or zeros) first and launches units x splits CTAs whose K splits cover the
 // batch's K blocks. Also the argument checks the bad-input matrix cannot see (expressions, layouts,
 // scales, c, options, prepare's sizes), each naming its argument. No GPU.
@@ -107,6 +108,18 @@ void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t
   CHECK((dm.dims[0] == uint64_t(N) && dm.dims[1] == uint64_t(b) && dm.dim2 == uint64_t(h)));
   CHECK(dm.stride1 == uint64_t(h * N * 2));
   CHECK(dm.stride2 == uint64_t(N * 2));
+  // Heads of at most 128 rows stream the weights: operand maps fetch single lines into L2.
+  const uint32_t fetch = b <= 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  CHECK((am.l2_promotion == fetch && bm.l2_promotion == fetch));
+  CHECK(dm.l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_256B));
+  // A head's partial last row block (K-major a, not shared by a pair): the same map with a box of its
+  // rows rounded up to 8.
+  const int64_t tail = (b % c.block_m + 7) / 8 * 8;
+  if (!(c.cluster == 2 && c.multicast_a) && tail != 0 && tail < c.block_m) {
+    const fake_tensor_map tm = map_of(p.tma_a_tail);
+    CHECK((tm.rank == 3 && tm.address == addr(pa) && tm.dims[1] == uint64_t(b) && tm.dim2 == uint64_t(h)));
+    CHECK((tm.box[0] == am.box[0] && tm.box[1] == uint32_t(tail) && tm.l2_promotion == fetch));
+  }
 }
 
 // "bmk,bnk->mn": c_mode 0 = none (D zeroed first), 1 = d itself, 2 = separate (D := C first).

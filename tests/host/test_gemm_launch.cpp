@@ -261,6 +261,10 @@ void run_and_check(FakeDriver& fake, Problem p) {
               CU_TENSOR_MAP_SWIZZLE_128B);
   else
     check_map(q.tma_b, "b", pb, ab_type, p.n, p.k, ldb * eb, 64, bk, CU_TENSOR_MAP_SWIZZLE_128B);
+  // At most 128 rows stream B: the operand maps fetch single lines into L2, the rest line pairs.
+  const uint32_t fetch = p.m <= 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  CHECK((map_of(q.tma_a).l2_promotion == fetch && map_of(q.tma_b).l2_promotion == fetch));
+  CHECK(map_of(q.tma_d).l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_256B));
   const uint32_t strip_bytes = uint32_t(cfg.d_strip * ob);
   check_map(q.tma_d, "d", pd, ob == 4 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.n, p.m,
             ldd * ob, cfg.d_strip, cfg.block_m / cfg.math_wg,
