@@ -30,8 +30,8 @@ inline int64_t tail_box_rows(int64_t rows, int block_m) {
 }
 // Dense and batched problems of at most this many rows (M, a batch's m) read each B tile for one
 // row block: they stream B from DRAM once, and their operand maps fetch single lines into L2
-// (tma::L2Fetch::kLine). On an H200 that ran einsum's per-head forms at b 4-128 3-6% faster and
-// dense BF16 at M 128 1-3% (FP8 -0.8..+2.5%), while FP8 at M 4096-8192 with short K ran up to 3.5%
+// (tma::L2Fetch::kLine). On an H200 that ran einsum's per-head forms at b 4-128 3.5% faster and
+// dense BF16 at M 128 0.6-3.1% (FP8 -0.8..+2.5%), while FP8 at M 4096-8192 with short K ran up to 3.5%
 // slower the same way: larger problems, and the M-grouped ones (masked decoding level within the
 // noise), keep line pairs (docs/gemm.md#l2-fetch).
 constexpr int64_t kStreamingRows = 128;
