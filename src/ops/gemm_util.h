@@ -32,8 +32,8 @@ inline int64_t tail_box_rows(int64_t rows, int block_m) {
 // row block: they stream B from DRAM once, and their operand maps fetch single lines into L2
 // (tma::L2Fetch::kLine). On an H200 that ran einsum's per-head forms at b 4-128 3.5% faster and
 // dense BF16 at M 128 0.6-3.1% (FP8 -0.8..+2.5%), while FP8 at M 4096-8192 with short K ran up to 3.5%
-// slower the same way: larger problems, and the M-grouped ones (masked decoding level within the
-// noise), keep line pairs (docs/gemm.md#l2-fetch).
+// slower the same way: larger problems, and the M-grouped ones (masked decoding 0.4% slower with
+// single lines), keep line pairs (docs/gemm.md#l2-fetch).
 constexpr int64_t kStreamingRows = 128;
 inline tma::L2Fetch operand_l2_fetch(const GemmShape& s) {
   const bool streams = (s.type == GemmType::kNormal || s.type == GemmType::kBatched) && s.m <= kStreamingRows;
