@@ -586,6 +586,32 @@ GemmOverride split_tail_rule(const GemmShape& s, int num_sms, const GemmOverride
   return tail;
 }
 
+// Batched calls without an explicit config, whose tiles run one or two K blocks and whose chosen tile
+// covers N in an even number of columns of tiles, over at least kPairMinRounds rounds of the
+// persistent grid: CTA pairs along N that share A (TMA multicast) instead of single CTAs. Such tiles
+// are bound by their loads and their D stores, and over many rounds the CTAs of a static walk drift
+// apart: the tiles that read the same A rows run rounds apart, by which time D's stores have pushed
+// those rows out of L2. On an H200 (einsum bhd, h 128, N 512, K 128, 128x256 tiles) single CTAs read
+// 395-415 MB from DRAM at b 8192 against 285 MB of operands (a pair: 299-306 MB; cuBLASLt's kernel,
+// in 1x2 clusters: 285 MB); the pair ran
+// 0.933, 0.977, 1.014, 1.032, 1.051x as fast at b 256, 1024, 2048, 4096, 8192 (8, 16, 31, 62 and
+// 124 rounds; bench/models/h200/batched-pairs.json). Dense calls at M 4096-8192 with longer K ran
+// within -4..+2% of single CTAs with pairs (the same file); their short-K tiles are not measured.
+constexpr int64_t kPairMinRounds = 24;
+constexpr int64_t kPairMaxKBlocks = 2;
+GemmOverride batched_pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best) {
+  // Batched calls always fix split_k 1 (batched_gemm_override): any other explicit field opts out.
+  GemmOverride unsplit = o;
+  unsplit.split_k = 0;
+  if (s.type != GemmType::kBatched || has_override(unsplit) || num_sms < 2 || best.cluster != 1) return o;
+  const int64_t tiles_n = cdiv(s.n, best.block_n);
+  const int64_t tiles = expected_m_blocks(s, best.block_m) * tiles_n;
+  if (cdiv(s.k, best.block_k) > kPairMaxKBlocks || tiles_n % 2 != 0 || tiles < kPairMinRounds * num_sms) return o;
+  GemmOverride pair = o;
+  pair.block_m = best.block_m, pair.block_n = best.block_n, pair.cluster = 2, pair.multicast_a = 1;
+  return pair;
+}
+
 // The search space, each dimension in the order that wins ties.
 struct Tile {
   int bm, bn, math_wg;
@@ -628,8 +654,8 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
 }
 
 // (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the H100 sweeps
-// (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a asks for them, and
-// they need tiles to pair up. A calibration that models BF16 small-M pairs (modelled_pair) offers the
+// (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a (for batched calls
+// also batched_pair_rule) asks for them, and they need tiles to pair up. A calibration that models BF16 small-M pairs (modelled_pair) offers the
 // B-sharing pair of a tile whose two row blocks cover M.
 std::vector<std::pair<int, bool>> clusters(const Sm90CostModel& model, const GemmShape& s, const GemmOverride& o,
                                            int num_sms, const Tile& t) {
@@ -752,15 +778,30 @@ GemmConfig cheapest(const Sm90CostModel& model, const GemmShape& s, int num_sms,
 // problems read a different B per group: bands along M keep a band's few groups (their B tiles and A
 // rows) in L2 while it walks N (contiguous BF16 G = 32, m ~ 256, N = 6144, K = 7168: 1695 us with
 // bands of 8 along N, 1371 us with 16 along M).
+// A band along N walks every row of the grid, and every band after the first reads all of A again;
+// for a batch (GemmType::kBatched) those rows are every batch's, whose A far outgrows L2 where one
+// problem's would not. Batched problems whose band along N outlasts the tiles in flight and whose A
+// exceeds kBandRereadBytes take bands along M (einsum bhd, h 8, b 4096, N 4096, K 1024 on an H200:
+// bands of 8 along N re-read all 64 MB of A, 202 MB read from DRAM against 134 MB of operands).
+// Dense problems keep the footprint alone (not measured either way).
+constexpr double kBandRereadBytes = 25e6;  // half of an H100's / H200's 50 MB L2
 void choose_raster(const GemmShape& s, int64_t concurrent, int64_t units_m, int64_t units_n, int64_t pm, int64_t pn,
                    GemmConfig* c) {
+  const double a_bytes = double(units_m) * pm * c->block_m * double(s.k) * elem_bytes(s.kind);
+  const auto spills = [&](int along_n, int band) {
+    return s.type == GemmType::kBatched && along_n && units_n > band && band * units_m > concurrent &&
+           a_bytes > kBandRereadBytes;
+  };
   double best_cost = 1e300;
+  bool best_spills = true;
   for (int along_n = 0; along_n < (is_m_grouped(s.type) ? 1 : 2); ++along_n)
     for (int band : {4, 8, 16}) {
       const int64_t rows = std::min<int64_t>(along_n ? cdiv(concurrent, band) : band, units_m);
       const int64_t cols = std::min<int64_t>(along_n ? band : cdiv(concurrent, band), units_n);
       const double cost = double(rows) * pm * c->block_m + double(cols) * pn * c->block_n;
-      if (cost < best_cost - 1e-9) best_cost = cost, c->raster_band = band, c->raster_along_n = along_n;
+      const bool spill = spills(along_n, band);
+      if ((best_spills && !spill) || (spill == best_spills && cost < best_cost - 1e-9))
+        best_cost = cost, best_spills = spill, c->raster_band = band, c->raster_along_n = along_n;
     }
 }
 
@@ -824,6 +865,10 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
     const char* tail_reason = nullptr;
     const GemmConfig t = cheapest(model, s, num_sms, tail, &tail_reason);
     if (t.block_m != 0 && t.estimate_us < best.estimate_us * kTieMargin) best = t;
+  }
+  if (const GemmOverride pair = batched_pair_rule(s, num_sms, o, best); pair.cluster == 2 && best.block_m != 0) {
+    const char* pair_reason = nullptr;
+    if (const GemmConfig p = cheapest(model, s, num_sms, pair, &pair_reason); p.block_m != 0) best = p;
   }
   if (best.block_m == 0) {
     if (has_override(o))

@@ -244,6 +244,35 @@ TEST_CASE("einsum per-head forms launch 3-D maps over the views and walk every h
   }
 }
 
+// bhd,hdr->bhr's batch (h heads of b rows, N = r, K = d, MN-major B) as the heuristic plans it.
+GemmConfig bhd_config(int64_t b, int64_t h, int64_t r, int64_t d) {
+  BatchedArgs args;
+  args.batches = h, args.m = b, args.n = r, args.k = d;
+  args.b.major = Major::kMN;
+  return config_of(args, DG_GEMM_OPTIONS_INIT);
+}
+
+TEST_CASE("einsum per-head forms: A-sharing pairs for long runs of short-K tiles, bands that keep A in L2") {
+  FakeDriver fake(sizeof(Sm90GemmParams));
+  // h 128, K 128 (one or two K blocks): pairs along N from 24 rounds of tiles on (b 2048: 31 rounds).
+  for (int64_t b : {1024, 2048, 8192}) {
+    CAPTURE(b);
+    const GemmConfig c = bhd_config(b, 128, 512, 128);
+    CHECK(c.cluster == (b >= 2048 ? 2 : 1));
+    CHECK(c.multicast_a == (b >= 2048));
+  }
+  check_per_head(fake, false, 2048, 128, 512, 128, 128, false, DG_GEMM_OPTIONS_INIT);
+  // h 8, b 4096, N 4096: bands of 8 along N hold the fewest operand rows in flight, but each re-reads
+  // every head's A: 64 MB at K 1024, more than L2 keeps between bands (bands along M then); 16 MB at
+  // K 256.
+  for (int64_t d : {256, 1024}) {
+    CAPTURE(d);
+    const GemmConfig c = bhd_config(4096, 8, 4096, d);
+    CHECK(c.cluster == 1);
+    CHECK(c.raster_along_n == (d == 256));
+  }
+}
+
 TEST_CASE("einsum bmk,bnk->mn: D set first, units x splits CTAs over the batch's K blocks") {
   FakeDriver fake(sizeof(Sm90GemmParams));
   const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
