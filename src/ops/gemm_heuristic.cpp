@@ -602,8 +602,9 @@ constexpr int64_t kPairMaxKBlocks = 2;
 GemmOverride batched_pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best) {
   // Batched calls always fix split_k 1 (batched_gemm_override): any other explicit field opts out.
   GemmOverride unsplit = o;
-  unsplit.split_k = 0;
-  if (s.type != GemmType::kBatched || has_override(unsplit) || num_sms < 2 || best.cluster != 1) return o;
+  if (unsplit.split_k == 1) unsplit.split_k = 0;
+  if (s.type != GemmType::kBatched || has_override(unsplit) || num_sms < 2 || best.block_m == 0 || best.cluster != 1)
+    return o;
   const int64_t tiles_n = cdiv(s.n, best.block_n);
   const int64_t tiles = expected_m_blocks(s, best.block_m) * tiles_n;
   if (cdiv(s.k, best.block_k) > kPairMaxKBlocks || tiles_n % 2 != 0 || tiles < kPairMinRounds * num_sms) return o;
