@@ -785,7 +785,8 @@ DG_API dg_status dg_fp8_einsum_prepare(dg_stream* stream, const char* expr, cons
  * DG_CONFIG_TUNING_TABLE). GEMM calls consult the table the first time they see a problem (the
  * warm path is unchanged): a tuned problem, or one whose M (rows per group for M-grouped calls)
  * is within a factor of 1.5 of a tuned one with the same N, K, G, dtypes, layout, call family and
- * fused epilogue (problem lists name it: epilogue=swiglu, fp8 or swiglu_fp8),
+ * fused epilogue (problem lists name it: epilogue=swiglu, fp8 or swiglu_fp8; K-grouped calls: the
+ * same M and N, and mean K and count of non-empty groups each within the factor),
  * runs the tuned config, unless the call sets kernel-config options (they always win) or caps the
  * SMs. Other problems keep the heuristic's choice.
  * ========================================================================================== */

@@ -20,6 +20,7 @@ static const char kUsage[] =
     "    contiguous fp8 n=4096 k=7168 g=8,32 m=512\n"
     "    masked fp8 n=4096 k=7168 g=32 m=8,16,32,64\n"
     "    contiguous fp8 n=4096 k=7168 g=8 m=512 epilogue=swiglu_fp8   (the fused gate / up GEMM)\n"
+    "    kgrouped fp8 n=7168 k=4096 g=8 m=4096                        (weight gradients, K per group)\n"
     "(docs/tuning.md; tools/problems/ holds DeepSeek-V3's and Llama-70B's lists).\n"
     "\n"
     "  -o, --output PATH       the table to write (default: the GPU's table, as above)\n"

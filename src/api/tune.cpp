@@ -134,7 +134,7 @@ dg_status tune_one(dg_stream* stream, const TuneProblem& p, const std::vector<Ge
 }
 
 bool same_problem(const TunedEntry& a, const TunedEntry& b) {
-  return dg::ops::same_tuning_key(a.shape, b.shape) && dg::ops::bucket_m(a.shape) == dg::ops::bucket_m(b.shape);
+  return dg::ops::same_tuning_key(a.shape, b.shape) && dg::ops::bucket_ratio(a.shape, b.shape) == 1.0;
 }
 
 // The table to write: the existing one's other entries (unless replacing), then the new ones (a

@@ -167,12 +167,18 @@ dg_status footprint_of(const TuneProblem& p, Footprint* out) {
   const size_t eb = p.fp8 ? 1 : 2, ob = s.d_dtype == DG_DTYPE_FLOAT32 ? 4 : fp8_d(p) ? 1 : 2;
   const size_t rows = static_cast<size_t>(a_rows(p)), g = static_cast<size_t>(s.num_groups);
   const size_t n = static_cast<size_t>(s.n), k = static_cast<size_t>(s.k);
-  const size_t sfk = static_cast<size_t>(ops::cdiv(s.k, ops::kScaleBlock));
+  // K-grouped: the groups' K slices one after another, D (FP32) one [M, N] block per group.
+  const bool kg = p.family == TuneFamily::kKGrouped;
+  const size_t kall = kg ? g * k : k, d_blocks = kg ? g : 1;
+  const size_t sfk = static_cast<size_t>(ops::cdiv(static_cast<int64_t>(kall), ops::kScaleBlock));
   const size_t sf_rows = p.family == TuneFamily::kMasked ? g * ops::align_up(s.m, 4) : ops::align_up(rows, 4);
   const size_t sfb_rows = s.kind == GemmKind::kFp8_1D1D ? ops::align_up(s.n, 4) : g * ops::cdiv(s.n, ops::kScaleBlock);
   Footprint f;
   const size_t dn = static_cast<size_t>(d_cols(p)), dsk = static_cast<size_t>(ops::cdiv(d_cols(p), ops::kScaleBlock));
-  bool ok = mul3(rows, k, eb, &f.a) && mul3(g * n, k, eb, &f.b) && mul3(rows, dn, ob, &f.d);
+  size_t d_rows = 0;
+  // B: G matrices [N, K] (M-grouped), or N by the G slices of K (K-grouped): g * n * k either way.
+  bool ok = mul(rows, d_blocks, &d_rows) && mul3(rows, kall, eb, &f.a) && mul3(g * n, k, eb, &f.b) &&
+            mul3(d_rows, dn, ob, &f.d);
   ok = ok && (!p.fp8 || (mul3(sf_rows, sfk, 4, &f.sfa) && mul3(sfb_rows, sfk, 4, &f.sfb)));
   ok = ok && (!fp8_d(p) || mul3(sf_rows, dsk, 4, &f.d_scales));
   const size_t group_entries = p.family == TuneFamily::kContiguous ? rows
@@ -242,6 +248,18 @@ dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
   TuneCall c;
   c.problem = &p;
   const int64_t dn = d_cols(p);
+  if (p.family == TuneFamily::kKGrouped) {
+    // FP8: flat K-major groups (nt_contiguous) with 1D1D scales per 128 K; BF16: [K, M] / [K, N] (tn).
+    const int64_t kall = g * k, kb = kall / ops::kScaleBlock;
+    c.ks.assign(static_cast<size_t>(g), k);
+    c.a = p.fp8 ? tensor(buf->a.data(), ab, {m * kall}, {1}) : matrix(buf->a.data(), ab, kall, m);
+    c.b = p.fp8 ? tensor(buf->b.data(), ab, {n * kall}, {1}) : matrix(buf->b.data(), ab, kall, n);
+    c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, m4});
+    c.sfb = tensor(buf->sfb.data(), DG_DTYPE_FLOAT32, {n, kb}, {1, ops::align_up(n, 4)});
+    c.d = tensor(buf->d.data(), DG_DTYPE_FLOAT32, {g, m, n}, {m * n, n, 1});
+    *call = c;
+    return DG_SUCCESS;
+  }
   if (p.family == TuneFamily::kMasked) {
     c.a = tensor(buf->a.data(), ab, {g, m, k}, {m * k, k, 1});
     c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {g, m, sfk}, {m4 * sfk, 1, m4});
@@ -277,8 +295,8 @@ dg_gemm_options options_for(const TuneProblem& p, const ops::GemmOverride& o) {
   opts.block_m = o.block_m, opts.block_n = o.block_n, opts.num_stages = o.stages;
   opts.cluster = o.cluster, opts.multicast_a = o.multicast_a, opts.num_math_warpgroups = o.math_wg;
   opts.fp8_promotion = o.fp8_promotion, opts.fp8_promotion_slices = o.promotion_slices;
-  // Contiguous calls take no split_k option, grouped calls no kernel choice.
-  opts.split_k = p.family == TuneFamily::kContiguous ? 0 : o.split_k;
+  // Contiguous and K-grouped calls take no split_k option, grouped calls no kernel choice.
+  opts.split_k = p.family == TuneFamily::kContiguous || p.family == TuneFamily::kKGrouped ? 0 : o.split_k;
   opts.kernel = p.family == TuneFamily::kDense ? DG_GEMM_KERNEL_TILED : 0;
   return opts;
 }
@@ -312,6 +330,13 @@ dg_status run_call(dg_stream* stream, const TuneCall& c, const dg_gemm_options& 
     case TuneFamily::kMasked:
       return p.fp8 ? dg_m_grouped_fp8_gemm_nt_masked(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, &c.groups, em, &o)
                    : dg_m_grouped_bf16_gemm_nt_masked(stream, &c.a, &c.b, &c.d, &c.groups, em, &o);
+    case TuneFamily::kKGrouped: {
+      // C is D (D += A_g B_g^T, as a weight gradient accumulates), so no pass runs before the GEMM.
+      const int64_t g = p.shape.num_groups;
+      return p.fp8 ? dg_k_grouped_fp8_gemm_nt_contiguous(stream, &c.a, &c.sfa, &c.b, &c.sfb, &c.d, &c.d, c.ks.data(), g,
+                                                         nullptr, &o)
+                   : dg_k_grouped_bf16_gemm_tn_contiguous(stream, &c.a, &c.b, &c.d, &c.d, c.ks.data(), g, nullptr, &o);
+    }
     default: return run_dense(stream, c, o);
   }
 }
@@ -324,6 +349,10 @@ dg_status prepare_one(dg_stream* stream, const TuneProblem& p, const dg_gemm_opt
   if (s.epilogue.active()) o.epilogue = &epilogue;
   const dg_dtype ab = p.fp8 ? DG_DTYPE_FLOAT8_E4M3 : DG_DTYPE_BFLOAT16;
   if (p.family == TuneFamily::kDense) return dg_gemm_prepare(stream, ab, p.layout, s.m, s.n, s.k, s.d_dtype, 0, &o);
+  if (p.family == TuneFamily::kKGrouped) {
+    const std::vector<int64_t> ks(static_cast<size_t>(s.num_groups), s.k);
+    return dg_k_grouped_gemm_prepare(stream, ab, p.layout, s.m, s.n, ks.data(), s.num_groups, 1, &o);
+  }
   const int grouping = p.family == TuneFamily::kMasked ? DG_M_GROUPED_LAYOUT_MASKED : DG_M_GROUPED_LAYOUT_INDICES;
   return dg_m_grouped_gemm_prepare(stream, ab, DG_GEMM_LAYOUT_NT, grouping, s.num_groups, s.m, s.n, s.k, s.expected_m,
                                    &o);

@@ -66,12 +66,13 @@ constexpr int kMaskedCountSamples = 8;
 int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group);
 
 // The call of one problem with one kernel config. d_scales: the FP8 D's scales (fused epilogue).
-// groups: the first of `samples` group tensors, `sample_bytes` apart.
+// groups: the first of `samples` group tensors, `sample_bytes` apart. ks: K-grouped, every group's K.
 struct TuneCall {
   const ops::TuneProblem* problem = nullptr;
   dg_tensor_s a, sfa, b, sfb, d, d_scales, groups;
   int samples = 1;
   size_t sample_bytes = 0;
+  std::vector<int64_t> ks;
 };
 
 // Fills a and b with the problem's random non-zero operand values (when they do not hold them

@@ -206,24 +206,35 @@ bool parse_tuning_table(std::string_view text, TuningTable* out, std::string* wh
   return true;
 }
 
-int64_t bucket_m(const GemmShape& s) { return is_m_grouped(s.type) ? std::max<int64_t>(s.expected_m, 1) : s.m; }
+int64_t bucket_of(const GemmShape& s) {
+  if (s.type == GemmType::kKGrouped) return s.k;
+  return is_m_grouped(s.type) ? std::max<int64_t>(s.expected_m, 1) : s.m;
+}
 
 bool same_tuning_key(const GemmShape& a, const GemmShape& b) {
+  const bool exact = a.type == GemmType::kKGrouped ? a.m == b.m : a.k == b.k && a.num_groups == b.num_groups;
   return a.kind == b.kind && a.d_dtype == b.d_dtype && a.major_a == b.major_a && a.major_b == b.major_b &&
-         a.accumulate == b.accumulate && a.type == b.type && a.n == b.n && a.k == b.k &&
-         a.num_groups == b.num_groups && a.epilogue.act == b.epilogue.act && a.epilogue.bias == b.epilogue.bias &&
+         a.accumulate == b.accumulate && a.type == b.type && a.n == b.n && exact &&
+         a.epilogue.act == b.epilogue.act && a.epilogue.bias == b.epilogue.bias &&
          a.epilogue.scales == b.epilogue.scales;
+}
+
+double bucket_ratio(const GemmShape& a, const GemmShape& b) {
+  const auto ratio = [](int64_t x, int64_t y) {
+    return double(std::max<int64_t>(std::max(x, y), 1)) / double(std::max<int64_t>(std::min(x, y), 1));
+  };
+  const double r = ratio(bucket_of(a), bucket_of(b));
+  return a.type == GemmType::kKGrouped ? std::max(r, ratio(a.num_groups, b.num_groups)) : r;
 }
 
 const TunedEntry* find_tuned(const TuningTable& t, const GemmShape& s) {
   const TunedEntry* best = nullptr;
   double best_ratio = kMaxBucketRatio;
-  const int64_t m = bucket_m(s);
   for (const TunedEntry& e : t.entries) {
     if (!same_tuning_key(e.shape, s)) continue;
-    const int64_t em = bucket_m(e.shape);
-    const double ratio = double(std::max(m, em)) / double(std::min(m, em));
-    const bool nearer = ratio < best_ratio || (ratio == best_ratio && (best == nullptr || em < bucket_m(best->shape)));
+    const double ratio = bucket_ratio(e.shape, s);
+    const bool nearer = ratio < best_ratio ||
+                        (ratio == best_ratio && (best == nullptr || bucket_of(e.shape) < bucket_of(best->shape)));
     if (nearer) best = &e, best_ratio = ratio;
   }
   return best;
@@ -376,8 +387,9 @@ dg_status choose_tuned_gemm_config(const dg_stream_s& stream, const GemmShape& s
         *out = c;
         return DG_SUCCESS;
       }
-      log::debug("tuning table {}: the entry for M = {} cannot run M = {} ({}); using the heuristic", path,
-                 bucket_m(e->shape), bucket_m(s), last_error());
+      const char* dim = s.type == GemmType::kKGrouped ? "K" : "M";
+      log::debug("tuning table {}: the entry for {} = {} cannot run {} = {} ({}); using the heuristic", path, dim,
+                 bucket_of(e->shape), dim, bucket_of(s), last_error());
     }
   }
   return choose_gemm_config(s, num_sms, o, model, out);

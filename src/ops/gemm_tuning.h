@@ -1,6 +1,6 @@
 // Per-device tuning of SM90 GEMM configs (docs/tuning.md): the heuristic's ranked candidates, the
 // tuning table (a versioned text file keyed by GPU name, SM count and libdg version; one line per
-// tuned problem), its lookup by nearest tuned M bucket, and the config choice on a config-cache
+// tuned problem), its lookup by nearest tuned bucket (M), and the config choice on a config-cache
 // miss that consults it. The problem lists dg_tune reads are parsed here too; the timing runs in
 // src/api/tune.cpp.
 #pragma once
@@ -66,13 +66,20 @@ std::string format_tuning_table(const TuningTable& t);
 // Parses a table's text; false with `why` (naming the line) when it is not a well-formed table.
 bool parse_tuning_table(std::string_view text, TuningTable* t, std::string* why);
 
-// The M the bucket distance is measured on: expected_m for M-grouped problems, else m.
-int64_t bucket_m(const GemmShape& s);
+// The size the bucket distance is measured on: expected_m for M-grouped problems, the groups' mean K
+// for K-grouped ones (a weight gradient's K, the tokens routed to each expert, changes from call to
+// call while M and N do not), else m.
+int64_t bucket_of(const GemmShape& s);
 
-// Whether two problems share everything but the M bucket (the fields a table line keys on, the fused
+// Whether two problems share everything but the bucket (the fields a table line keys on, the fused
 // epilogue included: SwiGLU and an FP8 D with FP32 scales; calls with a bias or packed UE8M0 scales
-// never match a line).
+// never match a line). K-grouped problems key on M and N; their K and group count are the bucket.
 bool same_tuning_key(const GemmShape& a, const GemmShape& b);
+
+// How far apart two problems of one key are (>= 1; 1 for the same problem): the ratio of their
+// buckets, for K-grouped problems the larger of that and the ratio of their group counts (a call
+// with empty groups launches only the others).
+double bucket_ratio(const GemmShape& a, const GemmShape& b);
 
 // The entry for `s`: its exact bucket, else the nearest tuned bucket within kMaxBucketRatio (the
 // smaller M on a tie); nullptr when none.
@@ -110,13 +117,13 @@ dg_status choose_tuned_gemm_config(const dg_stream_s& stream, const GemmShape& s
 
 // ---- problem lists ------------------------------------------------------------------------------
 
-enum class TuneFamily : int { kDense = 0, kContiguous = 1, kMasked = 2 };
+enum class TuneFamily : int { kDense = 0, kContiguous = 1, kMasked = 2, kKGrouped = 3 };
 
 // One problem of a list: the call dg_tune times and the shape its table line keys on.
 struct TuneProblem {
   TuneFamily family = TuneFamily::kDense;
   bool fp8 = false;
-  int layout = DG_GEMM_LAYOUT_NT;  // dense: DG_GEMM_LAYOUT_*; grouped: NT
+  int layout = DG_GEMM_LAYOUT_NT;  // dense: DG_GEMM_LAYOUT_*; M-grouped: NT; K-grouped: NT (FP8), TN (BF16)
   GemmShape shape;                 // as the API derives it for the call
   int line = 0;                    // line of the list it came from
   std::string text;                // e.g. "dense fp8 nt m=4096 n=24576 k=1536"

@@ -66,21 +66,34 @@ std::string parse_head(const std::vector<std::string_view>& w, ListLine* l, size
   if (w[0] == "dense") l->family = TuneFamily::kDense;
   else if (w[0] == "contiguous") l->family = TuneFamily::kContiguous;
   else if (w[0] == "masked") l->family = TuneFamily::kMasked;
-  else return fmt::format("\"{}\" (expected dense, contiguous or masked)", std::string(w[0]));
+  else if (w[0] == "kgrouped") l->family = TuneFamily::kKGrouped;
+  else return fmt::format("\"{}\" (expected dense, contiguous, masked or kgrouped)", std::string(w[0]));
   if (w.size() < 2) return "no dtype (expected fp8, fp8_1d1d or bf16)";
   if (w[1] == "fp8") l->kind = GemmKind::kFp8_1D2D;
   else if (w[1] == "fp8_1d1d" && l->family == TuneFamily::kDense)
     l->kind = GemmKind::kFp8_1D1D, l->d_dtype = DG_DTYPE_FLOAT32;
   else if (w[1] == "bf16") l->kind = GemmKind::kBf16;
   else return fmt::format("\"{}\" (expected fp8, bf16, or fp8_1d1d for dense problems)", std::string(w[1]));
+  const bool k_grouped = l->family == TuneFamily::kKGrouped;
+  if (k_grouped) {
+    // The 1D1D recipe and FP32 D (accumulated) of dg_k_grouped_fp8_gemm_nt_contiguous, and BF16 in
+    // the tn layout of dg_k_grouped_bf16_gemm_tn_contiguous.
+    if (l->kind == GemmKind::kFp8_1D2D) l->kind = GemmKind::kFp8_1D1D;
+    l->layout = l->kind == GemmKind::kBf16 ? DG_GEMM_LAYOUT_TN : DG_GEMM_LAYOUT_NT;
+    l->d_dtype = DG_DTYPE_FLOAT32;
+  }
   *next = 2;
   if (w.size() > 2 && w[2].find('=') == std::string_view::npos) {
     constexpr const char* kLayouts[] = {"nt", "nn", "tn", "tt"};
+    const int tuned = l->layout;
     l->layout = -1;
     for (int i = 0; i < 4; ++i)
       if (w[2] == kLayouts[i]) l->layout = i;
     if (l->layout < 0) return fmt::format("layout \"{}\" (expected nt, nn, tn or tt)", std::string(w[2]));
-    if (l->layout != DG_GEMM_LAYOUT_NT && (l->family != TuneFamily::kDense || is_fp8(l->kind)))
+    if (k_grouped && l->layout != tuned)
+      return fmt::format("layout \"{}\": K-grouped problems are tuned in the nt (FP8) and tn (BF16) layouts",
+                         std::string(w[2]));
+    if (!k_grouped && l->layout != DG_GEMM_LAYOUT_NT && (l->family != TuneFamily::kDense || is_fp8(l->kind)))
       return fmt::format("layout \"{}\": FP8 and grouped problems are tuned in the nt layout", std::string(w[2]));
     *next = 3;
   }
@@ -104,9 +117,12 @@ std::string parse_field(std::string_view word, ListLine* l) {
   const bool d_ok = value == "bf16" || value == "f32";
   if (key == "d" && l->family == TuneFamily::kDense && l->kind != GemmKind::kFp8_1D1D && d_ok)
     return l->d_dtype = value == "f32" ? DG_DTYPE_FLOAT32 : DG_DTYPE_BFLOAT16, l->d_given = true, "";
-  if (key == "epilogue" && l->kind != GemmKind::kFp8_1D1D)
+  if (key == "epilogue" && l->kind != GemmKind::kFp8_1D1D && l->family != TuneFamily::kKGrouped)
     for (int i = 0; i < 4; ++i)
       if (value == kEpilogueNames[i]) return l->epilogue = static_cast<ListEpilogue>(i), "";
+  if (l->family == TuneFamily::kKGrouped)
+    return fmt::format("\"{}\" (expected m=LIST, n=N, k=K, g=LIST (1..1024), each value 1..2^31-1)",
+                       std::string(word));
   return fmt::format("\"{}\" (expected m=LIST, n=N, k=K{}{}, epilogue=none|swiglu|fp8|swiglu_fp8{}, each value "
                      "1..2^31-1)",
                      std::string(word), grouped ? ", g=LIST (1..1024)" : ", d=bf16|f32",
@@ -123,7 +139,9 @@ TuneProblem make_problem(const ListLine& l, int64_t m, int64_t g, int line) {
   s.major_a = l.layout == DG_GEMM_LAYOUT_TN || l.layout == DG_GEMM_LAYOUT_TT ? Major::kMN : Major::kK;
   s.major_b = l.layout == DG_GEMM_LAYOUT_NN || l.layout == DG_GEMM_LAYOUT_TN ? Major::kMN : Major::kK;
   constexpr const char* kLayouts[] = {"nt", "nn", "tn", "tt"};
-  const char* dtype = l.kind == GemmKind::kBf16 ? "bf16" : l.kind == GemmKind::kFp8_1D2D ? "fp8" : "fp8_1d1d";
+  const char* dtype = l.kind == GemmKind::kBf16                                  ? "bf16"
+                      : l.kind == GemmKind::kFp8_1D2D || l.family == TuneFamily::kKGrouped ? "fp8"
+                                                                                           : "fp8_1d1d";
   const bool swiglu = l.epilogue == ListEpilogue::kSwiGlu || l.epilogue == ListEpilogue::kSwiGluFp8;
   const bool fp8_d = l.epilogue == ListEpilogue::kFp8 || l.epilogue == ListEpilogue::kSwiGluFp8;
   if (swiglu) s.epilogue.act = Activation::kSwiGlu;
@@ -135,6 +153,10 @@ TuneProblem make_problem(const ListLine& l, int64_t m, int64_t g, int line) {
     s.m = m;
     p.text = fmt::format("dense {} {} m={} n={} k={}{}{}", dtype, kLayouts[l.layout], m, l.n, l.k,
                          l.d_dtype == DG_DTYPE_FLOAT32 && l.kind != GemmKind::kFp8_1D1D ? " d=f32" : "", epi);
+  } else if (l.family == TuneFamily::kKGrouped) {
+    // As the call derives it (ops/k_grouped_gemm.cpp): every group's K is k, C is D (D += A_g B_g^T).
+    s.type = GemmType::kKGrouped, s.num_groups = g, s.m = m, s.accumulate = true;
+    p.text = fmt::format("kgrouped {} g={} m={} n={} k={}", dtype, g, m, l.n, l.k);
   } else if (l.family == TuneFamily::kContiguous) {
     s.type = GemmType::kMGroupedContiguous, s.num_groups = g, s.expected_m = m;
     s.m = g * align_up(m, kContiguousAlign);
@@ -152,6 +174,10 @@ TuneProblem make_problem(const ListLine& l, int64_t m, int64_t g, int line) {
 std::string check_sizes(const TuneProblem& p) {
   const GemmShape& s = p.shape;
   if (s.m > kMaxDim || s.num_groups * s.m > kMaxDim) return "the rows of A reach 2^31";
+  if (p.family == TuneFamily::kKGrouped) {
+    if (s.k % kScaleBlock != 0) return "K-grouped problems need k % 128 == 0 (each group's K)";
+    if (s.num_groups * s.k > kMaxDim) return "the groups' K (g * k) reaches 2^31";
+  }
   if (p.fp8 && s.k % 16 != 0) return "FP8 problems need K % 16 == 0 (16-byte rows)";
   if (!p.fp8 && s.k % 8 != 0) return "BF16 problems are tuned with K % 8 == 0";
   if (s.n % 8 != 0) return "problems are tuned with N % 8 == 0 (16-byte rows of D)";

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -86,6 +87,23 @@ std::string heuristic_description(const dg::ops::GemmShape& s, const dg::Device&
   return dg::ops::describe(s, c);
 }
 
+// Sets entry `i` of `table` to the lowest-ranked of the heuristic's `count` candidates for its problem
+// that gives `call` another config than the heuristic would, so that a table's effect on `call` shows
+// whichever candidate won the tune. False when none does.
+bool force_other_config(TuningTable* table, size_t i, const dg::ops::GemmShape& call, const dg::Device& device,
+                        int count) {
+  TunedEntry& e = table->entries[i];
+  const std::string heuristic = heuristic_description(call, device);
+  std::vector<GemmConfig> ranked;
+  REQUIRE(dg::ops::rank_gemm_configs(e.shape, device.sm_count, GemmOverride{}, dg::ops::sm90_cost_model(device.name),
+                                     count, &ranked) == DG_SUCCESS);
+  for (auto c = ranked.rbegin(); c != ranked.rend(); ++c) {
+    e.config = dg::ops::override_for(e.shape, *c);
+    if (tuned_description(call, e, device) != heuristic) return true;
+  }
+  return false;
+}
+
 // A fresh directory under /tmp.
 std::string temp_dir(const char* tag) {
   std::string tmpl = std::string("/tmp/") + tag + "_XXXXXX";
@@ -103,6 +121,18 @@ TuningTable read_table(const std::string& path, std::string* text) {
   std::string why;
   REQUIRE_MESSAGE(dg::ops::parse_tuning_table(*text, &table, &why), why);
   return table;
+}
+
+// Tunes `list` on `tuner` (`candidates` configs, `reps` runs each), expecting `problems` problems
+// tuned, and reads the table it wrote at `path` (its text into `text`).
+TuningTable tune_into(dg_stream* tuner, const char* list, int candidates, int reps, int64_t problems,
+                      const std::string& path, std::string* text) {
+  dg_tune_options options = DG_TUNE_OPTIONS_INIT;
+  options.candidates = candidates, options.repetitions = reps;
+  int64_t tuned = -1;
+  REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
+  CHECK(tuned == problems);
+  return read_table(path, text);
 }
 
 }  // namespace
@@ -160,15 +190,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   dg::ops::GemmShape dense_shape = table.entries[0].shape;
   dense_shape.m = m;
   const std::string heuristic_320 = heuristic_description(dense_shape, *gpu.device);
-  std::vector<GemmConfig> ranked;
-  REQUIRE(dg::ops::rank_gemm_configs(table.entries[0].shape, sms, GemmOverride{},
-                                     dg::ops::sm90_cost_model(gpu.device->name), 4, &ranked) == DG_SUCCESS);
-  bool forced_other = false;
-  for (auto c = ranked.rbegin(); c != ranked.rend() && !forced_other; ++c) {
-    table.entries[0].config = dg::ops::override_for(table.entries[0].shape, *c);
-    forced_other = tuned_description(dense_shape, table.entries[0], *gpu.device) != heuristic_320;
-  }
-  REQUIRE(forced_other);
+  REQUIRE(force_other_config(&table, 0, dense_shape, *gpu.device, 4));
   const std::string forced = dir + "/forced.txt";
   REQUIRE(dg::ops::write_tuning_table(forced, table) == DG_SUCCESS);
   dg_stream* user = stream_with_table(forced, true);
@@ -229,13 +251,8 @@ TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key the
       "contiguous fp8 n=512 k=512 g=2 m=200 epilogue=swiglu_fp8\n"
       "masked fp8 n=512 k=256 g=4 m=16 epilogue=fp8\n"
       "dense bf16 nt n=768 k=256 m=130 epilogue=swiglu\n";
-  dg_tune_options options = DG_TUNE_OPTIONS_INIT;
-  options.candidates = 2, options.repetitions = 3;
-  int64_t tuned = -1;
-  REQUIRE_MESSAGE(dg_tune(tuner, list, &options, &tuned) == DG_SUCCESS, dg_last_error());
-  CHECK(tuned == 3);
   std::string text;
-  const TuningTable table = read_table(path, &text);
+  const TuningTable table = tune_into(tuner, list, 2, 3, 3, path, &text);
   std::vector<dg::ops::TuneProblem> problems;
   REQUIRE(dg::ops::parse_problem_list(list, "list", &problems) == DG_SUCCESS);
   REQUIRE(table.entries.size() == 3);
@@ -250,4 +267,69 @@ TEST_CASE("dg_tune: problems with fused epilogues run their epilogue and key the
   CHECK(text.find(" e4m3 nt contiguous 0 swiglu 512 512 ") != std::string::npos);
   dg_stream_destroy(tuner);
   unlink(path.c_str()), rmdir(dir.c_str());
+}
+
+TEST_CASE("dg_tune: K-grouped problems tune into entries that calls with other K and an empty group use") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  const std::string dir = temp_dir("dg_tune_kg"), path = dir + "/table.txt";
+  dg_stream* tuner = stream_with_table(path, false);
+  const int64_t m = 512, n = 1024;
+
+  std::string text;
+  TuningTable table = tune_into(tuner, "kgrouped fp8 n=1024 k=1024 g=4 m=512\n", 3, 5, 1, path, &text);
+  REQUIRE(table.entries.size() == 1);
+  const TunedEntry& e = table.entries[0];
+  CHECK(e.shape.type == dg::ops::GemmType::kKGrouped);
+  CHECK((e.shape.num_groups == 4 && e.shape.k == 1024 && e.shape.m == m && e.shape.n == n && e.shape.accumulate));
+  CHECK(e.tuned_us > 0);
+  CHECK(e.tuned_us <= e.heuristic_us);
+
+  // The call: K 1024, 0, 896, 1152 (three groups launched, mean K 1024), D += the products (C = D).
+  const std::vector<int64_t> ks = {1024, 0, 896, 1152};
+  const int64_t g = 4, k_all = 3072, kb = k_all / 128;
+  dg::ops::GemmShape call = e.shape;
+  call.num_groups = 3;
+  const std::string heuristic = heuristic_description(call, *gpu.device);
+  REQUIRE(force_other_config(&table, 0, call, *gpu.device, 3));
+  const std::string forced = dir + "/forced.txt";
+  REQUIRE(dg::ops::write_tuning_table(forced, table) == DG_SUCCESS);
+  dg_stream* user = stream_with_table(forced, true);
+
+  DeviceBuffer a(gpu.device, m * k_all), b(gpu.device, n * k_all), sfa(gpu.device, m * kb * 4),
+      sfb(gpu.device, n * kb * 4), d(gpu.device, g * m * n * 4);
+  fill(a, false, 11), fill(b, false, 12), fill(sfa, true, 13), fill(sfb, true, 14);
+  d.upload(std::vector<float>(static_cast<size_t>(g * m * n), 0.0f));
+  Tensor ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m * k_all}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n * k_all});
+  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, m}), tsfb(sfb.data(), DG_DTYPE_FLOAT32, {n, kb}, {1, n});
+  Tensor td(d.data(), DG_DTYPE_FLOAT32, {g, m, n});
+  std::vector<std::string> configs;
+  g_configs = &configs;
+  REQUIRE(dg_set_log_callback(on_log, nullptr) == DG_SUCCESS);
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  o.recipe = DG_FP8_RECIPE_1D1D;
+  REQUIRE_MESSAGE(dg_k_grouped_fp8_gemm_nt_contiguous(user, ta.t, tsfa.t, tb.t, tsfb.t, td.t, td.t, ks.data(), g,
+                                                      nullptr, &o) == DG_SUCCESS,
+                  dg_last_error());
+  REQUIRE(dg_stream_synchronize(user) == DG_SUCCESS);
+  dg_set_log_callback(nullptr, nullptr);
+  g_configs = nullptr;
+  REQUIRE(!configs.empty());
+  CHECK(configs.back() == tuned_description(call, table.entries[0], *gpu.device));
+  CHECK(configs.back() != heuristic);
+  // Every launched group's D is written (finite, not all zero); the empty group's stays as C was.
+  const std::vector<float> out = d.download<float>();
+  for (int64_t q = 0; q < g; ++q) {
+    CAPTURE(q);
+    size_t finite = 0, zero = 0;
+    for (int64_t i = q * m * n; i < (q + 1) * m * n; ++i) {
+      finite += std::isfinite(out[static_cast<size_t>(i)]);
+      zero += out[static_cast<size_t>(i)] == 0.0f;
+    }
+    CHECK(finite == size_t(m * n));
+    CHECK(zero == (ks[static_cast<size_t>(q)] == 0 ? size_t(m * n) : size_t(0)));
+  }
+  dg_stream_destroy(user);
+  dg_stream_destroy(tuner);
+  unlink(path.c_str()), unlink(forced.c_str()), rmdir(dir.c_str());
 }

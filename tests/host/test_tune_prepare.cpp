@@ -26,21 +26,16 @@ int64_t kernels_loaded() {
   return compiled + from_disk;
 }
 
-}  // namespace
-
-TEST_CASE("dg_tune compiles fused-epilogue candidates through their calls' checks, then needs device memory") {
+// Runs dg_tune on `list` (`problems` problems, `candidates` configs each) over the fake driver: every
+// candidate must be compiled and loaded (at least `kernels`), nothing launched, and the tune must stop
+// at its first device allocation, with nothing tuned. Returns its error message.
+std::string tune_until_device_memory(const char* list, int candidates, int problems, int64_t kernels) {
   FakeDriver fake(sizeof(dg::ops::Sm90GemmParams));
   dg_stream* stream = nullptr;
   REQUIRE(dg_stream_create(&stream, 0, nullptr, DG_STREAM_CREATE, nullptr) == DG_SUCCESS);
-  // The MoE gate/up GEMM's epilogue (SwiGLU into FP8 with its scales) on a masked and a contiguous
-  // problem, and an FP8 D alone on a dense one.
-  const char* list =
-      "masked fp8 n=512 k=256 g=4 m=32 max_m=128 epilogue=swiglu_fp8\n"
-      "contiguous fp8 n=512 k=256 g=2 m=200 epilogue=swiglu_fp8\n"
-      "dense fp8 nt n=256 k=256 m=300 epilogue=fp8\n";
   Lines lines;
   dg_tune_options o = DG_TUNE_OPTIONS_INIT;
-  o.candidates = 1;
+  o.candidates = candidates;
   o.table_path = "/nonexistent/dg-tuning-table.txt";  // never reached
   o.progress = on_progress, o.user_data = &lines;
   const int64_t before = kernels_loaded();
@@ -49,12 +44,32 @@ TEST_CASE("dg_tune compiles fused-epilogue candidates through their calls' check
   const std::string message = dg_last_error();
   CHECK(s != DG_SUCCESS);
   CHECK(tuned == -7);
-  // Every candidate compiled and loaded (a prepare refusing an epilogue would have stopped there).
   CHECK(message.find("cuMemAlloc") != std::string::npos);
-  CHECK(message.find("epilogue") == std::string::npos);
-  CHECK(kernels_loaded() >= before + 1);
+  CHECK(kernels_loaded() >= before + kernels);
   REQUIRE(lines.text.size() == 1);
-  CHECK(lines.text[0].find("compiling the candidates of 3 problems") != std::string::npos);
+  CHECK(lines.text[0].find("compiling the candidates of " + std::to_string(problems) + " problems") !=
+        std::string::npos);
   CHECK(fake.take().empty());  // nothing launched
   dg_stream_destroy(stream);
+  return message;
+}
+
+}  // namespace
+
+TEST_CASE("dg_tune compiles fused-epilogue candidates through their calls' checks, then needs device memory") {
+  // The MoE gate/up GEMM's epilogue (SwiGLU into FP8 with its scales) on a masked and a contiguous
+  // problem, and an FP8 D alone on a dense one: a prepare refusing an epilogue would stop the tune
+  // before its first allocation, naming it.
+  const std::string message = tune_until_device_memory(
+      "masked fp8 n=512 k=256 g=4 m=32 max_m=128 epilogue=swiglu_fp8\n"
+      "contiguous fp8 n=512 k=256 g=2 m=200 epilogue=swiglu_fp8\n"
+      "dense fp8 nt n=256 k=256 m=300 epilogue=fp8\n",
+      1, 3, 1);
+  CHECK(message.find("epilogue") == std::string::npos);
+}
+
+TEST_CASE("dg_tune compiles K-grouped candidates through their prepare calls, then needs device memory") {
+  // FP8 (1D1D, nt) and BF16 (tn), FP32 D accumulated: every candidate passes the K-grouped options'
+  // checks (no split_k, single CTAs).
+  tune_until_device_memory("kgrouped fp8 n=512 k=256 g=3 m=256\nkgrouped bf16 n=256 k=384 g=2 m=128\n", 3, 2, 2);
 }

@@ -52,6 +52,12 @@ GemmShape masked(int64_t g, int64_t max_m, int64_t expected, int64_t n, int64_t 
   return s;
 }
 
+GemmShape k_grouped(int64_t g, int64_t m, int64_t n, int64_t k) {
+  GemmShape s = dense(GemmKind::kFp8_1D1D, m, n, k);
+  s.type = GemmType::kKGrouped, s.num_groups = g, s.d_dtype = DG_DTYPE_FLOAT32, s.accumulate = true;
+  return s;
+}
+
 GemmShape contiguous(int64_t g, int64_t per_group, int64_t n, int64_t k) {
   GemmShape s = dense(GemmKind::kFp8_1D2D, g * ((per_group + 127) / 128 * 128), n, k);
   s.type = GemmType::kMGroupedContiguous, s.num_groups = g, s.expected_m = per_group;
@@ -403,6 +409,25 @@ TEST_CASE("tuning table: the nearest tuned M bucket within a factor of 1.5") {
   CHECK(dg::ops::find_tuned(t, masked(8, 128, 16, 4096, 7168)) == nullptr);
 }
 
+TEST_CASE("tuning table: K-grouped problems key on M and N, their bucket is the mean K and the groups") {
+  TuningTable t;
+  t.entries.push_back(entry(k_grouped(4, 4096, 7168, 8192), 128, 192, 5));
+  t.entries.push_back(entry(k_grouped(8, 4096, 7168, 4096), 128, 160, 5));
+  auto found = [&](int64_t g, int64_t m, int64_t k) -> std::pair<int64_t, int64_t> {
+    const TunedEntry* e = dg::ops::find_tuned(t, k_grouped(g, m, 7168, k));
+    return e ? std::make_pair(e->shape.num_groups, e->shape.k) : std::make_pair(int64_t(0), int64_t(0));
+  };
+  CHECK(found(4, 4096, 8192) == std::make_pair(int64_t(4), int64_t(8192)));
+  CHECK(found(3, 4096, 7808) == std::make_pair(int64_t(4), int64_t(8192)));  // an empty group, K drawn
+  CHECK(found(7, 4096, 4224) == std::make_pair(int64_t(8), int64_t(4096)));
+  CHECK(found(8, 4096, 8192) == std::make_pair(int64_t(0), int64_t(0)));  // G 2x from one entry, K 2x the other
+  CHECK(found(6, 4096, 6144) == std::make_pair(int64_t(8), int64_t(4096)));  // 1.5x from both: the smaller K
+  CHECK(found(8, 4096, 5461) == std::make_pair(int64_t(8), int64_t(4096)));  // 1.33x K, same G
+  CHECK(found(4, 2048, 8192) == std::make_pair(int64_t(0), int64_t(0)));     // M is exact
+  CHECK(dg::ops::bucket_ratio(t.entries[0].shape, t.entries[1].shape) == doctest::Approx(2.0));
+  CHECK(dg::ops::bucket_ratio(t.entries[0].shape, t.entries[0].shape) == 1.0);
+}
+
 TEST_CASE("tuning table: default path beside the JIT cache") {
   CHECK(dg::ops::default_tuning_table_path("/c", "NVIDIA H200", 132) == "/c/libdg/tuning-nvidia-h200-132sm.txt");
   CHECK(dg::ops::default_tuning_table_path("/c", "NVIDIA H100 80GB HBM3", 132) ==
@@ -611,7 +636,34 @@ TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
     CHECK(dg::ops::rank_gemm_configs(q.shape, kSms, GemmOverride{}, dg::ops::hopper_cost_model(), 4, &c) == DG_SUCCESS);
   }
 
+  // K-grouped: the 1D1D recipe (FP8, nt) or BF16 (tn), FP32 D accumulated, every group at K = k.
+  REQUIRE(dg::ops::parse_problem_list("kgrouped fp8 n=7168 k=4096 g=8,16 m=4096\n"
+                                      "kgrouped bf16 tn n=2048 k=2048 g=4 m=7168\n",
+                                      "problems", &p) == DG_SUCCESS);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].family == dg::ops::TuneFamily::kKGrouped);
+  CHECK(p[0].shape.type == GemmType::kKGrouped);
+  CHECK(p[0].shape.kind == dg::ops::GemmKind::kFp8_1D1D);
+  CHECK((p[0].shape.major_a == Major::kK && p[0].shape.major_b == Major::kK));
+  CHECK((p[0].shape.m == 4096 && p[0].shape.k == 4096 && p[0].shape.num_groups == 8));
+  CHECK(p[0].shape.accumulate);
+  CHECK(p[0].shape.d_dtype == DG_DTYPE_FLOAT32);
+  CHECK(p[1].shape.num_groups == 16);
+  CHECK(p[0].text == "kgrouped fp8 g=8 m=4096 n=7168 k=4096");
+  CHECK(p[2].shape.kind == dg::ops::GemmKind::kBf16);
+  CHECK((p[2].shape.major_a == Major::kMN && p[2].shape.major_b == Major::kMN));
+  CHECK(p[2].layout == DG_GEMM_LAYOUT_TN);
+  for (const dg::ops::TuneProblem& q : p) {
+    std::vector<GemmConfig> c;
+    CHECK(dg::ops::rank_gemm_configs(q.shape, kSms, GemmOverride{}, dg::ops::hopper_cost_model(), 4, &c) == DG_SUCCESS);
+  }
+
   const std::vector<std::pair<const char*, const char*>> bad = {
+      {"kgrouped fp8 n=7168 k=4000 g=4 m=4096", "k % 128"},
+      {"kgrouped fp8 n=7168 k=4096 m=4096", "g="},
+      {"kgrouped bf16 nt n=7168 k=4096 g=4 m=4096", "tn (BF16)"},
+      {"kgrouped fp8_1d1d n=7168 k=4096 g=4 m=4096", "fp8_1d1d"},
+      {"kgrouped fp8 n=7168 k=4096 g=4 m=4096 epilogue=swiglu", "epilogue=swiglu"},
       {"dense fp8 n=4096 k=512 m=1 epilogue=gelu", "epilogue=gelu"},
       {"dense fp8 n=384 k=512 m=1 epilogue=swiglu", "N % 256"},
       {"dense bf16 n=512 k=512 m=1 d=f32 epilogue=fp8", "d=f32"},
@@ -640,7 +692,7 @@ TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
 
 TEST_CASE("problem lists: the committed lists parse and every problem has candidates") {
   const std::pair<const char*, size_t> lists[] = {
-      {"deepseek-v3.txt", 97}, {"llama-70b.txt", 56}, {"peer-grouped.txt", 27}};
+      {"deepseek-v3.txt", 97}, {"llama-70b.txt", 56}, {"peer-grouped.txt", 27}, {"peer-k-grouped.txt", 12}};
   for (const auto& [name, count] : lists) {
     CAPTURE(name);
     const std::string text = read_file(std::string(DG_TEST_DATA_DIR) + "/../../tools/problems/" + name);
