@@ -599,18 +599,20 @@ GemmOverride split_tail_rule(const GemmShape& s, int num_sms, const GemmOverride
 // within -4..+2% of single CTAs with pairs (the same file); their short-K tiles are not measured.
 constexpr int64_t kPairMinRounds = 24;
 constexpr int64_t kPairMaxKBlocks = 2;
-GemmOverride batched_pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best) {
+// True, with the pair's override in `pair`, where the rule takes the pair of `best`'s tile.
+bool batched_pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best,
+                       GemmOverride* pair) {
   // Batched calls always fix split_k 1 (batched_gemm_override): any other explicit field opts out.
   GemmOverride unsplit = o;
   if (unsplit.split_k == 1) unsplit.split_k = 0;
   if (s.type != GemmType::kBatched || has_override(unsplit) || num_sms < 2 || best.block_m == 0 || best.cluster != 1)
-    return o;
+    return false;
   const int64_t tiles_n = cdiv(s.n, best.block_n);
   const int64_t tiles = expected_m_blocks(s, best.block_m) * tiles_n;
-  if (cdiv(s.k, best.block_k) > kPairMaxKBlocks || tiles_n % 2 != 0 || tiles < kPairMinRounds * num_sms) return o;
-  GemmOverride pair = o;
-  pair.block_m = best.block_m, pair.block_n = best.block_n, pair.cluster = 2, pair.multicast_a = 1;
-  return pair;
+  if (cdiv(s.k, best.block_k) > kPairMaxKBlocks || tiles_n % 2 != 0 || tiles < kPairMinRounds * num_sms) return false;
+  *pair = o;
+  pair->block_m = best.block_m, pair->block_n = best.block_n, pair->cluster = 2, pair->multicast_a = 1;
+  return true;
 }
 
 // The search space, each dimension in the order that wins ties.
@@ -656,8 +658,8 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
 
 // (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the H100 sweeps
 // (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a (for batched calls
-// also batched_pair_rule) asks for them, and they need tiles to pair up. A calibration that models BF16 small-M pairs (modelled_pair) offers the
-// B-sharing pair of a tile whose two row blocks cover M.
+// also batched_pair_rule) asks for them, and they need tiles to pair up. A calibration that models
+// BF16 small-M pairs (modelled_pair) offers the B-sharing pair of a tile whose two row blocks cover M.
 std::vector<std::pair<int, bool>> clusters(const Sm90CostModel& model, const GemmShape& s, const GemmOverride& o,
                                            int num_sms, const Tile& t) {
   std::vector<std::pair<int, bool>> out;
@@ -867,7 +869,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
     const GemmConfig t = cheapest(model, s, num_sms, tail, &tail_reason);
     if (t.block_m != 0 && t.estimate_us < best.estimate_us * kTieMargin) best = t;
   }
-  if (const GemmOverride pair = batched_pair_rule(s, num_sms, o, best); pair.cluster == 2 && best.block_m != 0) {
+  if (GemmOverride pair; batched_pair_rule(s, num_sms, o, best, &pair)) {
     const char* pair_reason = nullptr;
     if (const GemmConfig p = cheapest(model, s, num_sms, pair, &pair_reason); p.block_m != 0) best = p;
   }
