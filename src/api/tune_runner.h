@@ -69,7 +69,7 @@ int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t 
 // groups: the first of `samples` group tensors, `sample_bytes` apart. ks: K-grouped, every group's K.
 struct TuneCall {
   const ops::TuneProblem* problem = nullptr;
-  dg_tensor_s a, sfa, b, sfb, d, d_scales, groups;
+  dg_tensor_s a{}, sfa{}, b{}, sfb{}, d{}, d_scales{}, groups{};  // K-grouped: no d_scales, no groups
   int samples = 1;
   size_t sample_bytes = 0;
   std::vector<int64_t> ks;
