@@ -156,15 +156,22 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
   return nullptr;
 }
 
-// FP8 grouped problems whose tiles are capped at 192 columns (see tiles()): all but the contiguous
-// form with per-row indices and batched calls, whose tile counts the host knows, and masked decoding
-// (at most 64 rows per group: one row of tiles per group, weights streamed once, where 64x256 ran
-// G = 32 faster than the narrow tiles).
-bool fp8_grouped_cap(const GemmShape& s) {
+// Grouped problems whose tiles are capped at 192 columns (see tiles()), never masked decoding (at
+// most 64 rows per group: one row of tiles per group, weights streamed once, where 64x256 ran G = 32
+// faster than the narrow tiles). FP8: all but the contiguous form with per-row indices and batched
+// calls, whose tile counts the host knows. BF16: masked calls of at most kCapMaxGroups groups of at
+// least kCapMinRows expected rows (the measured regime). At five fixed counts (0.72-1.30 x expected)
+// of G 1, 2, 4 and 6 on three expert shapes (H200), 128x192 (split tail at G <= 4) against the
+// uncapped choice (128x224-256): mean time 0.81-0.99x on ten of twelve sets, 1.01 and 1.07x on the
+// others; 0.993 -> 1.046 of DeepGEMM over the 60 rows (bench/models/h200/masked-bf16-192-cap.json).
+// At G 32, 230 rows (the hint) dg_tune kept 256.
+bool grouped_cap(const GemmShape& s) {
   constexpr int64_t kDecodeRows = 64;
-  if (s.type == GemmType::kMGroupedMasked && s.expected_m > 0 && s.expected_m <= kDecodeRows) return false;
-  return is_fp8(s.kind) && s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous &&
-         s.type != GemmType::kBatched;
+  constexpr int64_t kCapMaxGroups = 8, kCapMinRows = 256;
+  const bool masked = s.type == GemmType::kMGroupedMasked;
+  if (masked && s.expected_m > 0 && s.expected_m <= kDecodeRows) return false;
+  if (!is_fp8(s.kind)) return masked && s.num_groups <= kCapMaxGroups && s.expected_m >= kCapMinRows;
+  return s.type != GemmType::kNormal && s.type != GemmType::kMGroupedContiguous && s.type != GemmType::kBatched;
 }
 
 // The regime of estimate_small_m_us: at most two 64-row blocks of M (grouped problems: many tiles
@@ -633,14 +640,19 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   if (half_tiles_apply(s) && s.m <= kHalfTileM) bms.push_back(kHalfTileM);
   if (s.type == GemmType::kMGroupedContiguous || s.type == GemmType::kMGroupedContiguousPsum) bms = {128};
   if (o.block_m) bms = {o.block_m};
-  // FP8 grouped calls whose tile count is a hint (psum, masked, K-grouped) cap tiles at 192 columns:
-  // with few rows per group the tile count, not the per-tile rate, sets the time (128x256 ran masked
-  // G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's 128x192).
+  // Grouped calls whose tile count is a hint (FP8 psum, masked, K-grouped; BF16 masked with few
+  // groups) cap tiles at 192 columns: with few rows per group the tile count, not the per-tile rate,
+  // sets the time (FP8 128x256 ran masked G = 1-2, m ~ 1024, N = 6144 at 0.75x DeepGEMM's 128x192).
   // Fused SwiGLU and FP8 D tiles hold whole gate / up blocks and 128-column scale groups.
   const bool whole_groups = s.epilogue.act == Activation::kSwiGlu || s.epilogue.scales != DScales::kNone;
-  const int bn_min = s.epilogue.act == Activation::kSwiGlu ? 256 : whole_groups ? 128 : 16;
-  const int bn_step = whole_groups ? 128 : 16;
-  int bn_max = fp8_grouped_cap(s) && !whole_groups ? 192 : 256;
+  // BF16 capped tiles step by 32 columns: the epilogue stores a BF16 tile in strips of the widest of
+  // 64, 32 or 16 columns that divides block_n, and the model does not price the strips. Masked G 2,
+  // N 7168, K 2048 (H200): 128x176 (eleven 16-column strips), which the model put 0.4% ahead of
+  // 128x192, ran 15% behind it at 522 and 624 rows per group (bench/models/h200/masked-bf16-192-cap.json).
+  const bool bf16_capped = !is_fp8(s.kind) && grouped_cap(s);
+  const int bn_min = s.epilogue.act == Activation::kSwiGlu ? 256 : whole_groups ? 128 : bf16_capped ? 32 : 16;
+  const int bn_step = whole_groups ? 128 : bf16_capped ? 32 : 16;
+  int bn_max = grouped_cap(s) && !whole_groups ? 192 : 256;
   // Small M with at most kShortK of K: a tile's loads take about as long as its stores, and tiles of
   // at most 128 columns give each SM several, whose stores overlap the next tile's loads. On an H200
   // 128x256 and 64x256 ran 6-9% behind 64x128 at M 64 and 128, N 32768, K 512

@@ -14,6 +14,7 @@
 #include "fake_driver.h"
 #include "launch_util.h"
 #include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
 
 namespace {
 
@@ -167,6 +168,40 @@ TEST_CASE("masked calls split a short last round over CTA pairs where the model 
   s.num_groups = 32, s.m = 128, s.expected_m = 24;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 1);
+}
+
+TEST_CASE("masked BF16 calls of few groups of many rows take tiles of at most 192 columns in 32-column steps") {
+  // The grouped suite's BF16 masked sets (G 1-6, hints 307-1228) on DeepSeek-V3's expert shapes and
+  // (6144, 7168), on the H100 and the H200 calibrations: no tile above 192 columns, none of 16-column
+  // BF16 strips (docs/m_grouped_gemm.md#tiles). Decoding (hint 24) and G 32 keep the widest tiles.
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 7168}, {7168, 2048}, {6144, 7168}};
+  const std::pair<int64_t, int64_t> sets[] = {{1, 1228}, {2, 614}, {4, 307}, {6, 1228}};
+  for (const char* device : {"NVIDIA H100 80GB HBM3", "NVIDIA H200"})
+    for (const auto& nk : shapes)
+      for (const auto& set : sets) {
+        CAPTURE(device);
+        CAPTURE(nk.first);
+        CAPTURE(set.first);
+        GemmShape s;
+        s.kind = GemmKind::kBf16, s.type = GemmType::kMGroupedMasked;
+        s.num_groups = set.first, s.m = 4096, s.n = nk.first, s.k = nk.second, s.expected_m = set.second;
+        GemmConfig cfg;
+        REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, dg::ops::sm90_cost_model(device), &cfg) ==
+                DG_SUCCESS);
+        CHECK(cfg.block_n <= 192);
+        CHECK(cfg.block_n % 32 == 0);
+      }
+  GemmShape s;
+  s.kind = GemmKind::kBf16, s.type = GemmType::kMGroupedMasked;
+  s.num_groups = 32, s.m = 4096, s.n = 4096, s.k = 7168;
+  GemmConfig cfg;
+  for (int64_t hint : {24, 230}) {
+    CAPTURE(hint);
+    s.expected_m = hint;
+    REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, dg::ops::sm90_cost_model("NVIDIA H200"),
+                                        &cfg) == DG_SUCCESS);
+    CHECK(cfg.block_n == 256);
+  }
 }
 
 TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare launches nothing") {
