@@ -160,11 +160,11 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
 // most 64 rows per group: one row of tiles per group, weights streamed once, where 64x256 ran G = 32
 // faster than the narrow tiles). FP8: all but the contiguous form with per-row indices and batched
 // calls, whose tile counts the host knows. BF16: masked calls of at most kCapMaxGroups groups of at
-// least kCapMinRows expected rows (the measured regime). At five fixed counts (0.72-1.30 x expected)
-// of G 1, 2, 4 and 6 on three expert shapes (H200), 128x192 (split tail at G <= 4) against the
-// uncapped choice (128x224-256): mean time 0.81-0.99x on ten of twelve sets, 1.01 and 1.07x on the
-// others; 0.993 -> 1.046 of DeepGEMM over the 60 rows (bench/models/h200/masked-bf16-192-cap.json).
-// At G 32, 230 rows (the hint) dg_tune kept 256.
+// least kCapMinRows expected rows (the measured regime). At five fixed counts (0.72-1.30 x expected,
+// every group the same) of G 1, 2, 4 and 6 on three expert shapes (H200), 128x192 (split tail at
+// G <= 4) against the uncapped choice (128x224-256): mean time 0.81-0.99x on ten of twelve sets, 1.01
+// and 1.07x on the others; 0.993 -> 1.046 of DeepGEMM over the 60 rows
+// (bench/models/h200/masked-bf16-192-cap.json). At G 32, 230 rows (the hint) dg_tune kept 256.
 bool grouped_cap(const GemmShape& s) {
   constexpr int64_t kDecodeRows = 64;
   constexpr int64_t kCapMaxGroups = 8, kCapMinRows = 256;
