@@ -649,10 +649,10 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
   // 64, 32 or 16 columns that divides block_n, and the model does not price the strips. Masked G 2,
   // N 7168, K 2048 (H200): 128x176 (eleven 16-column strips), which the model put 0.4% ahead of
   // 128x192, ran 15% behind it at 522 and 624 rows per group (bench/models/h200/masked-bf16-192-cap.json).
-  const bool bf16_capped = !is_fp8(s.kind) && grouped_cap(s);
+  const bool capped = grouped_cap(s), bf16_capped = capped && !is_fp8(s.kind);
   const int bn_min = s.epilogue.act == Activation::kSwiGlu ? 256 : whole_groups ? 128 : bf16_capped ? 32 : 16;
   const int bn_step = whole_groups ? 128 : bf16_capped ? 32 : 16;
-  int bn_max = grouped_cap(s) && !whole_groups ? 192 : 256;
+  int bn_max = capped && !whole_groups ? 192 : 256;
   // Small M with at most kShortK of K: a tile's loads take about as long as its stores, and tiles of
   // at most 128 columns give each SM several, whose stores overlap the next tile's loads. On an H200
   // 128x256 and 64x256 ran 6-9% behind 64x128 at M 64 and 128, N 32768, K 512
