@@ -16,7 +16,7 @@
 namespace dg::jit {
 
 struct KernelKey {
-  static constexpr int kMaxParams = 32;
+  static constexpr int kMaxParams = 40;
   uint32_t family = 0;  // a FamilyId
   uint32_t count = 0;
   int64_t params[kMaxParams] = {};

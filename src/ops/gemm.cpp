@@ -2,6 +2,8 @@
 // through the family's launch path (gemm_launch.h) with one 2-D TMA map per operand.
 #include "ops/gemm.h"
 
+#include <cstring>
+
 #include "jit/concurrent.h"
 #include "jit/kernel_cache.h"
 #include "ops/gemm_config_cache.h"
@@ -50,6 +52,20 @@ dg_status encode_d_strips(const GemmShape& s, const GemmConfig& c, void* d, int6
                         strip_bytes >= 32 ? strip_bytes : 0, "d");
 }
 
+// B over its G matrices stacked along N (K-major) or K (MN-major).
+dg_status encode_b(const GemmArgs& args, const GemmConfig& c, tma::Descriptor* out) {
+  const GemmShape& s = args.shape;
+  const int eb = elem_bytes(s.kind);
+  const CUtensorMapDataType ab = ab_tma_type(s.kind);
+  const bool mc_b = c.cluster == 2 && !c.multicast_a;
+  const tma::L2Fetch fetch = operand_l2_fetch(s);
+  if (s.major_b == Major::kK)
+    return tma::encode_2d(out, args.b, ab, eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
+                          mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b", fetch);
+  return tma::encode_2d(out, args.b, ab, eb, s.n, s.k * s.num_groups, args.ldb, kMnMajorBox, c.block_k,
+                        kOperandSwizzle, "b", fetch);
+}
+
 // Grouped operands are one 2-D map over every group: A and D over the G x max_m rows of masked
 // calls, B over its G matrices stacked along N (K-major) or K (MN-major), SFA of masked calls over
 // G x ceil(K/128) K blocks.
@@ -57,7 +73,7 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
   const GemmShape& s = args.shape;
   const int eb = elem_bytes(s.kind);
   const CUtensorMapDataType ab = ab_tma_type(s.kind);
-  const bool mc_a = c.cluster == 2 && c.multicast_a, mc_b = c.cluster == 2 && !c.multicast_a;
+  const bool mc_a = c.cluster == 2 && c.multicast_a;
   const bool masked = s.type == GemmType::kMGroupedMasked;
   const int64_t rows = masked ? s.m * s.num_groups : s.m;
   const int64_t sf_k = cdiv(s.k, kScaleBlock);
@@ -79,12 +95,7 @@ dg_status encode_maps(const GemmArgs& args, const GemmConfig& c, Sm90GemmParams*
   if (table && s.major_a == Major::kK && !mc_a && c.block_m >= 64)
     DG_TRY(tma::encode_2d(&p->tma_a_tail, args.a, ab, eb, s.k, rows, args.lda, c.block_k, c.block_m / 2,
                           kOperandSwizzle, "a (half tiles)", fetch));
-  if (s.major_b == Major::kK)
-    DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.k, s.n * s.num_groups, args.ldb, c.block_k,
-                          mc_b ? c.block_n / 2 : c.block_n, kOperandSwizzle, "b", fetch));
-  else
-    DG_TRY(tma::encode_2d(&p->tma_b, args.b, ab, eb, s.n, s.k * s.num_groups, args.ldb, kMnMajorBox, c.block_k,
-                          kOperandSwizzle, "b", fetch));
+  DG_TRY(encode_b(args, c, &p->tma_b));
   DG_TRY(encode_d_strips(s, c, args.d, rows, args.ldd, &p->tma_d));
   if (is_fp8(s.kind))
     DG_TRY(tma::encode_2d(&p->tma_sfa, args.sfa, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, align_up(s.m, kScaleRowAlign),
@@ -126,7 +137,18 @@ dg_status launch_tiled(const GemmArgs& args, const GemmConfig& c, const Kernel& 
   p->sfb_stride_g = args.sfb_stride_g;
   p->group_rows = static_cast<uint32_t>(s.m);
   fill_fused(args, p);
-  void* kargs[] = {p};
+  if (c.alt.block_n == 0) {
+    void* kargs[] = {p};
+    return launch(stream, kernel, lc, kargs);
+  }
+  // Count-adaptive: the second tile's B and D maps, and the row-block totals it runs.
+  const GemmConfig a = alt_config(c);
+  Sm90GemmAltParams alt;
+  std::memset(&alt, 0, sizeof(alt));
+  DG_TRY(encode_b(args, a, &alt.tma_b));
+  DG_TRY(encode_d_strips(s, a, args.d, s.m * s.num_groups, args.ldd, &alt.tma_d));
+  std::memcpy(alt.rows, c.alt.rows, sizeof(alt.rows));
+  void* kargs[] = {p, &alt};
   return launch(stream, kernel, lc, kargs);
 }
 

@@ -85,6 +85,27 @@ struct GemmShape {
   int64_t num_groups = 1;
   int64_t expected_m = 0;
   GemmEpilogue epilogue;  // n counts the GEMM's columns (SwiGLU: gate and up)
+  // Pricing only (never set by a call): a masked problem's row blocks in all, known, in place of
+  // the spread of counts around expected_m (the count-adaptive tile's choice per total).
+  int64_t row_blocks = 0;
+};
+
+// Masked calls: totals of row blocks (sum over groups of ceil(rows / block_m)) the count-adaptive
+// tile's table covers; a larger total runs the main tile.
+constexpr int kAltRowBlocks = 256;
+
+// Masked calls of few groups: a second tile width in the same kernel, which the kernel runs instead
+// of the main one when the groups' rows, read on the device, make it the cheaper
+// (docs/m_grouped_gemm.md#count-adaptive-tiles). block_n 0: none. block_m, warp-groups and the split
+// tail are the main tile's.
+struct GemmAltTile {
+  int block_n = 0, stages = 0, promote_split = 1, d_bufs = 0, d_strip = 0;
+  bool overlap = false, stage_aligned = false;
+  uint32_t sfb_boundaries = 0;
+  unsigned smem_bytes = 0;
+  // Bit r of word r / 64: the alternative runs a call of r row blocks in all (r < kAltRowBlocks).
+  uint64_t rows[kAltRowBlocks / 64] = {};
+  bool runs(int64_t r) const { return r >= 0 && r < kAltRowBlocks && ((rows[r / 64] >> (r % 64)) & 1u); }
 };
 
 // A kernel configuration: the template parameters plus launch geometry.
@@ -113,7 +134,11 @@ struct GemmConfig {
   // the kernel reads K at run time.
   int k_blocks = 0;
   double estimate_us = 0;   // the heuristic's cost estimate
+  GemmAltTile alt;          // masked: the count-adaptive second tile (alt.block_n 0: none)
 };
+
+// The config of `c`'s second tile (c.alt): c with the alternative's fields, alt cleared.
+GemmConfig alt_config(const GemmConfig& c);
 
 // Caller overrides (dg_gemm_options); 0 (or -1 for multicast_a) = heuristic.
 struct GemmOverride {
@@ -241,6 +266,14 @@ struct alignas(64) Sm90GemmParams {
   FusedParams fused;
 };
 static_assert(sizeof(Sm90GemmParams) == 960, "must match the device struct");
+
+// The second kernel parameter of a count-adaptive masked launch (GemmConfig::alt): host mirror of
+// dg::gemm::Sm90GemmAltParams.
+struct alignas(64) Sm90GemmAltParams {
+  tma::Descriptor tma_b, tma_d;  // the alternative tile's B and D maps
+  uint64_t rows[kAltRowBlocks / 64];
+};
+static_assert(sizeof(Sm90GemmAltParams) == 320, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, m) == 768 && offsetof(Sm90GemmParams, raster_along_n) == 780 &&
                   offsetof(Sm90GemmParams, walk) == 784 && offsetof(Sm90GemmParams, raster_band) == 836 &&
                   offsetof(Sm90GemmParams, alpha) == 840 && offsetof(Sm90GemmParams, sfb) == 848 &&

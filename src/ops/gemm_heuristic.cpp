@@ -220,6 +220,7 @@ int64_t expected_m_blocks(const GemmShape& s, int bm) {
     return cdiv(s.m, bm);
   if (s.type == GemmType::kKGrouped || s.type == GemmType::kBatched)
     return s.num_groups * cdiv(s.m, bm);  // each group's (batch's) [M, N] tiles
+  if (s.row_blocks > 0) return s.row_blocks;
   // A masked group holds at most max_m (s.m) rows; a psum group's rows are bounded by all of A's.
   const double blocks = double(s.num_groups) * mean_blocks_per_group(std::max<int64_t>(s.expected_m, 1), s.m, bm);
   return std::max<int64_t>(static_cast<int64_t>(std::ceil(blocks)), 1);
@@ -235,7 +236,7 @@ int64_t expected_m_blocks(const GemmShape& s, int bm) {
 // Gauss-Hermite rule).
 template <class F>
 double mean_over_counts(const GemmShape& s, int bm, F f) {
-  if (!uses_group_table(s.type)) return f(expected_m_blocks(s, bm));
+  if (!uses_group_table(s.type) || s.row_blocks > 0) return f(expected_m_blocks(s, bm));
   const auto [lo, hi] = count_spread(std::max<int64_t>(s.expected_m, 1), s.m);
   const double counts = double(hi - lo + 1);
   double one = 0, mean = 0, sq = 0;  // one group: E[f], E[blocks], E[blocks^2]
@@ -847,6 +848,63 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
   c->k_blocks = compiled_k_blocks(s, *c);
 }
 
+// Count-adaptive tiles: a masked call's tile count is set by its groups' rows, which only the
+// device knows, and with few groups the best width moves with them (G 1, N 4096, K 7168, BF16 on an
+// H200: 128x192 split ran 60.8 us at 737 rows, 128x256 78.6 us against 92.4 at 942 and 128x192
+// 101.7 us against 118.9 for 128x256 at 1044; bench/models/h200/masked-bf16-192-cap.json). Such a call compiles a
+// second width into its kernel (GemmConfig::alt; both with the split tail), and every CTA runs it
+// when the call's total of row blocks is one where the model prices it at least kAltMinStep below
+// the heuristic's choice: the rounds of tiles over the SMs, which the model counts exactly at a
+// known total, differ there, while closer prices are within its error (letting the model pick the
+// cheaper width at every total ran rows 6-10% slower as well as 10-20% faster; H200,
+// bench/models/h200/masked-count-adaptive.json). The width kept is the one with the lowest mean
+// over the spread of counts, if that mean is at least kAltMinGain below the choice's.
+constexpr int64_t kAltMaxGroups = 8;
+constexpr double kAltMinGain = 0.02, kAltMinStep = 0.1;
+constexpr int kAltWidths[] = {128, 160, 192, 224, 256};
+
+// The model's microseconds of `c` on `s` with r row blocks in all.
+double cost_at_blocks(const Sm90CostModel& model, const GemmShape& s, const GemmConfig& c, int64_t r, int num_sms) {
+  GemmShape at = s;
+  at.row_blocks = std::max<int64_t>(r, 1);
+  const Candidate cand{c.block_m, c.block_n, c.math_wg, c.cluster, c.multicast_a, c.overlap, c.promote_split, c.split_k};
+  return estimate_us(model, at, cand, c.stages, c.d_bufs, num_sms);
+}
+
+void alt_tile_rule(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
+                   GemmConfig* best) {
+  if (s.type != GemmType::kMGroupedMasked || has_override(o) || num_sms < 2 || s.num_groups > kAltMaxGroups ||
+      s.epilogue.active() || best->cluster != 1 || best->split_k != 2)
+    return;
+  const auto main_at = [&](int64_t r) { return cost_at_blocks(model, s, *best, r, num_sms); };
+  // At r row blocks: the second width where it is at least kAltMinStep cheaper, else the choice.
+  const auto with = [&](const GemmConfig& a, int64_t r) {
+    const double m = main_at(r), t = cost_at_blocks(model, s, a, r, num_sms);
+    return t < m * (1.0 - kAltMinStep) ? t : m;
+  };
+  double lowest = mean_over_counts(s, best->block_m, main_at) * (1.0 - kAltMinGain);
+  GemmConfig alt;
+  for (int bn : kAltWidths) {
+    if (bn == best->block_n) continue;
+    GemmOverride w = o;
+    w.block_m = best->block_m, w.block_n = bn, w.split_k = 2;
+    const char* reason = nullptr;
+    const GemmConfig c = cheapest(model, s, num_sms, w, &reason);
+    if (c.block_m == 0) continue;
+    if (const double e = mean_over_counts(s, best->block_m, [&](int64_t r) { return with(c, r); }); e < lowest)
+      lowest = e, alt = c;
+  }
+  if (alt.block_m == 0) return;
+  finish_config(s, num_sms, &alt);
+  GemmAltTile& t = best->alt;
+  t.block_n = alt.block_n, t.stages = alt.stages, t.promote_split = alt.promote_split, t.d_bufs = alt.d_bufs;
+  t.d_strip = alt.d_strip, t.overlap = alt.overlap, t.stage_aligned = alt.stage_aligned;
+  t.sfb_boundaries = alt.sfb_boundaries, t.smem_bytes = alt.smem_bytes;
+  for (int64_t r = 1; r < kAltRowBlocks; ++r)
+    if (cost_at_blocks(model, s, alt, r, num_sms) < main_at(r) * (1.0 - kAltMinStep)) t.rows[r / 64] |= uint64_t{1} << (r % 64);
+  best->estimate_us = lowest;
+}
+
 }  // namespace
 
 CountSpread count_spread(int64_t expected_m, int64_t max_rows) {
@@ -890,6 +948,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
       return fail(DG_ERROR_INVALID_ARGUMENT, "options: the explicit kernel config cannot run this problem: {}", reason);
     return fail(DG_ERROR_UNSUPPORTED, "no SM90 GEMM config fits this problem: {}", reason);
   }
+  alt_tile_rule(model, s, num_sms, o, &best);
   finish_config(s, num_sms, &best);
   *out = best;
   return DG_SUCCESS;

@@ -58,8 +58,9 @@ struct Field {
 };
 
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
-// variable too (the kernel asserts its layout against it).
-std::array<Field, 26> template_fields(const GemmShape& s, const GemmConfig& c) {
+// variable too (the kernel asserts its layout against it). The alt_ fields are the count-adaptive
+// second tile's (alt_block_n 0: none).
+std::array<Field, 34> template_fields(const GemmShape& s, const GemmConfig& c) {
   return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
            {"major_a", static_cast<int64_t>(s.major_a), as_major},
            {"major_b", static_cast<int64_t>(s.major_b), as_major},
@@ -85,7 +86,15 @@ std::array<Field, 26> template_fields(const GemmShape& s, const GemmConfig& c) {
            {"head_mid", s.epilogue.head_mid, as_int},
            {"head_right", s.epilogue.head_right, as_int},
            {"k_blocks", c.k_blocks, as_int},
-           {"smem_bytes", c.smem_bytes, as_int}}};
+           {"smem_bytes", c.smem_bytes, as_int},
+           {"alt_block_n", c.alt.block_n, as_int},
+           {"alt_stages", c.alt.stages, as_int},
+           {"alt_overlap", c.alt.overlap, as_bool},
+           {"alt_promote_split", c.alt.promote_split, as_int},
+           {"alt_d_bufs", c.alt.d_bufs, as_int},
+           {"alt_sfb_boundaries", c.alt.sfb_boundaries, as_int},
+           {"alt_stage_aligned", c.alt.stage_aligned, as_bool},
+           {"alt_smem_bytes", c.alt.smem_bytes, as_int}}};
 }
 
 const char* out_name(dg_dtype d) {
@@ -101,8 +110,18 @@ std::string epilogue_tag(const GemmEpilogue& e) {
                      e.head_split() ? fmt::format("_heads{}_{}_{}", e.head_left, e.head_mid, e.head_right) : "");
 }
 
+// The count-adaptive second tile's tag ("" without one): width, stages and what differs.
+std::string alt_tag(const GemmConfig& c) {
+  const GemmAltTile& a = c.alt;
+  if (a.block_n == 0) return {};
+  return fmt::format("_or{}s{}{}{}{}{}{}", a.block_n, a.stages, a.stage_aligned ? "u" : "", a.overlap ? "ov" : "",
+                     a.promote_split > 1 ? fmt::format("p{}", a.promote_split) : std::string(),
+                     a.d_bufs ? fmt::format("e{}", a.d_bufs) : std::string(),
+                     a.sfb_boundaries ? fmt::format("b{:x}", a.sfb_boundaries) : std::string());
+}
+
 std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
-  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}{}", kind_short_name(s.kind),
+  return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}{}{}", kind_short_name(s.kind),
                      kTypeTags[static_cast<int>(s.type)], s.major_a == Major::kK ? "k" : "m",
                      s.major_b == Major::kK ? "k" : "m", out_name(s.d_dtype), epilogue_tag(s.epilogue),
                      s.accumulate ? "_acc" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
@@ -111,10 +130,19 @@ std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
                      c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
                      c.split_k > 1 ? fmt::format("_k{}", c.split_k) : std::string(),
                      c.sfb_boundaries ? fmt::format("_b{:x}", c.sfb_boundaries) : std::string(),
-                     c.k_blocks ? fmt::format("_kb{}", c.k_blocks) : std::string());
+                     c.k_blocks ? fmt::format("_kb{}", c.k_blocks) : std::string(), alt_tag(c));
 }
 
 }  // namespace
+
+GemmConfig alt_config(const GemmConfig& c) {
+  GemmConfig a = c;
+  a.block_n = c.alt.block_n, a.stages = c.alt.stages, a.promote_split = c.alt.promote_split;
+  a.d_bufs = c.alt.d_bufs, a.d_strip = c.alt.d_strip, a.overlap = c.alt.overlap;
+  a.stage_aligned = c.alt.stage_aligned, a.sfb_boundaries = c.alt.sfb_boundaries, a.smem_bytes = c.alt.smem_bytes;
+  a.alt = GemmAltTile{};
+  return a;
+}
 
 const char* kind_enumerator(GemmKind k) { return kKindEnumerators[static_cast<int>(k)]; }
 const char* kind_short_name(GemmKind k) { return kKindShortNames[static_cast<int>(k)]; }
@@ -156,9 +184,12 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
           (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),
       c.num_sms, c.grid, c.raster_band, c.raster_along_n ? "N" : "M", c.smem_bytes,
       c.d_bufs ? fmt::format(" ({} rotating epilogue strips)", c.d_bufs) : std::string(),
-      c.split_k <= 1                         ? std::string()
-      : s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
-                                             : fmt::format(", split-K over {} CTAs", c.split_k),
+      (c.split_k <= 1                         ? std::string()
+       : s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
+                                              : fmt::format(", split-K over {} CTAs", c.split_k)) +
+          (c.alt.block_n ? fmt::format(", or {}x{} tiles ({} stages) where the groups' rows make them cheaper",
+                                       c.block_m, c.alt.block_n, c.alt.stages)
+                         : std::string()),
       c.estimate_us);
 }
 

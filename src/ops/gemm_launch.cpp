@@ -95,7 +95,8 @@ LaunchConfig launch_config(const dg_stream_s& stream, const GemmShape& s, const 
   LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(c.grid);
   lc.block[0] = c.threads;
-  lc.smem_bytes = c.smem_bytes + group_table_bytes(s.type, s.num_groups);
+  // A count-adaptive kernel runs either tile: the larger layout, the group table after either.
+  lc.smem_bytes = std::max(c.smem_bytes, c.alt.smem_bytes) + group_table_bytes(s.type, s.num_groups);
   // Split-K's CTAs of one tile form its cluster.
   lc.cluster = static_cast<unsigned>(c.split_k > 1 ? c.split_k : c.cluster);
   lc.pdl = config_of(stream).pdl;

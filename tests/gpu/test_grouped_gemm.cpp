@@ -20,6 +20,8 @@
 #include "dg.h"
 #include "gpu_fixture.h"
 #include "host_numerics.h"
+#include "ops/gemm.h"
+#include "ops/gemm_cost_model.h"
 #include "runtime/device.h"
 #include "runtime/driver.h"
 
@@ -404,6 +406,52 @@ void check_masked_tail(Gpu& g, bool fp8, int64_t n, uint64_t seed) {
   }
 }
 
+// Count-adaptive masked tiles: the heuristic's kernel for G groups at `hint` holds a second tile
+// width (GemmConfig::alt); counts whose total of row blocks runs the second tile and counts that
+// run the first, each checked, so that both tiles of the one kernel run.
+void check_masked_adaptive(Gpu& g, bool fp8, int64_t groups, int64_t hint, uint64_t seed) {
+  const int64_t n = 4096, k = fp8 ? 56 * 128 : 14 * 64, max_m = 2048;
+  dg::ops::GemmShape s;
+  s.kind = fp8 ? dg::ops::GemmKind::kFp8_1D2D : dg::ops::GemmKind::kBf16;
+  s.m = max_m, s.n = n, s.k = k, s.type = dg::ops::GemmType::kMGroupedMasked;
+  s.num_groups = groups, s.expected_m = hint;
+  dg::ops::GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(s, g.device->sm_count, {}, dg::ops::sm90_cost_model(g.device->name), &c) ==
+          DG_SUCCESS);
+  INFO("main " << c.block_m << "x" << c.block_n << ", second width " << c.alt.block_n);
+  REQUIRE(c.alt.block_n != 0);
+  // The totals of row blocks within the groups' rows that take each tile (the first found of each).
+  int64_t with_alt = 0, without = 0;
+  for (int64_t r = groups; r <= groups * (max_m / c.block_m) && r < dg::ops::kAltRowBlocks; ++r) {
+    int64_t& first = c.alt.runs(r) ? with_alt : without;
+    if (first == 0) first = r;
+  }
+  REQUIRE(with_alt != 0);
+  REQUIRE(without != 0);
+  const Weights w = make_weights(fp8, groups, n, k, seed);
+  DeviceWeights dw(g, w);
+  for (const int64_t blocks : {with_alt, without}) {
+    // `blocks` row blocks over the groups, the last of each group partial (rows past the count are not D's).
+    std::vector<int32_t> counts(static_cast<size_t>(groups));
+    for (int64_t i = 0; i < groups; ++i) {
+      const int64_t b = blocks / groups + (i < blocks % groups ? 1 : 0);
+      counts[static_cast<size_t>(i)] = static_cast<int32_t>(b * c.block_m - (b > 0 ? 37 : 0));
+    }
+    const Rows a = masked_rows(fp8, groups, max_m, k, counts, seed + static_cast<uint64_t>(blocks));
+    MaskedCall call(g, a, dw, w, groups, max_m);
+    call.gm.upload(counts);
+    call.gd.poison();
+    INFO((fp8 ? "fp8" : "bf16") << " G " << groups << ", " << blocks << " row blocks ("
+                                << (c.alt.runs(blocks) ? "second" : "first") << " tile)");
+    const dg_status st = call.run(g, fp8, hint);
+    INFO(dg_last_error());
+    REQUIRE(st == DG_SUCCESS);
+    const std::vector<uint16_t> d = call.gd.download<uint16_t>();
+    Rng rng(seed + 1);
+    check_masked_d(a, max_m, w, groups, counts, d, rng);
+  }
+}
+
 // The DeepSeek MoE sets: (N, K) x contiguous (G, expected M per group) and masked (G, expected m).
 void moe_sets(bool fp8) {
   Gpu g;
@@ -444,6 +492,14 @@ TEST_CASE("m-grouped gemm: masked split tail over CTA pairs (FP8, BF16; N 512 an
   if (!g.sm90()) return;
   for (bool fp8 : {true, false})
     for (int64_t n : {512, 448}) check_masked_tail(g, fp8, n, fp8 ? 71 + n : 81 + n);
+}
+
+TEST_CASE("m-grouped gemm: masked count-adaptive tiles run either width (FP8, BF16; G 1 and 2)" *
+          doctest::test_suite("quick")) {
+  Gpu g;
+  if (!g.sm90()) return;
+  for (bool fp8 : {true, false})
+    for (int64_t groups : {1, 2}) check_masked_adaptive(g, fp8, groups, 1228 / groups, fp8 ? 91 + groups : 95 + groups);
 }
 
 TEST_CASE("m-grouped gemm: BF16 contiguous (indices, psum; nt, nn) and masked on the DeepSeek MoE shapes") {

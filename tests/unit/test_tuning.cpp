@@ -692,7 +692,7 @@ TEST_CASE("problem lists: expansion, defaults and errors naming the line") {
 
 TEST_CASE("problem lists: the committed lists parse and every problem has candidates") {
   const std::pair<const char*, size_t> lists[] = {
-      {"deepseek-v3.txt", 97}, {"llama-70b.txt", 56}, {"peer-grouped.txt", 27}, {"peer-k-grouped.txt", 12}, {"peer-bf16.txt", 55}};
+      {"deepseek-v3.txt", 97}, {"llama-70b.txt", 56}, {"llama-8b.txt", 56}, {"peer-grouped.txt", 27}, {"peer-k-grouped.txt", 12}, {"peer-bf16.txt", 55}};
   for (const auto& [name, count] : lists) {
     CAPTURE(name);
     const std::string text = read_file(std::string(DG_TEST_DATA_DIR) + "/../../tools/problems/" + name);

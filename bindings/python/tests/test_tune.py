@@ -57,7 +57,7 @@ def test_committed_lists_are_read_from_files():
     lists = os.path.join(here, "..", "..", "..", "tools", "problems")
     if not os.path.isdir(lists):
         pytest.skip("not running from the source tree (no tools/problems)")
-    for name in ("deepseek-v3.txt", "llama-70b.txt"):
+    for name in ("deepseek-v3.txt", "llama-70b.txt", "llama-8b.txt"):
         with pytest.raises(dg.NoDevice):  # parsed, then refused on the offline stream
             dg.tune(os.path.join(lists, name), stream=_offline("/nonexistent/table.txt"))
 

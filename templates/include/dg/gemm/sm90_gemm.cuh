@@ -89,6 +89,15 @@ struct alignas(64) Sm90GemmParams {
 
 static_assert(sizeof(Sm90GemmParams) == 960, "the host mirrors this layout (src/ops/gemm.h)");
 
+// A count-adaptive masked kernel's second parameter: its second tile's B and D maps, and the totals
+// of row blocks (over the groups, ceil(rows / BLOCK_M) each) at which the kernel runs that tile.
+constexpr uint32_t kAltRowBlocks = 256;
+struct alignas(64) Sm90GemmAltParams {
+  TmaDescriptor tma_b, tma_d;
+  uint64_t rows[kAltRowBlocks / 64];
+};
+static_assert(sizeof(Sm90GemmAltParams) == 320, "the host mirrors this layout (src/ops/gemm.h)");
+
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
           bool kOverlapPromotion_ = true, uint32_t kPromoteSplit_ = 1, uint32_t kDBufs_ = 0,
@@ -506,9 +515,28 @@ DG_DEVICE uint32_t a_rows(const Sm90GemmParams& p) {
   return T::kBatched ? p.group_rows : p.m;
 }
 
-// kg: the K-grouped launch's groups (kKGrouped only, else nullptr).
+// Whether a count-adaptive masked kernel runs its second tile: the total of the groups' row blocks
+// of BLOCK_M rows (each group's count clamped to [0, max_m], as the group table reads it) is one
+// the host marked. Every thread reads the few counts itself (uniform loads; the host allows at most
+// 8 groups), so the choice needs no barrier and every CTA makes the same one.
 template <class T>
-DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlots* kg = nullptr) {
+DG_DEVICE bool runs_alt(const Sm90GemmParams& p, const Sm90GemmAltParams& alt) {
+  ptx::grid_dependency_wait();  // the counts may be the previous kernel's output
+  uint32_t blocks = 0;
+  for (uint32_t g = 0; g < p.num_groups; ++g) {
+    const int32_t rows = p.grouped_layout[g];
+    blocks += ceil_div(static_cast<uint32_t>(rows < 0 ? 0 : min_of(static_cast<uint32_t>(rows), p.group_rows)), T::kBlockM);
+  }
+  return blocks < kAltRowBlocks && ((alt.rows[blocks / 64] >> (blocks % 64)) & 1u);
+}
+
+// kg: the K-grouped launch's groups (kKGrouped only, else nullptr). map_b / map_d: B's and D's maps
+// where they are not p's (a count-adaptive kernel's second tile).
+template <class T>
+DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlots* kg = nullptr,
+                              const TmaDescriptor* map_b = nullptr, const TmaDescriptor* map_d = nullptr) {
+  if (map_b == nullptr) map_b = &p.tma_b;
+  if (map_d == nullptr) map_d = &p.tma_d;
   using OutT = typename T::OutT;
   constexpr uint32_t kStages = T::kStages, kBlockM = T::kBlockM, kBlockN = T::kBlockN, kBlockK = T::kBlockK;
   constexpr uint32_t kAcc = kBlockN / 2;
@@ -525,8 +553,8 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
 
   if (threadIdx.x == T::kMathWG * 128) {
     ptx::tma_prefetch_descriptor(&p.tma_a);
-    ptx::tma_prefetch_descriptor(&p.tma_b);
-    ptx::tma_prefetch_descriptor(&p.tma_d);
+    ptx::tma_prefetch_descriptor(map_b);
+    ptx::tma_prefetch_descriptor(map_d);
     if constexpr (T::kFp8) ptx::tma_prefetch_descriptor(&p.tma_sfa);
     if constexpr (T::kKind == Kind::kFp8_1D1D) ptx::tma_prefetch_descriptor(&p.tma_sfb);
     // The short A box where the host encoded one (gemm.cpp encode_maps): always for half boxes, for
@@ -604,7 +632,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
         }
         // K-grouped: the slot's own maps of A and B, its K blocks, its first K block in SFA / SFB.
         const TmaDescriptor* tma_a = &p.tma_a;
-        const TmaDescriptor* tma_b = &p.tma_b;
+        const TmaDescriptor* tma_b = map_b;
         uint32_t sf_kb0 = 0;
         if constexpr (T::kKGrouped) {
           tma_a = &kg->tma_a[t.group];
@@ -1051,7 +1079,7 @@ DG_DEVICE void sm90_gemm_body(const Sm90GemmParams& p, const sched::KGroupedSlot
           epilogue::direct_store<typename T::OutT, T::kWgM, T::kOutN, typename T::Columns>(
               acc, alpha, p.d, p.ldd, p.m, p.n, m0 + wg_row0, t.n_block * T::kOutN);
         else
-          T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, &p.tma_d,
+          T::Store::run(acc, alpha, smem + wg * T::Store::kSmemBytes, map_d,
                         static_cast<int32_t>(t.n_block * T::kOutN), static_cast<int32_t>(m0 + wg_row0), 1 + wg, d_group);
       }
     }
