@@ -10,6 +10,7 @@
 #include "api/tune_runner.h"
 #include "ops/gemm_cost_model.h"
 #include "ops/gemm_tuning.h"
+#include "runtime/config.h"
 #include "runtime/device.h"
 #include "runtime/log.h"
 #include "runtime/options.h"
@@ -85,10 +86,26 @@ std::string describe_config(const GemmConfig& c, bool fp8) {
   if (c.cluster == 2) s += fmt::format(" cluster 2{}", c.multicast_a ? "a" : "b");
   if (fp8) s += fmt::format(" {}/{}", c.overlap ? "overlap" : "after", c.promote_split);
   if (c.split_k > 1) s += fmt::format(" split_k {}", c.split_k);
+  if (c.alt.block_n != 0) s += fmt::format(" (x{} at some counts)", c.alt.block_n);
   return s;
 }
 
-// Each problem's candidates (the heuristic's own first) and the options that force them.
+// A view of `stream` that reads no tuning table (it shares the CUDA stream and is never destroyed):
+// the candidates are compiled and timed on it, so that the heuristic's, which a call makes with no
+// config fields, is the heuristic's whatever table the stream reads.
+dg_stream_s untabled(const dg_stream_s& stream) {
+  dg_stream_s view = stream;
+  view.owned = false;
+  dg::Config config = dg::config_of(stream);
+  config.tuning_table = dg::ops::kTuningTableOff;
+  view.tuning_key = dg::tuning_table_key(config);
+  view.config = std::move(config);
+  return view;
+}
+
+// Each problem's candidates (the heuristic's own first) and the options that force them. The
+// heuristic's runs with no config fields where it holds a count-adaptive second tile, which no
+// override expresses: it is timed as an untuned call runs it.
 dg_status candidates_of(const dg_stream_s& stream, const std::vector<TuneProblem>& problems, int count,
                         std::vector<std::vector<GemmConfig>>* configs,
                         std::vector<std::vector<dg_gemm_options>>* options) {
@@ -99,7 +116,10 @@ dg_status candidates_of(const dg_stream_s& stream, const std::vector<TuneProblem
         DG_SUCCESS)
       return dg::fail(DG_ERROR_UNSUPPORTED, "problems: line {}: {}: {}", p.line, p.text, dg::last_error());
     std::vector<dg_gemm_options> o;
-    for (const GemmConfig& c : v) o.push_back(dg::api::options_for(p, dg::ops::override_for(p.shape, c)));
+    for (const GemmConfig& c : v) {
+      const bool heuristic = o.empty() && c.alt.block_n != 0;
+      o.push_back(dg::api::options_for(p, heuristic ? dg::ops::GemmOverride{} : dg::ops::override_for(p.shape, c)));
+    }
     configs->push_back(std::move(v));
     options->push_back(std::move(o));
   }
@@ -176,6 +196,7 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
   std::vector<TuneProblem> list;
   DG_TRY(dg::ops::parse_problem_list(problems, "problems", &list));
   DG_TRY(check_device(*stream));
+  dg_stream_s timing_stream = untabled(*stream);
   std::vector<std::vector<GemmConfig>> configs;
   std::vector<std::vector<dg_gemm_options>> opts;
   DG_TRY(candidates_of(*stream, list, s.candidates, &configs, &opts));
@@ -189,7 +210,7 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
                                                           kMaxCompileThreads));
   const int64_t total = static_cast<int64_t>(list.size());
   report(s, 0, total, fmt::format("compiling the candidates of {} problems on {} threads", total, threads));
-  DG_TRY(dg::api::prepare_all(stream, list, opts, threads));
+  DG_TRY(dg::api::prepare_all(&timing_stream, list, opts, threads));
   dg::ContextScope scope;  // the buffers are allocated and freed in the device's context
   DG_TRY(scope.enter(*stream->device));
   std::vector<TunedEntry> tuned(list.size());
@@ -198,7 +219,7 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
     DG_TRY(dg::api::allocate_buffers(*stream->device, max, &buffers));
     for (size_t i = 0; i < list.size(); ++i) {
       std::string line;
-      DG_TRY(tune_one(stream, list[i], configs[i], opts[i], s.repetitions, &buffers, &tuned[i], &line));
+      DG_TRY(tune_one(&timing_stream, list[i], configs[i], opts[i], s.repetitions, &buffers, &tuned[i], &line));
       report(s, static_cast<int64_t>(i) + 1, total, fmt::format("[{}/{}] {}", i + 1, total, line));
     }
   }

@@ -858,7 +858,10 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
 // known total, differ there, while closer prices are within its error (letting the model pick the
 // cheaper width at every total ran rows 6-10% slower as well as 10-20% faster; H200,
 // bench/models/h200/masked-count-adaptive.json). The width kept is the one with the lowest mean
-// over the spread of counts, if that mean is at least kAltMinGain below the choice's.
+// over the spread of counts, if that mean is at least kAltMinGain below the choice's. BF16 only: the
+// FP8 kernel of two tiles ran its first tile 4-5% slower than that tile's kernel alone (the same
+// instructions; stalls for instruction fetch per issue 0.23 -> 0.47), as much as its second tile
+// gained where it ran (H200, G 1 and 2, N 4096: 128x160 with 128x192).
 constexpr int64_t kAltMaxGroups = 8;
 constexpr double kAltMinGain = 0.02, kAltMinStep = 0.1;
 constexpr int kAltWidths[] = {128, 160, 192, 224, 256};
@@ -873,8 +876,8 @@ double cost_at_blocks(const Sm90CostModel& model, const GemmShape& s, const Gemm
 
 void alt_tile_rule(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
                    GemmConfig* best) {
-  if (s.type != GemmType::kMGroupedMasked || has_override(o) || num_sms < 2 || s.num_groups > kAltMaxGroups ||
-      s.epilogue.active() || best->cluster != 1 || best->split_k != 2)
+  if (s.type != GemmType::kMGroupedMasked || s.kind != GemmKind::kBf16 || has_override(o) || num_sms < 2 ||
+      s.num_groups > kAltMaxGroups || s.epilogue.active() || best->cluster != 1 || best->split_k != 2)
     return;
   const auto main_at = [&](int64_t r) { return cost_at_blocks(model, s, *best, r, num_sms); };
   // At r row blocks: the second width where it is at least kAltMinStep cheaper, else the choice.
@@ -1046,6 +1049,21 @@ GemmOverride override_for(const GemmShape& s, const GemmConfig& c) {
   o.split_k = c.split_k;
   o.kernel = DG_GEMM_KERNEL_TILED;
   return o;
+}
+
+dg_status choose_entry_config(const GemmShape& s, int num_sms, const GemmOverride& entry, const GemmOverride& o,
+                              const Sm90CostModel& model, GemmConfig* out) {
+  GemmOverride forced = entry;
+  forced.num_sms = o.num_sms;
+  GemmConfig c;
+  DG_TRY(choose_gemm_config(s, num_sms, forced, model, &c));
+  // Only a count-adaptive choice (masked BF16, few groups) differs from its tile forced.
+  GemmConfig heuristic;
+  if (s.type == GemmType::kMGroupedMasked && choose_gemm_config(s, num_sms, o, model, &heuristic) == DG_SUCCESS &&
+      heuristic.alt.block_n != 0 && same_config(heuristic, c))
+    c = heuristic;
+  *out = c;
+  return DG_SUCCESS;
 }
 
 }  // namespace dg::ops

@@ -30,8 +30,6 @@ constexpr const char* kMagic = "libdg-tuning-table";
 constexpr int kOldestTuningFormat = 1;  // lines without EPILOGUE (no fused epilogue)
 // A table larger than this is not one dg_tune wrote.
 constexpr std::streamoff kMaxTableBytes = 16 << 20;
-// The value of DG_TUNING_TABLE / DG_CONFIG_TUNING_TABLE that turns tables off.
-constexpr const char* kTableOff = "off";
 
 constexpr const char* kTypeNames[kNumGemmTypes] = {"dense", "contiguous", "masked", "kgrouped", "psum", "batched",
                                                    "batchsum"};
@@ -255,7 +253,7 @@ std::string default_tuning_table_path(const std::string& cache_dir, const std::s
 
 std::string tuning_table_path(const dg_stream_s& stream) {
   const Config& c = config_of(stream);
-  if (c.tuning_table == kTableOff) return "";
+  if (c.tuning_table == kTuningTableOff) return "";
   if (!c.tuning_table.empty()) return c.tuning_table;
   return default_tuning_table_path(c.cache_dir, stream.device->name, stream.device->sm_count);
 }
@@ -380,10 +378,8 @@ dg_status choose_tuned_gemm_config(const dg_stream_s& stream, const GemmShape& s
     const std::string path = tuning_table_path(stream);
     const std::shared_ptr<const TuningTable> table = path.empty() ? nullptr : tuning_table_for(*stream.device, path);
     if (const TunedEntry* e = table ? find_tuned(*table, s) : nullptr) {
-      GemmOverride tuned = e->config;
-      tuned.num_sms = o.num_sms;
       GemmConfig c;
-      if (choose_gemm_config(s, num_sms, tuned, model, &c) == DG_SUCCESS) {
+      if (choose_entry_config(s, num_sms, e->config, o, model, &c) == DG_SUCCESS) {
         *out = c;
         return DG_SUCCESS;
       }

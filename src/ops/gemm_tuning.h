@@ -33,7 +33,17 @@ GemmOverride override_for(const GemmShape& s, const GemmConfig& c);
 // Whether `o` sets any kernel-config field (then the caller's choice wins over a tuning table).
 bool has_config_override(const GemmOverride& o);
 
+// The config a tuning table's entry (`entry`, an override_for) runs for `s` on a call with options
+// `o` (no config fields; its SM cap is kept): the entry's tile forced, except where that is the
+// heuristic's own choice, which runs as the heuristic has it, a count-adaptive second tile included
+// (dg_tune times the heuristic's candidate as an untuned call runs it). Fails as choose_gemm_config.
+dg_status choose_entry_config(const GemmShape& s, int num_sms, const GemmOverride& entry, const GemmOverride& o,
+                              const Sm90CostModel& model, GemmConfig* out);
+
 // ---- the tuning table ---------------------------------------------------------------------------
+
+// The value of DG_TUNING_TABLE / DG_CONFIG_TUNING_TABLE that turns tables off.
+constexpr const char* kTuningTableOff = "off";
 
 // Format 2 adds each line's fused epilogue (EPILOGUE and D e4m3); format 1 tables are still read.
 constexpr int kTuningFormatVersion = 2;

@@ -204,7 +204,7 @@ TEST_CASE("masked BF16 calls of few groups of many rows take tiles of at most 19
   }
 }
 
-TEST_CASE("masked calls of few groups compile a second tile width, run at the totals of row blocks that cost less") {
+TEST_CASE("masked BF16 calls of few groups compile a second tile width, run at the totals of row blocks that cost less") {
   // BF16 G 1, hint 1228, N 4096, K 7168 on the H200 (docs/m_grouped_gemm.md#count-adaptive-tiles): the
   // chosen 128x192 tiles with the split tail, and 128x256 where the rounds of tiles make it at least
   // 10% cheaper: 4 row blocks (64 tiles: half a round, split, against 88 whole), 7 and 8 (one round
@@ -240,6 +240,11 @@ TEST_CASE("masked calls of few groups compile a second tile width, run at the to
   s.kind = GemmKind::kFp8_1D2D, s.num_groups = 4, s.expected_m = 307;  // 128x160 whole tiles
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, h200, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 1);
+  CHECK(cfg.alt.block_n == 0);
+  // FP8 keeps one tile even where its choice takes the split tail (G 1: 128x160 split).
+  s.num_groups = 1, s.expected_m = 1228;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, h200, &cfg) == DG_SUCCESS);
+  CHECK(cfg.split_k == 2);
   CHECK(cfg.alt.block_n == 0);
 }
 

@@ -520,6 +520,37 @@ TEST_CASE("tuning table: the config choice takes a tuned entry unless overridden
   CHECK(same(c, heuristic));
 }
 
+TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its count-adaptive second width") {
+  const std::string dir = temp_dir("adaptive");
+  const std::string path = dir + "/table.txt";
+  OfflineStream os(path);
+  GemmShape s = masked(1, 4096, 1228, 4096, 7168);
+  s.kind = GemmKind::kBf16;
+  GemmConfig heuristic;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &heuristic) == DG_SUCCESS);
+  REQUIRE(heuristic.alt.block_n != 0);  // 128x192 split, 128x256 at some totals (docs/m_grouped_gemm.md)
+  // The entry dg_tune writes when the heuristic's candidate wins: its tile, every field explicit.
+  TuningTable t = table_for(os.s());
+  TunedEntry own;
+  own.shape = s, own.config = dg::ops::override_for(s, heuristic), own.tuned_us = 90, own.heuristic_us = 90;
+  t.entries.push_back(own);
+  REQUIRE(dg::ops::write_tuning_table(path, t) == DG_SUCCESS);
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(same(c, heuristic));
+  CHECK(c.alt.block_n == heuristic.alt.block_n);
+  CHECK(c.alt.rows[0] == heuristic.alt.rows[0]);
+  // Another tile of the entry runs alone.
+  const int bn = heuristic.block_n == 160 ? 128 : 160;
+  t.entries[0].config.block_n = bn;
+  const std::string other_path = dir + "/other.txt";
+  REQUIRE(dg::ops::write_tuning_table(other_path, t) == DG_SUCCESS);
+  OfflineStream other(other_path);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(other.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(c.block_n == bn);
+  CHECK(c.alt.block_n == 0);
+}
+
 TEST_CASE("tuning table: corrupt, foreign and read-only tables") {
   const std::string dir = temp_dir("foreign");
   std::vector<std::string> messages;
