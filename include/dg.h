@@ -241,6 +241,14 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
  * (SM90) or 10.0 (SM100); num_sms: the target's SM count (132 for an H100 SXM). */
 DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms,
                                           const dg_config* config);
+/* dg_stream_create_offline for a named GPU: `gpu_name` is the name the driver reports on the target
+ * (e.g. "NVIDIA H200"; 1..255 printable ASCII characters), so that the heuristic prices configs with
+ * that GPU's calibration of the cost model and the stream reads that GPU's tuning table (the table's
+ * GPU name and SM count must match; docs/tuning.md): the prepare calls then compile the kernels a
+ * call on that GPU chooses. With the generic description of dg_stream_create_offline, an H200's
+ * calls would choose other kernels than were compiled for 9 of DeepSeek-V3's 56 dense GEMMs. */
+DG_API dg_status dg_stream_create_offline_named(dg_stream** stream, int32_t arch_major, int32_t arch_minor,
+                                                int32_t num_sms, const char* gpu_name, const dg_config* config);
 /* Destroys the handle and, for DG_STREAM_CREATE, the CUstream (after pending work completes). */
 DG_API void dg_stream_destroy(dg_stream* stream);
 DG_API dg_status dg_stream_get_cu_stream(const dg_stream* stream, void** cu_stream);

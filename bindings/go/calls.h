@@ -79,6 +79,9 @@ static inline dgw_result dgw_stream_create(dg_stream** stream, int32_t device, u
 static inline dgw_result dgw_stream_create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms, const dg_config* config) {
   return dgw_result_of(dg_stream_create_offline(stream, arch_major, arch_minor, num_sms, config));
 }
+static inline dgw_result dgw_stream_create_offline_named(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms, const char* gpu_name, const dg_config* config) {
+  return dgw_result_of(dg_stream_create_offline_named(stream, arch_major, arch_minor, num_sms, gpu_name, config));
+}
 static inline dgw_result dgw_stream_get_cu_stream(const dg_stream* stream, void** cu_stream) {
   return dgw_result_of(dg_stream_get_cu_stream(stream, cu_stream));
 }

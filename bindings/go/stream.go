@@ -1,10 +1,12 @@
 package dg
 
+// #include <stdlib.h>
 // #include "calls.h"
 import "C"
 
 import (
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -84,6 +86,29 @@ func NewOfflineStream(archMajor, archMinor, numSMs int, config *Config) (*Stream
 	}
 	var p *C.dg_stream
 	err := check(C.dgw_stream_create_offline(&p, major, minor, sms, config.raw()))
+	runtime.KeepAlive(config)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(p), nil
+}
+
+// NewOfflineStreamNamed is NewOfflineStream for a named GPU (dg_stream_create_offline_named):
+// gpuName is the name the driver reports on the target (e.g. "NVIDIA H200"), so that the kernels
+// prepared are those calls on that GPU choose (its cost-model calibration and its tuning table).
+func NewOfflineStreamNamed(archMajor, archMinor, numSMs int, gpuName string, config *Config) (*Stream, error) {
+	var a cArgs
+	major, minor, sms := a.int32("arch_major", archMajor), a.int32("arch_minor", archMinor), a.int32("num_sms", numSMs)
+	if a.err != nil {
+		return nil, a.err
+	}
+	if strings.IndexByte(gpuName, 0) >= 0 {
+		return nil, invalid("gpu_name: contains a NUL byte (a C string was expected)")
+	}
+	name := C.CString(gpuName)
+	defer C.free(unsafe.Pointer(name))
+	var p *C.dg_stream
+	err := check(C.dgw_stream_create_offline_named(&p, major, minor, sms, name, config.raw()))
 	runtime.KeepAlive(config)
 	if err != nil {
 		return nil, err

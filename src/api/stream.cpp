@@ -1,9 +1,35 @@
 // Devices and dg_stream handles.
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "runtime/driver.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
+
+namespace {
+
+// The longest GPU name an offline stream takes (the driver's names are at most 256 bytes with the NUL).
+constexpr size_t kMaxGpuNameBytes = 255;
+
+dg_status create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms,
+                         const std::string& name, const dg_config* config) {
+  if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
+  dg::Device* d = nullptr;
+  DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, name, &d));
+  auto s = std::make_unique<dg_stream_s>();
+  s->device = d;
+  if (config != nullptr) {
+    s->config = config->value;
+    s->tuning_key = dg::tuning_table_key(config->value);
+  }
+  *stream = s.release();
+  return DG_SUCCESS;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -60,18 +86,22 @@ DG_API dg_status dg_stream_create(dg_stream** stream, int32_t device, void* cu_s
 
 DG_API dg_status dg_stream_create_offline(dg_stream** stream, int32_t arch_major, int32_t arch_minor, int32_t num_sms,
                                           const dg_config* config) {
+  DG_API_GUARD(return create_offline(stream, arch_major, arch_minor, num_sms, "", config);)
+}
+
+DG_API dg_status dg_stream_create_offline_named(dg_stream** stream, int32_t arch_major, int32_t arch_minor,
+                                                int32_t num_sms, const char* gpu_name, const dg_config* config) {
   DG_API_GUARD({
-    if (stream == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "stream: out-pointer is NULL");
-    dg::Device* d = nullptr;
-    DG_TRY(dg::get_offline_device(arch_major, arch_minor, num_sms, &d));
-    auto s = std::make_unique<dg_stream_s>();
-    s->device = d;
-    if (config != nullptr) {
-      s->config = config->value;
-      s->tuning_key = dg::tuning_table_key(config->value);
-    }
-    *stream = s.release();
-    return DG_SUCCESS;
+    if (gpu_name == nullptr)
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT, "gpu_name: is NULL (expected the GPU's name, e.g. \"NVIDIA H200\")");
+    const std::string_view name(gpu_name, strnlen(gpu_name, kMaxGpuNameBytes + 1));
+    const bool printable = std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+    if (name.empty() || name.size() > kMaxGpuNameBytes || !printable || name.front() == ' ' || name.back() == ' ')
+      return dg::fail(DG_ERROR_INVALID_ARGUMENT,
+                      "gpu_name: \"{}\" (expected 1..{} printable ASCII characters without leading or trailing "
+                      "spaces, the name the driver reports, e.g. \"NVIDIA H200\")",
+                      name.substr(0, 64), kMaxGpuNameBytes);
+    return create_offline(stream, arch_major, arch_minor, num_sms, std::string(name), config);
   })
 }
 

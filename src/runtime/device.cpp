@@ -70,7 +70,7 @@ dg_status get_device(int ordinal, Device** device) {
   return DG_SUCCESS;
 }
 
-dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** device) {
+dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, const std::string& name, Device** device) {
   const bool known = (cc_major == 9 || cc_major == 10) && cc_minor == 0;
   if (!known)
     return fail(DG_ERROR_UNSUPPORTED, "arch_major, arch_minor: compute capability {}.{} (expected 9.0 or 10.0)",
@@ -78,9 +78,9 @@ dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** 
   if (sm_count < 1 || sm_count > 1024)
     return fail(DG_ERROR_INVALID_ARGUMENT, "num_sms: {} (expected 1..1024)", sm_count);
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int>, std::unique_ptr<Device>> devices;
+  static std::map<std::tuple<int, int, int, std::string>, std::unique_ptr<Device>> devices;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& d = devices[{cc_major, cc_minor, sm_count}];
+  auto& d = devices[{cc_major, cc_minor, sm_count, name}];
   if (!d) {
     d = std::make_unique<Device>();
     d->ordinal = -1;
@@ -89,7 +89,7 @@ dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** 
     d->cc_minor = cc_minor;
     d->sm_count = sm_count;
     d->arch = cc_major == 9 ? "sm_90a" : "sm_100a";
-    d->name = fmt::format("offline {} ({} SMs)", d->arch, sm_count);
+    d->name = name.empty() ? fmt::format("offline {} ({} SMs)", d->arch, sm_count) : name;
     d->max_smem_optin = 232448;  // 227 KiB on both SM90 and SM100
     d->l2_bytes = cc_major == 9 ? 50 << 20 : 126 << 20;
     }

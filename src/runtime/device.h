@@ -42,9 +42,10 @@ struct Device {
 // DG_ERROR_NO_DEVICE without a driver or for an ordinal out of range.
 dg_status get_device(int ordinal, Device** device);
 
-// A device that is only described (architecture and SM count), for compiling kernels ahead of
-// time on machines without a GPU. One per (major, minor, sm_count), living until exit.
-dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, Device** device);
+// A device that is only described (architecture, SM count and, when `name` is not empty, the
+// GPU's name as the driver reports it), for compiling kernels ahead of time on machines without a
+// GPU. One per (major, minor, sm_count, name), living until exit.
+dg_status get_offline_device(int cc_major, int cc_minor, int sm_count, const std::string& name, Device** device);
 
 // Makes the device's primary context current for the scope, restoring the previous one.
 class ContextScope {

@@ -767,19 +767,22 @@ std::vector<Entry> entries() {
     };
     e.push_back(std::move(x));
   }
-  {
+  // The named form's gpu_name checks: tests/unit/test_tuning.cpp (named offline streams).
+  for (const bool named : {false, true}) {
     Entry x;
-    x.name = "dg_stream_create_offline";
+    x.name = named ? "dg_stream_create_offline_named" : "dg_stream_create_offline";
     x.baseline.ints = {{"arch_major", 9}, {"arch_minor", 0}, {"num_sms", 132}};
     x.enums = {"arch_major", "arch_minor"};
     x.sizes = {"num_sms"};
     x.outs = {"stream"};
     x.stops_at_sm_cap = false;
-    x.call = [](const Context&, const Args& a, const Handles&) {
+    x.call = [named](const Context&, const Args& a, const Handles&) {
       dg_stream* s = nullptr;
-      const dg_status st =
-          dg_stream_create_offline(out_or_null(a, "stream", &s), int32_t(a.ints.at("arch_major")),
-                                   int32_t(a.ints.at("arch_minor")), int32_t(a.ints.at("num_sms")), nullptr);
+      dg_stream** out = out_or_null(a, "stream", &s);
+      const int32_t major = int32_t(a.ints.at("arch_major")), minor = int32_t(a.ints.at("arch_minor"));
+      const int32_t sms = int32_t(a.ints.at("num_sms"));
+      const dg_status st = named ? dg_stream_create_offline_named(out, major, minor, sms, "NVIDIA H200", nullptr)
+                                 : dg_stream_create_offline(out, major, minor, sms, nullptr);
       dg_stream_destroy(s);
       return st;
     };

@@ -551,6 +551,51 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   CHECK(c.alt.block_n == 0);
 }
 
+TEST_CASE("named offline streams choose as the named GPU does and read its tuning table") {
+  // FP8 M 2048, N 7168, K 2048: the H200's calibration promotes after the WGMMAs, the generic
+  // Hopper one overlaps the promotion.
+  const GemmShape s = dense(GemmKind::kFp8_1D2D, 2048, 7168, 2048);
+  GemmConfig h200, hopper, c;
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, dg::ops::sm90_cost_model("NVIDIA H200"), &h200) ==
+          DG_SUCCESS);
+  REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &hopper) == DG_SUCCESS);
+  REQUIRE_FALSE(same(h200, hopper));
+  const std::string dir = temp_dir("named");
+  dg_config* config = nullptr;
+  REQUIRE(dg_config_create(&config) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, (dir + "/table.txt").c_str()) == DG_SUCCESS);
+  dg_stream* named = nullptr;
+  REQUIRE(dg_stream_create_offline_named(&named, 9, 0, kSms, "NVIDIA H200", config) == DG_SUCCESS);
+  CHECK(std::string(named->device->name) == "NVIDIA H200");
+  CHECK(named->device->offline);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(*named, s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(same(c, h200));
+  // The H200's table (its name and SM count) is read: a tuned tile wins.
+  TuningTable t = table_for(*named);
+  t.entries.push_back(entry(s, 128, 96, 4));
+  REQUIRE(dg::ops::write_tuning_table(dir + "/table.txt", t) == DG_SUCCESS);
+  dg_stream* again = nullptr;  // the table is read once per path: a fresh config path for a fresh read
+  REQUIRE(dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, (dir + "/table2.txt").c_str()) == DG_SUCCESS);
+  REQUIRE(dg::ops::write_tuning_table(dir + "/table2.txt", t) == DG_SUCCESS);
+  REQUIRE(dg_stream_create_offline_named(&again, 9, 0, kSms, "NVIDIA H200", config) == DG_SUCCESS);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(*again, s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(c.block_n == 96);
+  dg_stream_destroy(again);
+  dg_stream_destroy(named);
+  dg_config_destroy(config);
+  // Bad names are refused naming the argument; the out-pointer is untouched.
+  dg_stream* out = reinterpret_cast<dg_stream*>(0x1);
+  const std::string long_name(256, 'A');
+  for (const char* bad : {static_cast<const char*>(nullptr), "", " H200", "H200 ", "NVIDIA\tH200", "NVIDIA \xc3\xa9",
+                          long_name.c_str()}) {
+    CHECK(dg_stream_create_offline_named(&out, 9, 0, kSms, bad, nullptr) == DG_ERROR_INVALID_ARGUMENT);
+    CHECK(std::string(dg_last_error()).find("gpu_name") != std::string::npos);
+    CHECK(out == reinterpret_cast<dg_stream*>(0x1));
+  }
+  CHECK(dg_stream_create_offline_named(&out, 8, 0, kSms, "NVIDIA A100", nullptr) == DG_ERROR_UNSUPPORTED);
+  CHECK(dg_stream_create_offline_named(nullptr, 9, 0, kSms, "NVIDIA H200", nullptr) == DG_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_CASE("tuning table: corrupt, foreign and read-only tables") {
   const std::string dir = temp_dir("foreign");
   std::vector<std::string> messages;

@@ -269,6 +269,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_stream_create": (dg_status, [POINTER(c_void_p), c_int32, c_void_p, c_int32, c_void_p]),
     # stream, arch_major, arch_minor, num_sms, config
     "dg_stream_create_offline": (dg_status, [POINTER(c_void_p), c_int32, c_int32, c_int32, c_void_p]),
+    # stream, arch_major, arch_minor, num_sms, gpu_name, config
+    "dg_stream_create_offline_named": (dg_status, [POINTER(c_void_p), c_int32, c_int32, c_int32, c_char_p, c_void_p]),
     # stream
     "dg_stream_destroy": (None, [c_void_p]),
     # stream, cu_stream

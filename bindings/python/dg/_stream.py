@@ -44,21 +44,33 @@ class Stream:
         self._keep = cu_stream  # a borrowed torch stream must outlive us
 
     @classmethod
-    def offline(cls, arch: Tuple[int, int] = (9, 0), num_sms: int = 132, config: Any = None) -> "Stream":
+    def offline(cls, arch: Tuple[int, int] = (9, 0), num_sms: int = 132, config: Any = None,
+                gpu_name: Optional[str] = None) -> "Stream":
         """A stream that describes a device instead of using one (``dg_stream_create_offline``).
 
         Preparation calls on it (:func:`dg.gemm_prepare`) compile kernels into the disk cache for
         that architecture and SM count without a GPU; calls that would launch raise
-        :class:`dg.NoDevice`.
+        :class:`dg.NoDevice`. ``gpu_name``: the target's name as the driver reports it (e.g.
+        ``"NVIDIA H200"``, ``dg_stream_create_offline_named``), so that the kernels compiled are the
+        ones calls on that GPU choose (its cost-model calibration and its tuning table).
         """
         self = cls.__new__(cls)
         self._lib = _lib.get()
         self._handle = c_void_p()
         self._keep = None
         cfg = config._handle if config is not None else None
-        self._lib.call("dg_stream_create_offline", ctypes.byref(self._handle),
-                       _integers.int32(arch[0], "arch[0]"), _integers.int32(arch[1], "arch[1]"),
-                       _integers.int32(num_sms, "num_sms"), cfg)
+        dims = (_integers.int32(arch[0], "arch[0]"), _integers.int32(arch[1], "arch[1]"),
+                _integers.int32(num_sms, "num_sms"))
+        if gpu_name is None:
+            self._lib.call("dg_stream_create_offline", ctypes.byref(self._handle), *dims, cfg)
+        else:
+            if not isinstance(gpu_name, str):
+                raise TypeError("gpu_name: expected a str, got %s" % type(gpu_name).__name__)
+            if "\0" in gpu_name:
+                raise ValueError("gpu_name: %r holds a NUL character" % gpu_name)
+            # libdg checks the characters (printable ASCII) and names the argument.
+            self._lib.call("dg_stream_create_offline_named", ctypes.byref(self._handle), *dims,
+                           gpu_name.encode("utf-8"), cfg)
         return self
 
     @property

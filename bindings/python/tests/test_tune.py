@@ -68,3 +68,20 @@ def test_a_missing_list_file_is_named(tmp_path):
         with pytest.raises(FileNotFoundError, match="absent"):
             dg.tune(missing, stream=stream)
     assert not os.path.exists(tmp_path / "table.txt")
+
+
+def test_named_offline_stream_prepares_and_is_refused_by_tune(tmp_path):
+    """An offline stream named for a GPU (dg_stream_create_offline_named) prepares kernels as that
+    GPU's calls choose them; dg_tune still needs a GPU; a bad name is refused naming gpu_name."""
+    cfg = dg.Config(tuning_table=str(tmp_path / "t.txt"), cache_dir=str(tmp_path / "cache"))
+    stream = dg.Stream.offline((9, 0), 132, config=cfg, gpu_name="NVIDIA H200")
+    dg.gemm_prepare("bfloat16", "nt", 128, 256, 256, "bfloat16", stream=stream)
+    with pytest.raises(dg.NoDevice, match="NVIDIA H200 is an offline description"):
+        dg.tune(LIST, stream=stream)
+    for bad in ("", " H200", "NVIDIA\tH200", "NVIDIA H200\u00e9", "A" * 256):
+        with pytest.raises(dg.InvalidArgument, match="gpu_name"):
+            dg.Stream.offline((9, 0), 132, gpu_name=bad)
+    with pytest.raises(ValueError, match="NUL"):
+        dg.Stream.offline((9, 0), 132, gpu_name="NVIDIA\0H200")
+    with pytest.raises(TypeError, match="gpu_name"):
+        dg.Stream.offline((9, 0), 132, gpu_name=b"NVIDIA H200")

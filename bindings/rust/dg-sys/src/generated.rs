@@ -606,6 +606,16 @@ extern "C" {
     /// ```
     pub fn dg_stream_create_offline(stream: *mut *mut dg_stream, arch_major: i32, arch_minor: i32, num_sms: i32, config: *const dg_config) -> dg_status;
 
+    /// ```text
+    /// dg_stream_create_offline for a named GPU: `gpu_name` is the name the driver reports on the target
+    /// (e.g. "NVIDIA H200"; 1..255 printable ASCII characters), so that the heuristic prices configs with
+    /// that GPU's calibration of the cost model and the stream reads that GPU's tuning table (the table's
+    /// GPU name and SM count must match; docs/tuning.md): the prepare calls then compile the kernels a
+    /// call on that GPU chooses. With the generic description of dg_stream_create_offline, an H200's
+    /// calls would choose other kernels than were compiled for 9 of DeepSeek-V3's 56 dense GEMMs.
+    /// ```
+    pub fn dg_stream_create_offline_named(stream: *mut *mut dg_stream, arch_major: i32, arch_minor: i32, num_sms: i32, gpu_name: *const c_char, config: *const dg_config) -> dg_status;
+
     /// Destroys the handle and, for DG_STREAM_CREATE, the CUstream (after pending work completes).
     pub fn dg_stream_destroy(stream: *mut dg_stream);
 

@@ -1,5 +1,6 @@
 //! Devices and streams.
 
+use std::ffi::CString;
 use std::fmt;
 use std::os::raw::c_void;
 use std::ptr::{self, NonNull};
@@ -7,7 +8,7 @@ use std::ptr::{self, NonNull};
 use dg_sys as sys;
 
 use crate::config::{opt_config, Config};
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 
 /// The number of CUDA devices (`dg_device_count`); an
 /// [`ErrorKind::NoDevice`](crate::ErrorKind::NoDevice) error, with the reason, where the driver
@@ -86,6 +87,34 @@ impl Stream {
         let mut raw = ptr::null_mut();
         // SAFETY: a valid out-pointer.
         check(unsafe { sys::dg_stream_create_offline(&mut raw, arch_major, arch_minor, num_sms, opt_config(config)) })?;
+        Ok(Stream::from_raw(raw))
+    }
+
+    /// [`Stream::offline`] for a named GPU (`dg_stream_create_offline_named`): `gpu_name` is the
+    /// name the driver reports on the target (e.g. `"NVIDIA H200"`), so that the kernels prepared
+    /// are those calls on that GPU choose (its cost-model calibration and its tuning table).
+    pub fn offline_named(
+        arch_major: i32,
+        arch_minor: i32,
+        num_sms: i32,
+        gpu_name: &str,
+        config: Option<&Config>,
+    ) -> Result<Stream> {
+        let name = CString::new(gpu_name).map_err(|_| {
+            Error::new(sys::DG_ERROR_INVALID_ARGUMENT, "gpu_name: contains a NUL byte (a C string was expected)")
+        })?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: a valid out-pointer; `name` is NUL-terminated and outlives the call.
+        check(unsafe {
+            sys::dg_stream_create_offline_named(
+                &mut raw,
+                arch_major,
+                arch_minor,
+                num_sms,
+                name.as_ptr(),
+                opt_config(config),
+            )
+        })?;
         Ok(Stream::from_raw(raw))
     }
 
