@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """SASS of the GEMM kernel libdg's heuristic (or an explicit config) picks for M x N x K, compiled
-offline for an H100 (an offline stream: no GPU needed), with static instruction counts per opcode.
+offline (no GPU needed) for a generic Hopper GPU or the one --gpu-name names, with static
+instruction counts per opcode.
 Dense by default; --grouped and --k-grouped ask for the grouped families' kernels.
 
     bench/scripts/gemm_sass.py 4096 7168 16384                      # FP8 1D2D nt, BF16 D
@@ -9,6 +10,7 @@ Dense by default; --grouped and --k-grouped ask for the grouped families' kernel
     bench/scripts/gemm_sass.py --grouped contiguous:4 32768 6144 7168  # M: A's rows
     bench/scripts/gemm_sass.py --grouped masked:32:24 4096 4096 7168   # M: max_m; expected m 24
     bench/scripts/gemm_sass.py --k-grouped 8 4096 7168 4096            # 8 groups of K (FP8: 1D1D)
+    bench/scripts/gemm_sass.py --gpu-name "NVIDIA H200" 2048 7168 2048  # the H200's choice
 
 With several `-t` template trees (DG_TEMPLATE_DIR, e.g. a change and its base), the counts stand in
 columns, one per tree, so that a change's effect on the kernel's code is seen before it is run. The
@@ -50,7 +52,7 @@ def compile_kernel(args, template_dir):
         env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "bindings", "python") + os.pathsep + env.get("PYTHONPATH", "")
         child = ("import dg, json, sys\n"
                  "a = json.loads(sys.argv[1])\n"
-                 "s = dg.Stream.offline((9, 0), 132)\n"
+                 "s = dg.Stream.offline((9, 0), 132, gpu_name=a['gpu_name'])\n"
                  "o = a['options'] or None\n"
                  "if a['grouped']:\n"
                  "    g = a['grouped']\n"
@@ -62,7 +64,7 @@ def compile_kernel(args, template_dir):
                  "    dg.gemm_prepare(a['ab'], 'nt', a['m'], a['n'], a['k'], 'bfloat16', stream=s, options=o)\n")
         options = {key: int(value) for key, value in (o.split("=", 1) for o in args.option)}
         spec = dict(ab="bfloat16" if args.bf16 else "float8_e4m3fn", m=args.m, n=args.n, k=args.k, options=options,
-                    grouped=grouped_spec(args.grouped), k_grouped=args.k_grouped)
+                    grouped=grouped_spec(args.grouped), k_grouped=args.k_grouped, gpu_name=args.gpu_name)
         run = subprocess.run([sys.executable, "-c", child, json.dumps(spec)], env=env, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit("gemm_sass: preparing the kernel failed: " + (run.stderr.strip().splitlines() or ["?"])[-1])
@@ -125,6 +127,8 @@ def main():
                     help="a template tree to compile from (repeatable; default: the library's own)")
     ap.add_argument("--ops", type=int, default=25, help="opcodes listed (default 25)")
     ap.add_argument("--sass-dir", help="write each kernel's SASS here")
+    ap.add_argument("--gpu-name", help="the GPU whose calls to compile, as the driver names it (e.g. 'NVIDIA H200': "
+                    "its cost-model calibration; default: a generic Hopper GPU)")
     args = ap.parse_args()
 
     trees = args.template_dir or [None]
