@@ -838,6 +838,18 @@ typedef struct dg_tune_options {
  * on an H200 host with a cold JIT cache, seconds with a warm one (docs/tuning.md#how-dg_tune-times). */
 DG_API dg_status dg_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned);
 
+/* Compiles into the JIT cache (on a GPU stream also loads) the kernels that the calls of every
+ * problem of `problems` (a problem list, as dg_tune reads it) run on `stream` with default options:
+ * the stream's tuning table's config for a tuned problem, else the heuristic's (with the kernels a
+ * call runs before its GEMM, e.g. an FP8 epilogue's). Nothing is timed or written but cache files.
+ * On an offline stream for the target GPU (dg_stream_create_offline_named, with the GPU's table at
+ * the config's DG_CONFIG_TUNING_TABLE) this warms a cache ahead of time, e.g. while building a
+ * container; on a GPU stream it warms the process before serving. Compiles on up to 16 threads.
+ * *num_prepared (may be NULL): the problems prepared. Errors: a malformed list
+ * (DG_ERROR_INVALID_ARGUMENT naming the line), a problem the GEMMs cannot run (the line and the
+ * reason), a failed compile (DG_ERROR_COMPILE); kernels compiled before the error stay cached. */
+DG_API dg_status dg_prepare_problems(dg_stream* stream, const char* problems, int64_t* num_prepared);
+
 /* ============================================================================================
  * FP8 quantization (docs/quantization.md)
  *

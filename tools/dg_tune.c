@@ -1,5 +1,7 @@
 /* dg-tune: tunes the GEMM kernel configs of a problem list on this GPU and writes the tuning table
- * that libdg's GEMM calls then consult (dg_tune; docs/tuning.md). */
+ * that libdg's GEMM calls then consult (dg_tune; docs/tuning.md); with --prepare, compiles the
+ * kernels the list's calls run into the JIT cache instead (dg_prepare_problems), on a GPU or, with
+ * --offline, for a named GPU on a machine without one. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,12 @@ static const char kUsage[] =
     "    masked fp8 n=4096 k=7168 g=32 m=8,16,32,64\n"
     "    contiguous fp8 n=4096 k=7168 g=8 m=512 epilogue=swiglu_fp8   (the fused gate / up GEMM)\n"
     "    kgrouped fp8 n=7168 k=4096 g=8 m=4096                        (weight gradients, K per group)\n"
-    "(docs/tuning.md; tools/problems/ holds DeepSeek-V3's and Llama-70B's lists).\n"
+    "(docs/tuning.md; tools/problems/ holds DeepSeek-V3's and Llama lists).\n"
+    "\n"
+    "With --prepare it times nothing and writes no table: it compiles into the JIT cache the kernel\n"
+    "each problem's calls run (the table's config for a tuned problem, else the heuristic's), on the\n"
+    "GPU, or with --offline for a GPU this machine need not have, e.g. while building a container:\n"
+    "    dg-tune --prepare --offline \"NVIDIA H200\" -o tuning-h200.txt tools/problems/deepseek-v3.txt\n"
     "\n"
     "  -o, --output PATH       the table to write (default: the GPU's table, as above)\n"
     "  -d, --device N          the CUDA device (default 0)\n"
@@ -29,12 +36,17 @@ static const char kUsage[] =
     "  -r, --repetitions N     timed runs of each config, medians compared: 1..100 (default 7;\n"
     "                          masked problems: on each of 8 samples of counts spread around m)\n"
     "      --replace           write only this list's problems (default: keep the table's others)\n"
+    "      --prepare           compile the kernels the list's calls run instead of tuning; -o then\n"
+    "                          names the table to read (default: the GPU's, as above)\n"
+    "      --offline GPU_NAME  with --prepare: no GPU; compile for this GPU as the driver names it\n"
+    "                          (e.g. \"NVIDIA H200\"; SM90), into $DG_JIT_CACHE_DIR\n"
+    "      --sms N             with --offline: the GPU's SM count, 1..1024 (default 132)\n"
     "  -q, --quiet             no progress lines\n"
     "  -h, --help              this text\n"
     "      --version           the libdg version\n"
     "\n"
-    "Exit status: 0 when the table is written, 1 when tuning fails (the reason on stderr; no table\n"
-    "is written), 2 on a usage error.\n";
+    "Exit status: 0 when the table is written (--prepare: the kernels compiled), 1 when tuning or\n"
+    "compiling fails (the reason on stderr; no table is written), 2 on a usage error.\n";
 
 /* Problem lists larger than this are not lists. */
 enum { kMaxListBytes = 16 << 20 };
@@ -42,7 +54,8 @@ enum { kMaxListBytes = 16 << 20 };
 struct Args {
   const char* list;
   const char* output;
-  int device, candidates, repetitions, replace, quiet;
+  const char* offline; /* --offline: the GPU's name */
+  int device, candidates, repetitions, replace, quiet, prepare, sms;
 };
 
 static double now_s(void) {
@@ -82,6 +95,11 @@ static int parse_args(int argc, char** argv, struct Args* a) {
     if (!strcmp(s, "-h") || !strcmp(s, "--help")) return fputs(kUsage, stdout), 1;
     if (!strcmp(s, "--version")) return printf("dg-tune (libdg) %s\n", dg_version()), 1;
     if (!strcmp(s, "--replace")) a->replace = 1;
+    else if (!strcmp(s, "--prepare")) a->prepare = 1;
+    else if (!strcmp(s, "--offline") && has_value) a->offline = argv[++i];
+    else if (!strcmp(s, "--sms") && has_value) {
+      if (!parse_int(argv[++i], 1, 1024, &a->sms)) return usage_error("bad SM count (1..1024)", argv[i]);
+    }
     else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
     else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && has_value) a->output = argv[++i];
     else if ((!strcmp(s, "-d") || !strcmp(s, "--device")) && has_value) {
@@ -99,6 +117,8 @@ static int parse_args(int argc, char** argv, struct Args* a) {
     }
   }
   if (a->list == NULL) return fprintf(stderr, "dg-tune: no problem list\n\n%s", kUsage), 2;
+  if (a->offline != NULL && !a->prepare)
+    return usage_error("--offline needs --prepare (tuning runs on a GPU); got --offline", a->offline);
   return 0;
 }
 
@@ -120,22 +140,40 @@ static char* read_list(const char* path) {
   return text;
 }
 
+/* The stream to prepare or tune on: the GPU's, or (--offline) a description of the named GPU;
+ * -o's table for --prepare. */
+static dg_status open_stream(const struct Args* a, dg_stream** stream) {
+  dg_config* config = NULL;
+  dg_status st = DG_SUCCESS;
+  if (a->prepare && a->output != NULL) {
+    st = dg_config_create(&config);
+    if (st == DG_SUCCESS) st = dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, a->output);
+  }
+  if (st == DG_SUCCESS)
+    st = a->offline != NULL ? dg_stream_create_offline_named(stream, 9, 0, a->sms, a->offline, config)
+                            : dg_stream_create(stream, a->device, NULL, DG_STREAM_CREATE, config);
+  dg_config_destroy(config);
+  return st;
+}
+
 int main(int argc, char** argv) {
-  struct Args a = {NULL, NULL, 0, 0, 0, 0, 0};
+  struct Args a = {NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 132};
   const int parsed = parse_args(argc, argv, &a);
   if (parsed != 0) return parsed == 1 ? 0 : 2;
   char* list = read_list(a.list);
   if (list == NULL) return 1;
   g_start = now_s();
   dg_stream* stream = NULL;
-  dg_status st = dg_stream_create(&stream, a.device, NULL, DG_STREAM_CREATE, NULL);
-  int64_t tuned = 0;
-  if (st == DG_SUCCESS) {
+  dg_status st = open_stream(&a, &stream);
+  int64_t done = 0;
+  if (st == DG_SUCCESS && a.prepare) {
+    st = dg_prepare_problems(stream, list, &done);
+  } else if (st == DG_SUCCESS) {
     dg_tune_options options = DG_TUNE_OPTIONS_INIT;
     options.candidates = a.candidates, options.repetitions = a.repetitions;
     options.table_path = a.output, options.replace = a.replace;
     options.progress = a.quiet ? NULL : on_progress;
-    st = dg_tune(stream, list, &options, &tuned);
+    st = dg_tune(stream, list, &options, &done);
   }
   dg_stream_destroy(stream);
   free(list);
@@ -144,6 +182,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!a.quiet)
-    fprintf(stderr, "dg-tune: tuned %lld problems of %s in %.1f s\n", (long long)tuned, a.list, now_s() - g_start);
+    fprintf(stderr, "dg-tune: %s %lld problems of %s in %.1f s\n", a.prepare ? "prepared the kernels of" : "tuned",
+            (long long)done, a.list, now_s() - g_start);
   return 0;
 }

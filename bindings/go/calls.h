@@ -211,6 +211,9 @@ static inline dgw_result dgw_fp8_einsum_prepare(dg_stream* stream, const char* e
 static inline dgw_result dgw_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned) {
   return dgw_result_of(dg_tune(stream, problems, options, num_tuned));
 }
+static inline dgw_result dgw_prepare_problems(dg_stream* stream, const char* problems, int64_t* num_prepared) {
+  return dgw_result_of(dg_prepare_problems(stream, problems, num_prepared));
+}
 static inline dgw_result dgw_quantize_fp8_per_token(dg_stream* stream, const dg_tensor* x, const dg_tensor* out, const dg_tensor* sf, const dg_quant_options* options) {
   return dgw_result_of(dg_quantize_fp8_per_token(stream, x, out, sf, options));
 }

@@ -46,3 +46,20 @@ func (s *Stream) Tune(problems string, opts *TuneOptions) (int64, error) {
 	keep(s)
 	return int64(tuned), err
 }
+
+// PrepareProblems compiles into the JIT cache (on a GPU stream also loads) the kernels the calls
+// of every problem of problems (a problem list's text) run with default options: the stream's
+// tuning table's config for a tuned problem, else the heuristic's (dg_prepare_problems). On a
+// stream from NewOfflineStreamNamed it warms a cache for that GPU without one. Returns the number
+// of problems prepared.
+func (s *Stream) PrepareProblems(problems string) (int64, error) {
+	if strings.IndexByte(problems, 0) >= 0 {
+		return 0, invalid("problems: contains a NUL byte (a C string was expected)")
+	}
+	text := C.CString(problems)
+	defer C.free(unsafe.Pointer(text))
+	var prepared C.int64_t
+	err := check(C.dgw_prepare_problems(s.ptr, text, &prepared))
+	keep(s)
+	return int64(prepared), err
+}

@@ -1,6 +1,7 @@
 // dg_tune (docs/tuning.md): for each problem of a list, the heuristic's best-ranked configs are
 // compiled (all problems at once, on several threads), timed on the stream (tune_runner.h), and
-// the fastest kept in the device's tuning table.
+// the fastest kept in the device's tuning table. dg_prepare_problems compiles the kernels the
+// list's calls run (the table's or the heuristic's), nothing timed.
 #include <fmt/format.h>
 
 #include <string>
@@ -126,6 +127,11 @@ dg_status candidates_of(const dg_stream_s& stream, const std::vector<TuneProblem
   return DG_SUCCESS;
 }
 
+// Threads compiling a list's kernels: one per core, at most kMaxCompileThreads.
+int compile_threads() {
+  return static_cast<int>(std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), kMaxCompileThreads));
+}
+
 void report(const TuneSettings& s, int64_t done, int64_t total, const std::string& line) {
   if (s.progress != nullptr) s.progress(done, total, line.c_str(), s.user_data);
   else dg::log::info("dg_tune: {}", line);
@@ -206,8 +212,7 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
     DG_TRY(dg::api::footprint_of(p, &f));
     max = dg::api::max_of(max, f);
   }
-  const int threads = static_cast<int>(std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()),
-                                                          kMaxCompileThreads));
+  const int threads = compile_threads();
   const int64_t total = static_cast<int64_t>(list.size());
   report(s, 0, total, fmt::format("compiling the candidates of {} problems on {} threads", total, threads));
   DG_TRY(dg::api::prepare_all(&timing_stream, list, opts, threads));
@@ -228,9 +233,33 @@ dg_status tune(dg_stream* stream, const char* problems, const dg_tune_options* o
   return DG_SUCCESS;
 }
 
+// The options a call of `p` passes by default (the recipe its kind names, no config fields).
+dg_gemm_options call_options(const TuneProblem& p) {
+  dg_gemm_options o = DG_GEMM_OPTIONS_INIT;
+  if (p.shape.kind == dg::ops::GemmKind::kFp8_1D1D) o.recipe = DG_FP8_RECIPE_1D1D;
+  return o;
+}
+
+dg_status prepare_problems(dg_stream* stream, const char* problems, int64_t* num_prepared) {
+  DG_TRY(dg::check_stream(stream, "stream"));
+  if (problems == nullptr)
+    return dg::fail(DG_ERROR_INVALID_ARGUMENT, "problems: is NULL (expected the text of a problem list)");
+  std::vector<TuneProblem> list;
+  DG_TRY(dg::ops::parse_problem_list(problems, "problems", &list));
+  std::vector<std::vector<dg_gemm_options>> opts;
+  for (const TuneProblem& p : list) opts.push_back({call_options(p)});
+  DG_TRY(dg::api::prepare_all(stream, list, opts, compile_threads()));
+  if (num_prepared != nullptr) *num_prepared = static_cast<int64_t>(list.size());
+  return DG_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
+
+DG_API dg_status dg_prepare_problems(dg_stream* stream, const char* problems, int64_t* num_prepared) {
+  DG_API_GUARD(return prepare_problems(stream, problems, num_prepared);)
+}
 
 DG_API dg_status dg_tune(dg_stream* stream, const char* problems, const dg_tune_options* options, int64_t* num_tuned) {
   DG_API_GUARD(return tune(stream, problems, options, num_tuned);)

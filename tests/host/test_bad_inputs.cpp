@@ -697,6 +697,16 @@ std::vector<Entry> entries() {
   }
   {
     Entry x;
+    x.name = "dg_prepare_problems";
+    x.stream = true;
+    x.call = [](const Context& c, const Args& a, const Handles&) {
+      int64_t prepared = 0;
+      return dg_prepare_problems(as_mut_stream(c, a), "dense bf16 nt n=256 k=512 m=16\n", &prepared);
+    };
+    e.push_back(std::move(x));
+  }
+  {
+    Entry x;
     x.name = "dg_get_tma_aligned_size";
     x.baseline.ints = {{"x", 100}, {"element_size", 2}};
     x.sizes = {"x"};

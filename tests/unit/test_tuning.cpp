@@ -596,6 +596,53 @@ TEST_CASE("named offline streams choose as the named GPU does and read its tunin
   CHECK(dg_stream_create_offline_named(nullptr, 9, 0, kSms, "NVIDIA H200", nullptr) == DG_ERROR_INVALID_ARGUMENT);
 }
 
+TEST_CASE("dg_prepare_problems compiles the kernels a list's calls run: the table's config, else the heuristic's") {
+  const std::string dir = temp_dir("prepare");
+  const GemmShape s = dense(GemmKind::kFp8_1D2D, 2048, 7168, 2048);
+  dg_config* config = nullptr;
+  REQUIRE(dg_config_create(&config) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(config, DG_CONFIG_TUNING_TABLE, (dir + "/table.txt").c_str()) == DG_SUCCESS);
+  REQUIRE(dg_config_set_string(config, DG_CONFIG_CACHE_DIR, (dir + "/cache").c_str()) == DG_SUCCESS);
+  REQUIRE(dg_config_set_int(config, DG_CONFIG_PRINT_CONFIGS, 1) == DG_SUCCESS);
+  dg_stream* stream = nullptr;
+  REQUIRE(dg_stream_create_offline_named(&stream, 9, 0, kSms, "NVIDIA H200", config) == DG_SUCCESS);
+  dg_config_destroy(config);
+  TuningTable t = table_for(*stream);
+  t.entries.push_back(entry(s, 128, 96, 4));
+  REQUIRE(dg::ops::write_tuning_table(dir + "/table.txt", t) == DG_SUCCESS);
+  std::vector<std::string> messages;
+  g_messages = &messages;
+  REQUIRE(dg_set_log_callback(collect, nullptr) == DG_SUCCESS);
+  int64_t compiled0 = 0, from_disk = 0, hits = 0, compiled1 = 0;
+  REQUIRE(dg_jit_get_stats(&compiled0, &from_disk, &hits) == DG_SUCCESS);
+  int64_t prepared = -1;
+  const char* list = "dense fp8 nt n=7168 k=2048 m=2048\ndense bf16 nt n=256 k=512 m=16\n";
+  const dg_status st = dg_prepare_problems(stream, list, &prepared);
+  INFO(dg_last_error());
+  CHECK(st == DG_SUCCESS);
+  CHECK(prepared == 2);
+  REQUIRE(dg_jit_get_stats(&compiled1, &from_disk, &hits) == DG_SUCCESS);
+  CHECK(compiled1 - compiled0 >= 2);
+  // The tuned entry's tile, not the heuristic's, is the one compiled for the FP8 problem.
+  const auto tuned = std::find_if(messages.begin(), messages.end(), [](const std::string& m) {
+    return m.find("fp8") != std::string::npos && m.find("block 128x96x128") != std::string::npos;
+  });
+  CHECK(tuned != messages.end());
+  // A malformed list names its line; the count is untouched.
+  prepared = -1;
+  CHECK(dg_prepare_problems(stream, "dense fp8 nt n=7168 k=2048 m=2048\ndense fp8 nt n=7168\n", &prepared) ==
+        DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("line 2") != std::string::npos);
+  CHECK(prepared == -1);
+  CHECK(dg_prepare_problems(stream, nullptr, &prepared) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(dg_last_error()).find("problems") != std::string::npos);
+  CHECK(dg_prepare_problems(nullptr, list, &prepared) == DG_ERROR_INVALID_ARGUMENT);
+  CHECK(prepared == -1);
+  REQUIRE(dg_set_log_callback(nullptr, nullptr) == DG_SUCCESS);
+  g_messages = nullptr;
+  dg_stream_destroy(stream);
+}
+
 TEST_CASE("tuning table: corrupt, foreign and read-only tables") {
   const std::string dir = temp_dir("foreign");
   std::vector<std::string> messages;

@@ -134,7 +134,7 @@ from ._mqa import (  # noqa: E402
 )
 from ._arguments import SfLayout  # noqa: E402
 from ._info import info  # noqa: E402
-from ._tune import tune  # noqa: E402
+from ._tune import prepare_problems, tune  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -157,6 +157,7 @@ __all__ = [
     "available",
     "info",
     "tune",
+    "prepare_problems",
     "set_log_level",
     "get_log_level",
     "set_log_callback",

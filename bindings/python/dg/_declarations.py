@@ -362,6 +362,8 @@ PROTOTYPES: Dict[str, Tuple[object, List[object]]] = {
     "dg_fp8_einsum_prepare": (dg_status, [c_void_p, c_char_p, POINTER(c_int64), POINTER(c_int64), c_int32, POINTER(dg_gemm_options)]),
     # stream, problems, options, num_tuned
     "dg_tune": (dg_status, [c_void_p, c_char_p, POINTER(dg_tune_options), POINTER(c_int64)]),
+    # stream, problems, num_prepared
+    "dg_prepare_problems": (dg_status, [c_void_p, c_char_p, POINTER(c_int64)]),
     # stream, x, out, sf, options
     "dg_quantize_fp8_per_token": (dg_status, [c_void_p, c_void_p, c_void_p, c_void_p, POINTER(dg_quant_options)]),
     # stream, x, out, sf, grouped_layout, layout, num_groups, options

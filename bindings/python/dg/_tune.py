@@ -89,6 +89,27 @@ def tune(
     return int(tuned.value)
 
 
+def prepare_problems(problems: Union[str, "os.PathLike[str]"], *, stream: StreamLike = None,
+                     device: Optional[int] = None) -> int:
+    """Compiles into the JIT cache (on a GPU stream also loads) the kernels the calls of every
+    problem of a problem list run with default options: the stream's tuning table's config for a
+    tuned problem, else the heuristic's (``dg_prepare_problems``). Nothing is timed.
+
+    With ``stream=dg.Stream.offline((9, 0), 132, config=..., gpu_name="NVIDIA H200")`` this warms a
+    cache for that GPU on a machine without one (the config's ``tuning_table`` names the GPU's
+    table, ``cache_dir`` the cache to fill).
+
+    Returns:
+        The number of problems prepared.
+    """
+    lib = _lib.get()
+    text = _list_text(problems)
+    handle, _dev, _cu = _stream.resolve(stream, device)
+    prepared = ctypes.c_int64(0)
+    lib.call("dg_prepare_problems", handle, text, ctypes.byref(prepared))
+    return int(prepared.value)
+
+
 def main(argv: Optional[list] = None) -> int:
     """``dg-tune`` for the wheel: the same options as the C tool (tools/dg_tune.c)."""
     import argparse
@@ -103,10 +124,30 @@ def main(argv: Optional[list] = None) -> int:
     parser.add_argument("-c", "--candidates", type=int, default=0, help="configs timed per problem, 1..16 (default 4)")
     parser.add_argument("-r", "--repetitions", type=int, default=0, help="timed runs of each, 1..100 (default 7)")
     parser.add_argument("--replace", action="store_true", help="write only this list's problems")
+    parser.add_argument("--prepare", action="store_true",
+                        help="compile the kernels the list's calls run (the table's config, else the heuristic's) "
+                             "instead of tuning; -o names the table to read")
+    parser.add_argument("--offline", metavar="GPU_NAME", default=None,
+                        help="with --prepare: no GPU; compile for this GPU (e.g. 'NVIDIA H200', sm_90)")
+    parser.add_argument("--sms", type=int, default=132, help="with --offline: the GPU's SM count (default 132)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.add_argument("--version", action="version", version="dg-tune (libdg) %s" % _lib.get().version())
     args = parser.parse_args(argv)
+    if args.offline is not None and not args.prepare:
+        parser.error("--offline needs --prepare (tuning times kernels on a GPU)")
     start = time.monotonic()
+    if args.prepare:
+        from ._core import Config
+        from ._stream import Stream
+
+        cfg = Config(tuning_table=os.path.abspath(args.output)) if args.output else None
+        s = (Stream.offline((9, 0), args.sms, config=cfg, gpu_name=args.offline) if args.offline is not None
+             else Stream(args.device, create=True, config=cfg))
+        n = prepare_problems(os.path.abspath(args.problem_list), stream=s)
+        if not args.quiet:
+            sys.stderr.write("dg-tune: prepared the kernels of %d problems of %s in %.1f s\n"
+                             % (n, args.problem_list, time.monotonic() - start))
+        return 0
 
     def show(done: int, total: int, line: str) -> None:
         sys.stderr.write("dg-tune %7.1f s  %s\n" % (time.monotonic() - start, line))

@@ -3,6 +3,8 @@
 written and the progress callback is not called on an error. The GPU run is tests/gpu/test_tune.cpp."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -85,3 +87,31 @@ def test_named_offline_stream_prepares_and_is_refused_by_tune(tmp_path):
         dg.Stream.offline((9, 0), 132, gpu_name="NVIDIA\0H200")
     with pytest.raises(TypeError, match="gpu_name"):
         dg.Stream.offline((9, 0), 132, gpu_name=b"NVIDIA H200")
+
+
+def test_prepare_problems_fills_the_cache_for_a_named_gpu(tmp_path):
+    """dg.prepare_problems on an offline stream named for a GPU compiles the list's kernels into
+    the config's cache, times nothing and writes no table; the wheel's dg-tune --prepare --offline
+    does the same from the command line."""
+    from dg._tune import main
+
+    cache, table = tmp_path / "cache", tmp_path / "table.txt"
+    cfg = dg.Config(tuning_table=str(table), cache_dir=str(cache))
+    stream = dg.Stream.offline((9, 0), 132, config=cfg, gpu_name="NVIDIA H200")
+    assert dg.prepare_problems("dense bf16 nt n=256 k=512 m=16,32\n", stream=stream) == 2
+    assert list((cache / "libdg").glob("*.cubin")) and not table.exists()
+    with pytest.raises(dg.InvalidArgument, match="line 1"):
+        dg.prepare_problems("dense bf16 nt n=256\n", stream=stream)
+    listed = tmp_path / "list.txt"
+    listed.write_text("dense bf16 nt n=512 k=512 m=16\n")
+    # A child process: the JIT cache directory is read from the environment once per process.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(dg.__file__)))
+    env = dict(os.environ, DG_JIT_CACHE_DIR=str(tmp_path / "cli-cache"),
+               PYTHONPATH=os.pathsep.join([package_root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    run = subprocess.run([sys.executable, "-m", "dg", "tune", "--prepare", "--offline", "NVIDIA H200", str(listed)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "prepared the kernels of 1 problems" in run.stderr
+    assert list((tmp_path / "cli-cache" / "libdg").glob("*.cubin"))
+    with pytest.raises(SystemExit):
+        main(["--offline", "NVIDIA H200", str(listed)])

@@ -964,6 +964,20 @@ extern "C" {
     pub fn dg_tune(stream: *mut dg_stream, problems: *const c_char, options: *const dg_tune_options, num_tuned: *mut i64) -> dg_status;
 
     /// ```text
+    /// Compiles into the JIT cache (on a GPU stream also loads) the kernels that the calls of every
+    /// problem of `problems` (a problem list, as dg_tune reads it) run on `stream` with default options:
+    /// the stream's tuning table's config for a tuned problem, else the heuristic's (with the kernels a
+    /// call runs before its GEMM, e.g. an FP8 epilogue's). Nothing is timed or written but cache files.
+    /// On an offline stream for the target GPU (dg_stream_create_offline_named, with the GPU's table at
+    /// the config's DG_CONFIG_TUNING_TABLE) this warms a cache ahead of time, e.g. while building a
+    /// container; on a GPU stream it warms the process before serving. Compiles on up to 16 threads.
+    /// *num_prepared (may be NULL): the problems prepared. Errors: a malformed list
+    /// (DG_ERROR_INVALID_ARGUMENT naming the line), a problem the GEMMs cannot run (the line and the
+    /// reason), a failed compile (DG_ERROR_COMPILE); kernels compiled before the error stay cached.
+    /// ```
+    pub fn dg_prepare_problems(stream: *mut dg_stream, problems: *const c_char, num_prepared: *mut i64) -> dg_status;
+
+    /// ```text
     /// Per-token 1 x 128 quantization: the A operand of dg_fp8_gemm_* (and of the masked and other
     /// batched GEMMs), per (row, 128 K).
     ///   x    BFLOAT16 or FLOAT32 [M, K], or [G, M, K] (G matrices, e.g. a batch), stride 1 along K,

@@ -64,4 +64,17 @@ impl Stream {
         check(unsafe { sys::dg_tune(self.as_raw(), text.as_ptr(), &raw, &mut tuned) })?;
         Ok(tuned)
     }
+
+    /// Compiles into the JIT cache (on a GPU stream also loads) the kernels the calls of every
+    /// problem of `problems` (a problem list's text) run with default options: the stream's
+    /// tuning table's config for a tuned problem, else the heuristic's (`dg_prepare_problems`).
+    /// On [`Stream::offline_named`] it warms a cache for that GPU without one. Returns the number
+    /// of problems prepared.
+    pub fn prepare_problems(&self, problems: &str) -> Result<i64> {
+        let text = c_string(problems, "problems")?;
+        let mut prepared: i64 = 0;
+        // SAFETY: a live handle; `text` outlives the call.
+        check(unsafe { sys::dg_prepare_problems(self.as_raw(), text.as_ptr(), &mut prepared) })?;
+        Ok(prepared)
+    }
 }
