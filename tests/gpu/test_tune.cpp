@@ -1,6 +1,7 @@
 // dg_tune on the GPU (docs/tuning.md): a two-problem list is tuned into a table (progress reported,
 // winners among the heuristic's candidates, no slower than its choice), and later calls of nearby
-// problems on a stream that reads a table run the tuned configs (seen through DG_PRINT_CONFIGS).
+// problems on a stream that reads a table run the tuned configs (seen through DG_PRINT_CONFIGS);
+// dg_prepare_problems leaves a list's calls nothing to compile or load.
 #include <doctest/doctest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -332,4 +333,38 @@ TEST_CASE("dg_tune: K-grouped problems tune into entries that calls with other K
   dg_stream_destroy(user);
   dg_stream_destroy(tuner);
   unlink(path.c_str()), unlink(forced.c_str()), rmdir(dir.c_str());
+}
+
+TEST_CASE("dg_prepare_problems: a prepared problem's call compiles and loads nothing more") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  // A table path with no table: the heuristic's configs, as the calls below choose them.
+  const std::string dir = temp_dir("dg_prepare_gpu");
+  dg_stream* stream = stream_with_table(dir + "/none.txt", false);
+  // Shapes no other test runs, so that their kernels are this process's to compile.
+  const int64_t m = 272, n = 1408, k = 4480, kb = k / 128;
+  const std::string list = "dense fp8 nt n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                           " m=" + std::to_string(m) + "\n";
+  int64_t prepared = -1, compiled0 = 0, loaded0 = 0, compiled1 = 0, loaded1 = 0, hits = 0;
+  REQUIRE_MESSAGE(dg_prepare_problems(stream, list.c_str(), &prepared) == DG_SUCCESS, dg_last_error());
+  CHECK(prepared == 1);
+  REQUIRE(dg_jit_get_stats(&compiled0, &loaded0, &hits) == DG_SUCCESS);
+  DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
+      sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
+  fill(a, false, 11), fill(b, false, 12), fill(sfa, true, 13), fill(sfb, true, 14);
+  d.poison();
+  Tensor ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n, k});
+  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, (m + 3) / 4 * 4});
+  Tensor tsfb(sfb.data(), DG_DTYPE_FLOAT32, {(n + 127) / 128, kb}), td(d.data(), DG_DTYPE_BFLOAT16, {m, n});
+  REQUIRE(dg_fp8_gemm_nt(stream, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr) == DG_SUCCESS);
+  REQUIRE(dg_stream_synchronize(stream) == DG_SUCCESS);
+  REQUIRE(dg_jit_get_stats(&compiled1, &loaded1, &hits) == DG_SUCCESS);
+  CHECK(compiled1 == compiled0);
+  CHECK(loaded1 == loaded0);
+  const std::vector<uint16_t> out = d.download<uint16_t>();
+  size_t poisoned = 0;
+  for (uint16_t v : out) poisoned += v == 0xffff;
+  CHECK(poisoned == 0);
+  dg_stream_destroy(stream);
+  rmdir(dir.c_str());
 }
