@@ -105,6 +105,33 @@ bool force_other_config(TuningTable* table, size_t i, const dg::ops::GemmShape& 
   return false;
 }
 
+// A dense FP8 1D2D call's operands on the GPU: random non-zero A, B and scales (SFA MN-major,
+// TMA-aligned), D poisoned.
+struct DenseFp8Call {
+  DenseFp8Call(const Gpu& gpu, int64_t m, int64_t n, int64_t k, uint32_t seed)
+      : kb((k + 127) / 128), m4((m + 3) / 4 * 4), a(gpu.device, m * k), b(gpu.device, n * k),
+        sfa(gpu.device, m4 * kb * 4), sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2),
+        ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n, k}),
+        tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, m4}),
+        tsfb(sfb.data(), DG_DTYPE_FLOAT32, {(n + 127) / 128, kb}), td(d.data(), DG_DTYPE_BFLOAT16, {m, n}) {
+    fill(a, false, seed), fill(b, false, seed + 1), fill(sfa, true, seed + 2), fill(sfb, true, seed + 3);
+    d.poison();
+  }
+  dg_status run(dg_stream* stream) const {
+    return dg_fp8_gemm_nt(stream, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr);
+  }
+  // Elements of D the call left poisoned (NaN).
+  size_t poisoned() {
+    size_t n = 0;
+    for (uint16_t v : d.download<uint16_t>()) n += v == 0xffff;
+    return n;
+  }
+
+  int64_t kb, m4;
+  DeviceBuffer a, b, sfa, sfb, d;
+  Tensor ta, tb, tsfa, tsfb, td;
+};
+
 // A fresh directory under /tmp.
 std::string temp_dir(const char* tag) {
   std::string tmpl = std::string("/tmp/") + tag + "_XXXXXX";
@@ -187,7 +214,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
 
   // 2. Force the dense entry to a candidate that gives M = 320 another config than the heuristic's,
   // so that the table's effect shows whatever won, and read the table through a second stream.
-  const int64_t m = 320, n = 2112, k = 7168, kb = (k + 127) / 128;
+  const int64_t m = 320, n = 2112, k = 7168;
   dg::ops::GemmShape dense_shape = table.entries[0].shape;
   dense_shape.m = m;
   const std::string heuristic_320 = heuristic_description(dense_shape, *gpu.device);
@@ -197,17 +224,11 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   dg_stream* user = stream_with_table(forced, true);
 
   // Dense M = 320: not tuned, within a factor of 1.5 of the tuned M = 256.
-  DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
-      sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
-  fill(a, false, 1), fill(b, false, 2), fill(sfa, true, 3), fill(sfb, true, 4);
-  d.poison();
-  Tensor ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n, k});
-  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, (m + 3) / 4 * 4});
-  Tensor tsfb(sfb.data(), DG_DTYPE_FLOAT32, {(n + 127) / 128, kb}), td(d.data(), DG_DTYPE_BFLOAT16, {m, n});
+  DenseFp8Call dense(gpu, m, n, k, 1);
   std::vector<std::string> configs;
   g_configs = &configs;
   REQUIRE(dg_set_log_callback(on_log, nullptr) == DG_SUCCESS);
-  REQUIRE(dg_fp8_gemm_nt(user, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr) == DG_SUCCESS);
+  REQUIRE(dense.run(user) == DG_SUCCESS);
 
   // Masked, expected_m 24: within a factor of 1.5 of the tuned 16 (its winner, as tuned).
   const int64_t g = 8, max_m = 128, mn = 4096, mk = 7168, mkb = mk / 128, em = 24;
@@ -232,10 +253,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   CHECK(configs[0] != heuristic_320);
   CHECK(configs[1] == tuned_description(masked_shape, table.entries[1], *gpu.device));
   // The output is written everywhere (no NaN poison left in D).
-  const std::vector<uint16_t> out = d.download<uint16_t>();
-  size_t poisoned = 0;
-  for (uint16_t v : out) poisoned += v == 0xffff;
-  CHECK(poisoned == 0);
+  CHECK(dense.poisoned() == 0);
 
   dg_stream_destroy(user);
   dg_stream_destroy(tuner);
@@ -342,29 +360,20 @@ TEST_CASE("dg_prepare_problems: a prepared problem's call compiles and loads not
   const std::string dir = temp_dir("dg_prepare_gpu");
   dg_stream* stream = stream_with_table(dir + "/none.txt", false);
   // Shapes no other test runs, so that their kernels are this process's to compile.
-  const int64_t m = 272, n = 1408, k = 4480, kb = k / 128;
+  const int64_t m = 272, n = 1408, k = 4480;
   const std::string list = "dense fp8 nt n=" + std::to_string(n) + " k=" + std::to_string(k) +
                            " m=" + std::to_string(m) + "\n";
   int64_t prepared = -1, compiled0 = 0, loaded0 = 0, compiled1 = 0, loaded1 = 0, hits = 0;
   REQUIRE_MESSAGE(dg_prepare_problems(stream, list.c_str(), &prepared) == DG_SUCCESS, dg_last_error());
   CHECK(prepared == 1);
   REQUIRE(dg_jit_get_stats(&compiled0, &loaded0, &hits) == DG_SUCCESS);
-  DeviceBuffer a(gpu.device, m * k), b(gpu.device, n * k), sfa(gpu.device, ((m + 3) / 4 * 4) * kb * 4),
-      sfb(gpu.device, ((n + 127) / 128) * kb * 4), d(gpu.device, m * n * 2);
-  fill(a, false, 11), fill(b, false, 12), fill(sfa, true, 13), fill(sfb, true, 14);
-  d.poison();
-  Tensor ta(a.data(), DG_DTYPE_FLOAT8_E4M3, {m, k}), tb(b.data(), DG_DTYPE_FLOAT8_E4M3, {n, k});
-  Tensor tsfa(sfa.data(), DG_DTYPE_FLOAT32, {m, kb}, {1, (m + 3) / 4 * 4});
-  Tensor tsfb(sfb.data(), DG_DTYPE_FLOAT32, {(n + 127) / 128, kb}), td(d.data(), DG_DTYPE_BFLOAT16, {m, n});
-  REQUIRE(dg_fp8_gemm_nt(stream, ta.t, tsfa.t, tb.t, tsfb.t, td.t, nullptr, nullptr) == DG_SUCCESS);
+  DenseFp8Call call(gpu, m, n, k, 11);
+  REQUIRE(call.run(stream) == DG_SUCCESS);
   REQUIRE(dg_stream_synchronize(stream) == DG_SUCCESS);
   REQUIRE(dg_jit_get_stats(&compiled1, &loaded1, &hits) == DG_SUCCESS);
   CHECK(compiled1 == compiled0);
   CHECK(loaded1 == loaded0);
-  const std::vector<uint16_t> out = d.download<uint16_t>();
-  size_t poisoned = 0;
-  for (uint16_t v : out) poisoned += v == 0xffff;
-  CHECK(poisoned == 0);
+  CHECK(call.poisoned() == 0);
   dg_stream_destroy(stream);
   rmdir(dir.c_str());
 }
