@@ -95,12 +95,16 @@ DG_API dg_status dg_stream_create_offline_named(dg_stream** stream, int32_t arch
     if (gpu_name == nullptr)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT, "gpu_name: is NULL (expected the GPU's name, e.g. \"NVIDIA H200\")");
     const std::string_view name(gpu_name, strnlen(gpu_name, kMaxGpuNameBytes + 1));
-    const bool printable = std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-    if (name.empty() || name.size() > kMaxGpuNameBytes || !printable || name.front() == ' ' || name.back() == ' ')
+    const auto printable = [](char c) { return c >= 0x20 && c < 0x7f; };
+    if (name.empty() || name.size() > kMaxGpuNameBytes || !std::all_of(name.begin(), name.end(), printable) ||
+        name.front() == ' ' || name.back() == ' ') {
+      std::string shown(name.substr(0, 64));  // as much as a message needs, other bytes as '?'
+      std::replace_if(shown.begin(), shown.end(), [&](char c) { return !printable(c); }, '?');
       return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                       "gpu_name: \"{}\" (expected 1..{} printable ASCII characters without leading or trailing "
                       "spaces, the name the driver reports, e.g. \"NVIDIA H200\")",
-                      name.substr(0, 64), kMaxGpuNameBytes);
+                      shown, kMaxGpuNameBytes);
+    }
     return create_offline(stream, arch_major, arch_minor, num_sms, std::string(name), config);
   })
 }
