@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/gemm_util.h"
 #include "ops/transpose.h"
 #include "runtime/options.h"
 #include "runtime/status.h"
@@ -175,7 +176,7 @@ dg_status check_ks(const int64_t* ks, int64_t num_groups, int64_t* total) {
   if (num_groups < 1 || num_groups > INT32_MAX)
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "num_groups: {} (expected 1 .. 2^31 - 1)", num_groups);
   if (ks == nullptr) return dg::fail(DG_ERROR_INVALID_ARGUMENT, "ks: NULL (expected num_groups = {} entries)", num_groups);
-  constexpr int64_t kAlignment = 128;
+  constexpr int64_t kAlignment = ops::kMkAlignment;
   int64_t sum = 0;
   for (int64_t g = 0; g < num_groups; ++g) {
     if (ks[g] < 0 || ks[g] % kAlignment != 0)

@@ -10,6 +10,7 @@
 #include "api/matrix_view.h"
 #include "dg.h"
 #include "ops/gemm.h"
+#include "ops/gemm_util.h"
 #include "runtime/device.h"
 #include "runtime/status.h"
 #include "runtime/stream.h"
@@ -22,8 +23,6 @@ using dg::api::check_int_vector;
 using dg::ops::GemmKind;
 using dg::ops::GemmType;
 using dg::ops::Major;
-
-constexpr int64_t kMkAlignment = 128;  // dg_get_mk_alignment_for_contiguous_layout
 
 // The options a grouped call honours are alpha and the tile overrides; the rest describe features
 // the grouped kernels do not have, so a value other than the default is refused, not ignored.
@@ -202,11 +201,11 @@ dg_status contiguous(dg_stream* stream, const dg_tensor* a, const dg_tensor* sfa
     return dg::fail(DG_ERROR_INVALID_ARGUMENT, "a: K is {} but b has K = {} (a {}, b {})", va.cols, s.k, dg::describe(*a),
                     dg::describe(*b));
   if (s.type == GemmType::kMGroupedContiguous) {
-    if (s.m % kMkAlignment != 0)
+    if (s.m % dg::ops::kMkAlignment != 0)
       return dg::fail(DG_ERROR_INVALID_ARGUMENT,
                       "a: M = {} rows (expected a multiple of {}, dg_get_mk_alignment_for_contiguous_layout(): every "
                       "group is padded to it)",
-                      s.m, kMkAlignment);
+                      s.m, dg::ops::kMkAlignment);
     DG_TRY(check_int_vector(*grouped_layout, "grouped_layout", s.m, "M, one group index per row of a"));
   } else {
     if (s.num_groups > dg::ops::kMaxTableGroups)

@@ -1,5 +1,6 @@
 // Host utilities and the scaling-factor layout entry points.
 #include "api/gemm_common.h"
+#include "ops/gemm_util.h"
 #include "ops/layout.h"
 #include "runtime/checked.h"
 #include "runtime/options.h"
@@ -90,7 +91,7 @@ DG_API dg_status dg_get_tma_aligned_size(int64_t x, size_t element_size, int64_t
   return dg::checked_align(x, static_cast<int64_t>(16 / element_size), aligned, "x");
 }
 
-DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void) { return 128; }
+DG_API int32_t dg_get_mk_alignment_for_contiguous_layout(void) { return static_cast<int32_t>(dg::ops::kMkAlignment); }
 
 DG_API dg_status dg_get_mn_major_tma_aligned_tensor_layout(int32_t rank, const int64_t* sizes, int64_t* out_sizes,
                                                            int64_t* out_strides, size_t* out_bytes) {

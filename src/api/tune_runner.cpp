@@ -138,21 +138,51 @@ dg_status DeviceBuffer::allocate(size_t bytes, const char* what) {
   return DG_SUCCESS;
 }
 
-int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group) {
-  // Group g's order of the strata: a Fisher-Yates shuffle from a seed of its own (splitmix64), the
-  // same on every run.
-  uint64_t state = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(group) + 1);
+namespace {
+
+// Where sample `sample` of `strata` puts `key` (a group, a pair of groups): the midpoint of one
+// stratum of [0, 1), the key meeting every stratum once over the samples in an order of its own (a
+// Fisher-Yates shuffle seeded by the key through splitmix64, the same on every run).
+double stratum_point(int strata, int sample, int64_t key) {
+  uint64_t state = 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(key) + 1);
   const auto next = [&state] {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   };
-  int order[kMaskedCountSamples];
-  for (int i = 0; i < kMaskedCountSamples; ++i) order[i] = i;
-  for (int i = kMaskedCountSamples - 1; i > 0; --i) std::swap(order[i], order[next() % static_cast<uint64_t>(i + 1)]);
-  const double at = (double(order[sample]) + 0.5) / kMaskedCountSamples;
+  std::vector<int> order(static_cast<size_t>(strata));
+  for (int i = 0; i < strata; ++i) order[static_cast<size_t>(i)] = i;
+  for (int i = strata - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)], order[next() % static_cast<uint64_t>(i + 1)]);
+  return (double(order[static_cast<size_t>(sample)]) + 0.5) / strata;
+}
+
+}  // namespace
+
+int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group) {
+  const double at = stratum_point(kMaskedCountSamples, sample, group);
   return static_cast<int32_t>(spread.lo + std::llround(at * double(spread.hi - spread.lo)));
+}
+
+std::vector<int64_t> contiguous_sample_rows(int64_t m, int64_t groups, int sample) {
+  std::vector<int64_t> rows(static_cast<size_t>(groups), m);
+  for (int64_t g = 0; g + 1 < groups; g += 2) {
+    const double at = stratum_point(kContiguousSamples, sample, g / 2);
+    const int64_t d = std::llround(kContiguousSpread * (2.0 * at - 1.0) * double(m));
+    rows[static_cast<size_t>(g)] = m + d, rows[static_cast<size_t>(g + 1)] = m - d;
+  }
+  // A pair's aligned rows may pass its two aligned slots by one alignment unit (the longer group
+  // crossing into a further unit): the shorter group gives it back, so that the longer keeps m + d.
+  const int64_t slot = ops::align_up(m, ops::kMkAlignment);
+  for (int64_t g = 0; g + 1 < groups; g += 2) {
+    int64_t& x = rows[static_cast<size_t>(g)];
+    int64_t& y = rows[static_cast<size_t>(g + 1)];
+    int64_t& shorter = x < y ? x : y;
+    const int64_t over = ops::align_up(x, ops::kMkAlignment) + ops::align_up(y, ops::kMkAlignment) - 2 * slot;
+    if (over > 0) shorter -= std::min(shorter, over);
+  }
+  return rows;
 }
 
 Footprint max_of(const Footprint& x, const Footprint& y) {
@@ -181,7 +211,7 @@ dg_status footprint_of(const TuneProblem& p, Footprint* out) {
             mul3(d_rows, dn, ob, &f.d);
   ok = ok && (!p.fp8 || (mul3(sf_rows, sfk, 4, &f.sfa) && mul3(sfb_rows, sfk, 4, &f.sfb)));
   ok = ok && (!fp8_d(p) || mul3(sf_rows, dsk, 4, &f.d_scales));
-  const size_t group_entries = p.family == TuneFamily::kContiguous ? rows
+  const size_t group_entries = p.family == TuneFamily::kContiguous ? rows * kContiguousSamples
                               : p.family == TuneFamily::kMasked   ? g * kMaskedCountSamples
                                                                   : 0;
   f.groups = group_entries * sizeof(int32_t);
@@ -209,16 +239,22 @@ dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffe
 
 namespace {
 
-// The group tensor: contiguous, each group's rows then -1 padding to 128; masked, the counts of
-// kMaskedCountSamples samples, G each.
+// The group tensors: contiguous, kContiguousSamples of A's rows, each group's rows then -1 padding
+// to 128; masked, the counts of kMaskedCountSamples samples, G each.
 dg_status fill_groups(const TuneProblem& p, const DeviceBuffer& buf) {
   const GemmShape& s = p.shape;
   std::vector<int32_t> v;
   if (p.family == TuneFamily::kContiguous) {
-    const int64_t per = s.m / s.num_groups;
-    v.assign(static_cast<size_t>(s.m), -1);
-    for (int64_t g = 0; g < s.num_groups; ++g)
-      std::fill_n(v.begin() + g * per, s.expected_m, static_cast<int32_t>(g));
+    v.assign(static_cast<size_t>(s.m) * kContiguousSamples, -1);
+    for (int j = 0; j < kContiguousSamples; ++j) {
+      const auto sample = v.begin() + static_cast<std::ptrdiff_t>(j) * s.m;
+      int64_t row = 0;
+      const std::vector<int64_t> rows = contiguous_sample_rows(s.expected_m, s.num_groups, j);
+      for (int64_t g = 0; g < s.num_groups; ++g) {
+        std::fill_n(sample + row, rows[static_cast<size_t>(g)], static_cast<int32_t>(g));
+        row += ops::align_up(rows[static_cast<size_t>(g)], ops::kMkAlignment);
+      }
+    }
   } else if (p.family == TuneFamily::kMasked) {
     const ops::CountSpread spread = ops::count_spread(std::max<int64_t>(s.expected_m, 1), s.m);
     for (int j = 0; j < kMaskedCountSamples; ++j)
@@ -273,6 +309,10 @@ dg_status bind_problem(const TuneProblem& p, TuneBuffers* buf, TuneCall* call) {
     c.sfa = tensor(buf->sfa.data(), DG_DTYPE_FLOAT32, {m, sfk}, {1, m4});
     c.d = matrix(buf->d.data(), s.d_dtype, m, dn);
     c.groups = tensor(buf->groups.data(), DG_DTYPE_INT32, {m}, {1});
+    if (p.family == TuneFamily::kContiguous) {
+      c.samples = kContiguousSamples;
+      c.sample_bytes = static_cast<size_t>(m) * sizeof(int32_t);
+    }
   }
   c.d_scales = d_scales_tensor(p, buf->d_scales.data());
   if (p.family == TuneFamily::kDense) {
@@ -416,6 +456,13 @@ dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problem
   for (std::thread& t : pool) t.join();
   if (status != DG_SUCCESS) return fail(status, "{}", message);
   return DG_SUCCESS;
+}
+
+size_t tuned_winner(const std::vector<double>& ms) {
+  size_t best = 0;
+  for (size_t i = 1; i < ms.size(); ++i)
+    if (ms[i] < ms[best]) best = i;
+  return best != 0 && ms[best] > ms[0] * (1.0 - kTunedMinLead) ? 0 : best;
 }
 
 dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,

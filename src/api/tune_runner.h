@@ -65,6 +65,20 @@ constexpr int kMaskedCountSamples = 8;
 // stratum of the spread, each group meeting every stratum once in a pseudo-random order of its own.
 int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t group);
 
+// Contiguous problems are timed on this many group tensors of A's rows (g * align(m, 128)): groups
+// 2i and 2i + 1 take m + d and m - d rows, |d| up to kContiguousSpread * m in as many strata (each
+// pair through every stratum once, in an order of its own; the shorter group gives up the rows its
+// partner's alignment needs past their two 128-row slots), so that the groups differ as routed
+// tokens do while A's rows stay those of the list's problem. Timed on equal groups, the tuner's
+// pick could be one whose rounds of tiles suit exactly m rows per group (BF16 128x208 at G 4 / 8,
+// N 4096 on an H200 ran 2-4% slower on groups drawn from 0.7-1.3 x m).
+constexpr int kContiguousSamples = 4;
+constexpr double kContiguousSpread = 0.3;
+
+// The rows of each of `groups` groups in contiguous sample `sample` (0..kContiguousSamples-1); their
+// 128-aligned sum is at most groups * align(m, 128).
+std::vector<int64_t> contiguous_sample_rows(int64_t m, int64_t groups, int sample);
+
 // The call of one problem with one kernel config. d_scales: the FP8 D's scales (fused epilogue).
 // groups: the first of `samples` group tensors, `sample_bytes` apart. ks: K-grouped, every group's K.
 struct TuneCall {
@@ -86,6 +100,15 @@ dg_gemm_options options_for(const ops::TuneProblem& p, const ops::GemmOverride& 
 // Compiles and loads the kernels of every (problem, config) pair, on up to `threads` threads.
 dg_status prepare_all(dg_stream* stream, const std::vector<ops::TuneProblem>& problems,
                       const std::vector<std::vector<dg_gemm_options>>& options, int threads);
+
+// A candidate replaces the heuristic's choice only where it ran at least this much faster: closer
+// winners ran about as often behind the heuristic's choice as ahead of it when re-timed beside
+// DeepGEMM (H200: contiguous FP8 G 4 x 8192, N 4096, a 0.1% lead, ran 1.4% slower).
+constexpr double kTunedMinLead = 0.01;
+
+// The winner of `ms` (medians, the heuristic's choice first): the fastest, unless it leads the
+// heuristic's choice by less than kTunedMinLead; then 0.
+size_t tuned_winner(const std::vector<double>& ms);
 
 // Runs each config once, then per sample of the group counts `reps` rounds of one timed run per
 // config (flush, event, call, event); each config's median milliseconds, averaged over the samples.

@@ -377,7 +377,8 @@ dg_status choose_tuned_gemm_config(const dg_stream_s& stream, const GemmShape& s
   if (!has_config_override(o) && sms == stream.device->sm_count) {
     const std::string path = tuning_table_path(stream);
     const std::shared_ptr<const TuningTable> table = path.empty() ? nullptr : tuning_table_for(*stream.device, path);
-    if (const TunedEntry* e = table ? find_tuned(*table, s) : nullptr) {
+    const TunedEntry* e = table ? find_tuned(*table, s) : nullptr;
+    if (e != nullptr && !e->keeps_heuristic()) {
       GemmConfig c;
       if (choose_entry_config(s, num_sms, e->config, o, model, &c) == DG_SUCCESS) {
         *out = c;

@@ -58,6 +58,10 @@ struct TunedEntry {
   GemmShape shape;    // the tuned problem (m: rows of A, or max_m for masked calls)
   GemmOverride config;  // the winner, every field explicit (override_for)
   double tuned_us = 0, heuristic_us = 0;  // medians measured for the winner and the heuristic's choice
+  // The heuristic's choice won (no candidate led it by dg_tune's margin): calls this entry covers
+  // run the heuristic's choice for their own shape, not the config it chose at the tuned one
+  // (the entry's config), which another M in the bucket can run slower.
+  bool keeps_heuristic() const { return tuned_us >= heuristic_us; }
 };
 
 struct TuningTable {

@@ -13,6 +13,9 @@ namespace dg::ops {
 constexpr int64_t kScaleBlock = 128;
 // Per-token scale rows are padded to 4 floats (16 bytes) for TMA.
 constexpr int64_t kScaleRowAlign = 4;
+// Rows each group of a contiguous M-grouped layout (and each K slice of a K-grouped one) is padded
+// to: dg_get_mk_alignment_for_contiguous_layout.
+constexpr int64_t kMkAlignment = 128;
 
 // TMA boxes of A and B are 128-byte swizzled; MN-major operands are read in boxes 64 elements wide.
 constexpr uint32_t kOperandSwizzle = 128;

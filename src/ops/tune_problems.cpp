@@ -12,8 +12,6 @@
 namespace dg::ops {
 namespace {
 
-// Rows per group of a contiguous problem are padded to this (the groups' row alignment).
-constexpr int64_t kContiguousAlign = 128;
 // A masked problem's max_m, unless given: twice the expected rows, a multiple of this.
 constexpr int64_t kMaskedAlign = 64;
 constexpr int64_t kMaxDim = INT32_MAX;
@@ -159,7 +157,7 @@ TuneProblem make_problem(const ListLine& l, int64_t m, int64_t g, int line) {
     p.text = fmt::format("kgrouped {} g={} m={} n={} k={}", dtype, g, m, l.n, l.k);
   } else if (l.family == TuneFamily::kContiguous) {
     s.type = GemmType::kMGroupedContiguous, s.num_groups = g, s.expected_m = m;
-    s.m = g * align_up(m, kContiguousAlign);
+    s.m = g * align_up(m, kMkAlignment);
     p.text = fmt::format("contiguous {} g={} m={} n={} k={}{}", dtype, g, m, l.n, l.k, epi);
   } else {
     s.type = GemmType::kMGroupedMasked, s.num_groups = g;

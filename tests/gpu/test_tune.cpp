@@ -1,7 +1,8 @@
 // dg_tune on the GPU (docs/tuning.md): a two-problem list is tuned into a table (progress reported,
 // winners among the heuristic's candidates, no slower than its choice), and later calls of nearby
 // problems on a stream that reads a table run the tuned configs (seen through DG_PRINT_CONFIGS);
-// dg_prepare_problems leaves a list's calls nothing to compile or load.
+// contiguous problems tune on their samples of unequal groups; dg_prepare_problems leaves a list's
+// calls nothing to compile or load.
 #include <doctest/doctest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -88,12 +89,19 @@ std::string heuristic_description(const dg::ops::GemmShape& s, const dg::Device&
   return dg::ops::describe(s, c);
 }
 
+// What DG_PRINT_CONFIGS shows for a call `s` that entry `e` covers: the heuristic's choice for `s`
+// where the heuristic won the tune (TunedEntry::keeps_heuristic), else the entry's config.
+std::string covered_description(const dg::ops::GemmShape& s, const TunedEntry& e, const dg::Device& device) {
+  return e.keeps_heuristic() ? heuristic_description(s, device) : tuned_description(s, e, device);
+}
+
 // Sets entry `i` of `table` to the lowest-ranked of the heuristic's `count` candidates for its problem
-// that gives `call` another config than the heuristic would, so that a table's effect on `call` shows
-// whichever candidate won the tune. False when none does.
+// that gives `call` another config than the heuristic would, as a winner (timed below the heuristic's
+// choice), so that a table's effect on `call` shows whichever candidate won the tune. False when none does.
 bool force_other_config(TuningTable* table, size_t i, const dg::ops::GemmShape& call, const dg::Device& device,
                         int count) {
   TunedEntry& e = table->entries[i];
+  e.tuned_us = 0.9 * e.heuristic_us;
   const std::string heuristic = heuristic_description(call, device);
   std::vector<GemmConfig> ranked;
   REQUIRE(dg::ops::rank_gemm_configs(e.shape, device.sm_count, GemmOverride{}, dg::ops::sm90_cost_model(device.name),
@@ -251,7 +259,7 @@ TEST_CASE("dg_tune: tunes a list into a table that later calls use") {
   REQUIRE(configs.size() == 2);
   CHECK(configs[0] == tuned_description(dense_shape, table.entries[0], *gpu.device));
   CHECK(configs[0] != heuristic_320);
-  CHECK(configs[1] == tuned_description(masked_shape, table.entries[1], *gpu.device));
+  CHECK(configs[1] == covered_description(masked_shape, table.entries[1], *gpu.device));
   // The output is written everywhere (no NaN poison left in D).
   CHECK(dense.poisoned() == 0);
 
@@ -351,6 +359,31 @@ TEST_CASE("dg_tune: K-grouped problems tune into entries that calls with other K
   dg_stream_destroy(user);
   dg_stream_destroy(tuner);
   unlink(path.c_str()), unlink(forced.c_str()), rmdir(dir.c_str());
+}
+
+// Contiguous problems are timed on samples of unequal groups (api::contiguous_sample_rows) in the
+// list's rows of A: every sample's layout must launch, and the entry keys the problem as listed.
+TEST_CASE("dg_tune: a contiguous problem tunes on unequal groups into an entry keyed as listed") {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  const std::string dir = temp_dir("dg_tune_cont"), path = dir + "/table.txt";
+  dg_stream* tuner = stream_with_table(path, false);
+  const char* list = "contiguous fp8 n=1024 k=1024 g=4 m=300\ncontiguous bf16 n=1024 k=512 g=5 m=1000\n";
+  std::string text;
+  const TuningTable table = tune_into(tuner, list, 3, 3, 2, path, &text);
+  std::vector<dg::ops::TuneProblem> problems;
+  REQUIRE(dg::ops::parse_problem_list(list, "list", &problems) == DG_SUCCESS);
+  REQUIRE(table.entries.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const TunedEntry& e = table.entries[i];
+    CAPTURE(i);
+    CHECK(e.shape.type == dg::ops::GemmType::kMGroupedContiguous);
+    CHECK(dg::ops::same_tuning_key(e.shape, problems[i].shape));
+    CHECK(e.tuned_us > 0);
+    CHECK(e.tuned_us <= e.heuristic_us);
+  }
+  dg_stream_destroy(tuner);
+  unlink(path.c_str()), rmdir(dir.c_str());
 }
 
 TEST_CASE("dg_prepare_problems: a prepared problem's call compiles and loads nothing more") {

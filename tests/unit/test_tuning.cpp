@@ -24,6 +24,7 @@
 #include "ops/gemm_config_cache.h"
 #include "ops/gemm_cost_model.h"
 #include "ops/gemm_tuning.h"
+#include "ops/gemm_util.h"
 #include "runtime/log_deferred.h"
 #include "runtime/stream.h"
 
@@ -263,6 +264,46 @@ TEST_CASE("dg_tune: masked problems are timed on counts spread as the heuristic 
   const dg::ops::CountSpread capped = dg::ops::count_spread(1000, 512);  // max_m caps the spread (a hint above it)
   CHECK(capped.hi == 512);
   for (int j = 0; j < dg::api::kMaskedCountSamples; ++j) CHECK(dg::api::masked_sample_count(capped, j, 0) <= 512);
+}
+
+// dg_tune's contiguous samples: groups of unequal rows (pairs m + d, m - d, |d| up to 0.3 m), each
+// pair through every stratum once, and every sample inside A's rows of the list's problem.
+TEST_CASE("dg_tune: contiguous problems are timed on groups of unequal rows that fit A") {
+  for (const int64_t m : {256, 1000, 4096, 8192}) {
+    for (const int64_t groups : {1, 4, 5, 8}) {
+      const int64_t cap = groups * dg::ops::align_up(m, dg::ops::kMkAlignment);
+      std::set<int64_t> firsts;
+      for (int j = 0; j < dg::api::kContiguousSamples; ++j) {
+        const std::vector<int64_t> rows = dg::api::contiguous_sample_rows(m, groups, j);
+        REQUIRE(rows.size() == static_cast<size_t>(groups));
+        int64_t aligned = 0;
+        for (const int64_t r : rows) {
+          CHECK(r >= 0);
+          CHECK(r <= m + static_cast<int64_t>(dg::api::kContiguousSpread * double(m)) + 1);
+          aligned += dg::ops::align_up(r, dg::ops::kMkAlignment);
+        }
+        CHECK(aligned <= cap);
+        if (groups % 2 == 1) CHECK(rows.back() == m);  // the odd group out keeps m
+        firsts.insert(rows[0]);
+      }
+      if (groups >= 2) {
+        CHECK(firsts.size() == static_cast<size_t>(dg::api::kContiguousSamples));  // every stratum once
+        CHECK(*firsts.begin() < m - m / 8);
+        CHECK(*firsts.rbegin() > m + m / 8);
+      }
+    }
+  }
+}
+
+// A tuned entry replaces the heuristic's choice only past the timing's noise.
+TEST_CASE("dg_tune: a candidate wins only with a lead of at least kTunedMinLead") {
+  using dg::api::tuned_winner;
+  const double lead = dg::api::kTunedMinLead;
+  CHECK(tuned_winner({1.0}) == 0);
+  CHECK(tuned_winner({1.0, 1.1, 1.2}) == 0);                           // the heuristic fastest
+  CHECK(tuned_winner({1.0, 1.0 - lead / 2, 1.2}) == 0);                // a lead under the margin
+  CHECK(tuned_winner({1.0, 1.0 - 2 * lead, 1.0 - lead / 2}) == 1);     // past it
+  CHECK(tuned_winner({1.0, 1.0 - lead / 2, 1.0 - 3 * lead}) == 2);     // the fastest, not the first past it
 }
 
 TEST_CASE("tuning table: round trip of the text form") {
@@ -529,10 +570,11 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   GemmConfig heuristic;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &heuristic) == DG_SUCCESS);
   REQUIRE(heuristic.alt.block_n != 0);  // 128x192 split, 128x256 at some totals (docs/m_grouped_gemm.md)
-  // The entry dg_tune writes when the heuristic's candidate wins: its tile, every field explicit.
+  // An entry of the heuristic's tile, every field explicit, timed faster than the heuristic's
+  // choice (its other candidates' pipelines can tie that tile's config).
   TuningTable t = table_for(os.s());
   TunedEntry own;
-  own.shape = s, own.config = dg::ops::override_for(s, heuristic), own.tuned_us = 90, own.heuristic_us = 90;
+  own.shape = s, own.config = dg::ops::override_for(s, heuristic), own.tuned_us = 85, own.heuristic_us = 90;
   t.entries.push_back(own);
   REQUIRE(dg::ops::write_tuning_table(path, t) == DG_SUCCESS);
   GemmConfig c;
@@ -549,6 +591,52 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   REQUIRE(dg::ops::choose_tuned_gemm_config(other.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
   CHECK(c.block_n == bn);
   CHECK(c.alt.block_n == 0);
+}
+
+// dg_tune writes the heuristic's choice with equal times where no candidate led it by the margin:
+// such an entry leaves every call it covers to the heuristic for the call's own shape, while a won
+// entry pins its config over the bucket.
+TEST_CASE("tuning table: an entry the heuristic's choice won leaves the calls it covers to the heuristic") {
+  const std::string dir = temp_dir("kept");
+  const std::string path = dir + "/table.txt";
+  OfflineStream os(path);
+  // A tuned M and a call's M within the bucket factor whose heuristic choices differ.
+  GemmShape tuned, call;
+  GemmConfig at_tuned, at_call;
+  bool found = false;
+  for (const int64_t n : {6144, 10240, 28672, 4096})
+    for (const int64_t k : {4096, 8192, 14336})
+      for (const int64_t m : {3000, 2900, 3100, 5000, 1500})
+        if (!found) {
+          tuned = dense(GemmKind::kBf16, 4096, n, k), call = dense(GemmKind::kBf16, m, n, k);
+          if (m < 2048) tuned.m = 2048;
+          REQUIRE(dg::ops::choose_gemm_config(tuned, kSms, GemmOverride{}, &at_tuned) == DG_SUCCESS);
+          REQUIRE(dg::ops::choose_gemm_config(call, kSms, GemmOverride{}, &at_call) == DG_SUCCESS);
+          found = at_tuned.block_m != at_call.block_m || at_tuned.block_n != at_call.block_n ||
+                  at_tuned.stages != at_call.stages;  // another tile or pipeline, not only another grid
+        }
+  REQUIRE(found);
+  CAPTURE(call.m);
+  CAPTURE(call.n);
+  CAPTURE(call.k);
+  TuningTable t = table_for(os.s());
+  TunedEntry e;
+  e.shape = tuned, e.config = dg::ops::override_for(tuned, at_tuned), e.tuned_us = 90, e.heuristic_us = 90;
+  CHECK(e.keeps_heuristic());
+  t.entries.push_back(e);
+  REQUIRE(dg::ops::write_tuning_table(path, t) == DG_SUCCESS);
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), call, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK(same(c, at_call));
+  // The same config won by a candidate's lead applies over the bucket.
+  t.entries[0].tuned_us = 80;
+  CHECK(!t.entries[0].keeps_heuristic());
+  const std::string won_path = dir + "/won.txt";
+  REQUIRE(dg::ops::write_tuning_table(won_path, t) == DG_SUCCESS);
+  OfflineStream won(won_path);
+  REQUIRE(dg::ops::choose_tuned_gemm_config(won.s(), call, kSms, GemmOverride{}, &c) == DG_SUCCESS);
+  CHECK((c.block_m == at_tuned.block_m && c.block_n == at_tuned.block_n && c.stages == at_tuned.stages));
+  unlink(path.c_str()), unlink(won_path.c_str()), rmdir(dir.c_str());
 }
 
 TEST_CASE("named offline streams choose as the named GPU does and read its tuning table") {
