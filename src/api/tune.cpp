@@ -146,10 +146,8 @@ dg_status tune_one(dg_stream* stream, const TuneProblem& p, const std::vector<Ge
   std::vector<double> ms;
   if (const dg_status st = dg::api::time_configs(stream, call, options, reps, buffers, &ms); st != DG_SUCCESS)
     return dg::fail(st, "problems: line {}: {}: {}", p.line, p.text, dg::last_error());
-  const size_t best = dg::api::tuned_winner(ms);
   size_t fastest = 0;
-  for (size_t i = 1; i < ms.size(); ++i)
-    if (ms[i] < ms[fastest]) fastest = i;
+  const size_t best = dg::api::tuned_winner(ms, &fastest);
   entry->shape = p.shape;
   entry->config = dg::ops::override_for(p.shape, configs[best]);
   entry->tuned_us = ms[best] * kMicrosecondsPerMillisecond;

@@ -167,17 +167,15 @@ int32_t masked_sample_count(const ops::CountSpread& spread, int sample, int64_t 
 
 std::vector<int64_t> contiguous_sample_rows(int64_t m, int64_t groups, int sample) {
   std::vector<int64_t> rows(static_cast<size_t>(groups), m);
+  const int64_t slot = ops::align_up(m, ops::kMkAlignment);
   for (int64_t g = 0; g + 1 < groups; g += 2) {
     const double at = stratum_point(kContiguousSamples, sample, g / 2);
     const int64_t d = std::llround(kContiguousSpread * (2.0 * at - 1.0) * double(m));
-    rows[static_cast<size_t>(g)] = m + d, rows[static_cast<size_t>(g + 1)] = m - d;
-  }
-  // A pair's aligned rows may pass its two aligned slots by one alignment unit (the longer group
-  // crossing into a further unit): the shorter group gives it back, so that the longer keeps m + d.
-  const int64_t slot = ops::align_up(m, ops::kMkAlignment);
-  for (int64_t g = 0; g + 1 < groups; g += 2) {
     int64_t& x = rows[static_cast<size_t>(g)];
     int64_t& y = rows[static_cast<size_t>(g + 1)];
+    x = m + d, y = m - d;
+    // The pair's aligned rows may pass its two slots by one alignment unit (the longer group
+    // crossing into a further unit): the shorter group gives it back, so that the longer keeps m + d.
     int64_t& shorter = x < y ? x : y;
     const int64_t over = ops::align_up(x, ops::kMkAlignment) + ops::align_up(y, ops::kMkAlignment) - 2 * slot;
     if (over > 0) shorter -= std::min(shorter, over);
@@ -458,10 +456,11 @@ dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problem
   return DG_SUCCESS;
 }
 
-size_t tuned_winner(const std::vector<double>& ms) {
+size_t tuned_winner(const std::vector<double>& ms, size_t* fastest) {
   size_t best = 0;
   for (size_t i = 1; i < ms.size(); ++i)
     if (ms[i] < ms[best]) best = i;
+  if (fastest != nullptr) *fastest = best;
   return best != 0 && ms[best] > ms[0] * (1.0 - kTunedMinLead) ? 0 : best;
 }
 

@@ -107,8 +107,8 @@ dg_status prepare_all(dg_stream* stream, const std::vector<ops::TuneProblem>& pr
 constexpr double kTunedMinLead = 0.01;
 
 // The winner of `ms` (medians, the heuristic's choice first): the fastest, unless it leads the
-// heuristic's choice by less than kTunedMinLead; then 0.
-size_t tuned_winner(const std::vector<double>& ms);
+// heuristic's choice by less than kTunedMinLead; then 0. *fastest (may be null): the fastest.
+size_t tuned_winner(const std::vector<double>& ms, size_t* fastest = nullptr);
 
 // Runs each config once, then per sample of the group counts `reps` rounds of one timed run per
 // config (flush, event, call, event); each config's median milliseconds, averaged over the samples.

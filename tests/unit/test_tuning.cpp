@@ -304,6 +304,9 @@ TEST_CASE("dg_tune: a candidate wins only with a lead of at least kTunedMinLead"
   CHECK(tuned_winner({1.0, 1.0 - lead / 2, 1.2}) == 0);                // a lead under the margin
   CHECK(tuned_winner({1.0, 1.0 - 2 * lead, 1.0 - lead / 2}) == 1);     // past it
   CHECK(tuned_winner({1.0, 1.0 - lead / 2, 1.0 - 3 * lead}) == 2);     // the fastest, not the first past it
+  size_t fastest = 0;
+  CHECK(tuned_winner({1.0, 1.0 - lead / 2, 1.1}, &fastest) == 0);
+  CHECK(fastest == 1);  // what the progress line names as under the margin
 }
 
 TEST_CASE("tuning table: round trip of the text form") {
