@@ -109,6 +109,8 @@ const Sm90CostModel kHopper = {
         // GEMMs (peer_bench.py contiguous --alt, calls interleaved; in a second run one set was 0.7%
         // slower). BF16 128x256 moved within 1.3% either way and keeps the rotating strips.
         /*fp8_whole_tile_staging=*/0.975,
+        // ... at K 2048 and 7168 (16 and 56 K blocks); the H200 calibration sets where it stops.
+        /*whole_tile_min_k_blocks=*/0,
     },
     // The skinny kernel beat the tiled one on every shape with B up to 59 MB, BF16 up to M = 16
     // (1.02-1.18x) and FP8 up to M = 8 (1.01-1.18x); FP8 at M = 12-16 (two token tiles) lost on 4 of
@@ -163,6 +165,17 @@ Sm90CostModel h200_calibration() {
   // bf16.json). FP8 keeps M <= 8: tiled at M 12-16 as on the H100, skinny 0.4-14.5% ahead at M 8
   // on the eligible shapes (skinny-vs-tiled-fp8.json).
   m.skinny_max_m_bf16 = 8;
+  // 1D2D 256x128 tiles in 128-row units (three stages, each warp-group's two 64-row halves in turn)
+  // ran 0.4-3.6% behind the faster of 128x192 (four stages, promoted after in one slice) and 128x256
+  // (three stages, two slices) on all 15 dense rows at M 4096 and 8192 (DeepSeek-V3 and Llama N x K,
+  // K 512-28672) where the Hopper values pick them; the measured gap fell by about one point per
+  // point of the model's (bench/models/h200/dense-fp8-row-units.json). 1.11 hands those rows to the
+  // other two tiles; the contiguous and masked choices do not move.
+  m.large_m.promotion_row_units = 1.11;
+  // At K 512 (4 K blocks) 128x256 with three stages and the whole tile staged ran 6-12% behind
+  // 128x192 with four stages (dense M 2048-8192, 32768 x 512), where the deeper pipeline's price put
+  // it ahead: tiles of fewer than 8 K blocks are priced at their own stages.
+  m.large_m.whole_tile_min_k_blocks = 8;
   return m;
 }
 

@@ -67,6 +67,7 @@ struct LargeMCost {
   double fp8_1d1d_overlap_exposed;  // 1D1D overlapped: K blocks of each tile's exposed promotion
   double fp8_whole_tile_staging;    // 1D2D whole-tile D where rotating strips fit a stage more: on
                                     // the K block of that deeper pipeline
+  int whole_tile_min_k_blocks;      // ... for tiles of at least this many K blocks (else: as staged)
 };
 
 struct Sm90CostModel {

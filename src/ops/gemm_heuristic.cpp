@@ -423,7 +423,8 @@ double estimate_us(const Sm90CostModel& model, const GemmShape& s, const Candida
   // pipeline, with the gain measured against it (the tiles were calibrated with the strips).
   const int deeper = std::min(max_stages(s, c.bm, c.bn, 2, c.split_k), kMaxStagesLargeM);
   const bool for_strips = whole_tile_over_strips(s) && c.split_k == 1 && d_bufs == 0 &&
-                          stages >= kWholeTileMinStages && stages < kFewStages && deeper > stages;
+                          stages >= kWholeTileMinStages && stages < kFewStages && deeper > stages &&
+                          kbs >= m.whole_tile_min_k_blocks;
   const double t_kb = for_strips ? large_m_k_block_s(model, s, c, deeper) * m.fp8_whole_tile_staging
                                  : large_m_k_block_s(model, s, c, stages);
   double t_epi = large_m_epilogue_s(m, s, c, d_bufs);
