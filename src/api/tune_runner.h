@@ -47,11 +47,10 @@ dg_status footprint_of(const ops::TuneProblem& p, Footprint* out);
 struct TuneBuffers {
   DeviceBuffer a, b, sfa, sfb, d, d_scales, groups, flush;
   int a_fill = -1, b_fill = -1;  // the GemmKind whose random values a and b hold (-1: none yet)
-  uint32_t flush_value = 0;
 };
 
-// Allocates the buffers for `max` (the largest of each role) and a flush buffer of twice the L2
-// size, and fills the scales with random values in [0.5, 2).
+// Allocates the buffers for `max` (the largest of each role) and a zeroed flush buffer of twice the
+// L2 size (ops/l2_flush.h reads it), and fills the scales with random values in [0.5, 2).
 dg_status allocate_buffers(const Device& device, const Footprint& max, TuneBuffers* buffers);
 
 // Masked problems are timed on this many group tensors, their counts spread as the heuristic takes

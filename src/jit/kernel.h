@@ -39,6 +39,7 @@ enum FamilyId : uint32_t {
   kFamilyPagedMqaLogits = 8,
   kFamilyPagedMqaMetadata = 9,
   kFamilyHcPrenorm = 10,
+  kFamilyL2Flush = 11,
 };
 
 struct KernelSpec {

@@ -15,6 +15,7 @@
 #include "ops/nvfp4_gemv.h"
 #include "ops/quantize.h"
 #include "ops/skinny_gemm.h"
+#include "ops/l2_flush.h"
 #include "ops/transpose.h"
 
 namespace dg::test {
@@ -160,6 +161,7 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_BFLOAT16, true));
   add(dg::ops::gemm_scale_kernel_spec(DG_DTYPE_FLOAT32, false));
   add(dg::ops::transpose_kernel_spec());
+  add(dg::ops::l2_flush_kernel_spec());
   std::vector<dg::ops::QuantVariant> quant(dg::ops::quantize_variants(nullptr, 0));
   dg::ops::quantize_variants(quant.data(), static_cast<int>(quant.size()));
   for (const dg::ops::QuantVariant& v : quant) add(dg::ops::quantize_kernel_spec(v));
