@@ -28,6 +28,14 @@ printf 'Q 2 1 4096 1228 6144 7168 0 0 0 0 -1 0 0 0\n' | "$est" | grep -q '^ERR' 
   { echo "check_queries: a masked 1D1D query must be refused" >&2; exit 1; }
 printf 'C 2 8 32768 4096 7168\n' | "$est" | grep -q '^ERR' ||
   { echo "check_queries: a contiguous 1D1D query must be refused" >&2; exit 1; }
+# R: a masked query priced at a known total of row blocks keeps its tile, and more blocks cost more.
+r=$(printf '%s\n' 'R 0 1 4096 1024 6 4096 7168 128 192 0 0 -1 0 0 2' \
+  'R 0 1 4096 1024 10 4096 7168 128 192 0 0 -1 0 0 2' | "$est" --device 'NVIDIA H200')
+echo "$r" | awk 'NF != 9 || /ERR/ || $2 != 128 || $3 != 192 { bad = 1 } NR == 1 { a = $1 } NR == 2 && $1 <= a { bad = 1 }
+  END { exit (bad || NR != 2) }' ||
+  { echo "check_queries: R did not price 128x192 higher at 10 row blocks than at 6" >&2; exit 1; }
+printf 'R 0 1 4096 1024 0 4096 7168 128 192 0 0 -1 0 0 2\n' | "$est" | grep -q '^ERR' ||
+  { echo "check_queries: an R query of 0 row blocks must be refused" >&2; exit 1; }
 # --device: the calibration of a GPU by name answers the same query form; a missing name is a usage error.
 printf 'H 1 4096 7168 2048\n' | "$est" --device 'NVIDIA H200' | awk 'NF != 9 || /ERR/ { exit 1 }' ||
   { echo "check_queries: --device 'NVIDIA H200' did not answer a heuristic query" >&2; exit 1; }

@@ -9,6 +9,8 @@
 //       with an optional explicit config as in the first form;
 //   Q KIND GROUPS MAX_M EXPECTED_M N K BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK -> the same as H for
 //       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's);
+//   R KIND GROUPS MAX_M EXPECTED_M ROW_BLOCKS N K BM .. SPLITK -> as Q, priced at ROW_BLOCKS row blocks
+//       of BM rows in all (a known total of the groups' counts, as the count-adaptive rule prices each);
 //   C KIND GROUPS M N K [BM .. SPLITK] -> the same for an M-grouped contiguous problem (M: A's rows,
 //       per-row group indices, expected_m = M / GROUPS as the call's default).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
@@ -31,6 +33,7 @@ static const char kUsage[] =
     "  G KIND GROUPS M N K [BM BN STAGES CLUSTER MCA PROMO SLICES SPLITK]   K-grouped, as H\n"
     "  C KIND GROUPS M N K [BM .. SPLITK]                           M-grouped contiguous (M: A's rows), as H\n"
     "  Q KIND GROUPS MAX_M EXPECTED_M N K BM .. SPLITK              masked M-grouped, as H\n"
+    "  R KIND GROUPS MAX_M EXPECTED_M ROW_BLOCKS N K BM .. SPLITK   as Q at a known total of row blocks\n"
     "KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped. 0 / -1 config fields:\n"
     "the heuristic's choice.\n"
     "\n"
@@ -77,11 +80,15 @@ int main(int argc, char** argv) {
     dg::ops::GemmOverride o;
     int kind = 0;
     long long m = 0, n = 0, k = 0;
-    const bool k_grouped = line[0] == 'G', masked = line[0] == 'Q', contiguous = line[0] == 'C';
+    const bool k_grouped = line[0] == 'G', at_blocks = line[0] == 'R', masked = line[0] == 'Q' || at_blocks,
+               contiguous = line[0] == 'C';
     const bool heuristic = line[0] == 'H' || k_grouped || masked || contiguous;
-    long long groups = 1, expected_m = 0;
+    long long groups = 1, expected_m = 0, row_blocks = 0;
     const int fields =
-        masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
+        at_blocks ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups,
+                                &m, &expected_m, &row_blocks, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster,
+                                &o.multicast_a, &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 11
+        : masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
                              &expected_m, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster, &o.multicast_a,
                              &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 10
         : k_grouped || contiguous ? k_grouped_fields(std::sscanf(line + 1, "%d %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind,
@@ -92,7 +99,8 @@ int main(int argc, char** argv) {
                     : std::sscanf(line, "%d %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &m, &n, &k, &o.block_m,
                                   &o.block_n, &o.stages, &o.cluster, &o.multicast_a, &o.fp8_promotion,
                                   &o.promotion_slices, &o.split_k);
-    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1 || ((masked || contiguous) && kind == 2)) {
+    if (fields != (heuristic ? 4 : 12) || kind < 0 || kind > 2 || groups < 1 || ((masked || contiguous) && kind == 2) ||
+        (at_blocks && row_blocks < 1)) {
       std::printf("ERR malformed line\n");
       continue;
     }
@@ -103,6 +111,7 @@ int main(int argc, char** argv) {
       s.type = dg::ops::GemmType::kMGroupedMasked;
       s.num_groups = groups;
       s.expected_m = expected_m;
+      s.row_blocks = row_blocks;
     }
     if (contiguous) {
       s.type = dg::ops::GemmType::kMGroupedContiguous;
