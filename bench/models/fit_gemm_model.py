@@ -52,22 +52,34 @@ def alt_configs(data):
 
 
 def forced_runs(row, key, query, alts):
-    return [(key, query, cfg, row['us_libdg_' + name]) for name, cfg in sorted(alts.items())
+    """query: the estimator's query line for a config (its fields follow it)."""
+    return [(key, query(cfg), cfg, row['us_libdg_' + name]) for name, cfg in sorted(alts.items())
             if row.get('us_libdg_' + name) is not None]
 
 
-def peer_bench_runs(data):
+def masked_query(kind, r, per_total):
+    """A masked row's query: as the host plans it (the hint), or with per_total at the row's own total
+    of row blocks of each config's block_m (R queries: the count-adaptive rule's per-total price)."""
+    def query(cfg):
+        if not per_total:
+            return 'Q %d %d %d %d %d %d' % (kind, r['groups'], r['max_m'], r['hint'], r['n'], r['k'])
+        bm = cfg[0] or 128
+        blocks = sum((min(max(c, 0), r['max_m']) + bm - 1) // bm for c in r['ms'])
+        return 'R %d %d %d %d %d %d %d' % (kind, r['groups'], r['max_m'], r['hint'], max(blocks, 1), r['n'], r['k'])
+    return query
+
+
+def peer_bench_runs(data, per_total=False):
     """(key, query, config, us) of each forced config in a peer_bench JSON's FP8 K-grouped rows (the
     problem as the library states it to its heuristic: the non-empty groups, their mean K rounded up
-    to 128) and masked rows, FP8 and BF16 (G, max_m, the hint), keyed by the groups' K or counts so
-    that repeated runs of one problem merge."""
+    to 128) and masked rows, FP8 and BF16 (G, max_m, the hint; with per_total the row's counts), keyed
+    by the groups' K or counts so that repeated runs of one problem merge."""
     out = []
     alts = alt_configs(data)
     for r in data['rows']:
         if r.get('kind') == 'bf16' and r.get('suite') == 'masked' and r.get('ms'):
             key = ('mb', r['groups'], r['hint'], r['n'], r['k'], tuple(r['ms']))
-            query = 'Q 0 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k'])
-            out += forced_runs(r, key, query, alts)
+            out += forced_runs(r, key, masked_query(0, r, per_total), alts)
         if r.get('kind') != 'fp8':
             continue
         if r.get('suite') == 'k-grouped' and r.get('ks'):
@@ -76,11 +88,10 @@ def peer_bench_runs(data):
                 continue
             k = ((sum(live) + len(live) - 1) // len(live) + 127) // 128 * 128  # as src/ops/k_grouped_gemm.cpp
             key = ('kg', len(live), r['expected_m'], r['n'], k, tuple(r['ks']))
-            out += forced_runs(r, key, 'G 2 %d %d %d %d' % key[1:5], alts)
+            out += forced_runs(r, key, lambda cfg, q='G 2 %d %d %d %d' % key[1:5]: q, alts)
         elif r.get('suite') == 'masked' and r.get('ms'):
             key = ('ms', r['groups'], r['hint'], r['n'], r['k'], tuple(r['ms']))
-            query = 'Q 1 %d %d %d %d %d' % (r['groups'], r['max_m'], r['hint'], r['n'], r['k'])
-            out += forced_runs(r, key, query, alts)
+            out += forced_runs(r, key, masked_query(1, r, per_total), alts)
     return out
 
 
@@ -100,6 +111,9 @@ def estimates(estimator, runs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--check', help='GEOMEAN,MAX: fail when the regret exceeds these bounds')
+    ap.add_argument('--per-total', action='store_true',
+                    help="masked rows: rank at each row's own total of row blocks (R queries), as the "
+                         "count-adaptive rule prices a total, instead of as the host plans from the hint")
     ap.add_argument('estimator')
     ap.add_argument('files', nargs='+')
     args = ap.parse_args()
@@ -108,7 +122,7 @@ def main():
     for f in files:
         data = json.load(open(f))
         if 'rows' in data:
-            runs += [run + (data.get('device', ''),) for run in peer_bench_runs(data)]
+            runs += [run + (data.get('device', ''),) for run in peer_bench_runs(data, args.per_total)]
             continue
         device = data.get('device', {}).get('name', '')
         for case in data['cases']:
