@@ -10,12 +10,12 @@
 #include "ops/batched_gemm.h"
 #include "ops/gemm.h"
 #include "ops/hc_prenorm_gemm.h"
+#include "ops/l2_flush.h"
 #include "ops/layout.h"
 #include "ops/mqa_logits.h"
 #include "ops/nvfp4_gemv.h"
 #include "ops/quantize.h"
 #include "ops/skinny_gemm.h"
-#include "ops/l2_flush.h"
 #include "ops/transpose.h"
 
 namespace dg::test {
