@@ -87,7 +87,7 @@ std::string describe_config(const GemmConfig& c, bool fp8) {
   if (c.cluster == 2) s += fmt::format(" cluster 2{}", c.multicast_a ? "a" : "b");
   if (fp8) s += fmt::format(" {}/{}", c.overlap ? "overlap" : "after", c.promote_split);
   if (c.split_k > 1) s += fmt::format(" split_k {}", c.split_k);
-  if (c.alt.block_n != 0) s += fmt::format(" (x{} at some counts)", c.alt.block_n);
+  for (int i = 0; i < c.alt_tiles(); ++i) s += fmt::format(" (x{} at some counts)", c.alts[i].block_n);
   return s;
 }
 
@@ -118,7 +118,7 @@ dg_status candidates_of(const dg_stream_s& stream, const std::vector<TuneProblem
       return dg::fail(DG_ERROR_UNSUPPORTED, "problems: line {}: {}: {}", p.line, p.text, dg::last_error());
     std::vector<dg_gemm_options> o;
     for (const GemmConfig& c : v) {
-      const bool heuristic = o.empty() && c.alt.block_n != 0;
+      const bool heuristic = o.empty() && c.alt_tiles() != 0;
       o.push_back(dg::api::options_for(p, heuristic ? dg::ops::GemmOverride{} : dg::ops::override_for(p.shape, c)));
     }
     configs->push_back(std::move(v));

@@ -16,7 +16,7 @@
 namespace dg::jit {
 
 struct KernelKey {
-  static constexpr int kMaxParams = 40;
+  static constexpr int kMaxParams = 48;
   uint32_t family = 0;  // a FamilyId
   uint32_t count = 0;
   int64_t params[kMaxParams] = {};

@@ -137,17 +137,19 @@ dg_status launch_tiled(const GemmArgs& args, const GemmConfig& c, const Kernel& 
   p->sfb_stride_g = args.sfb_stride_g;
   p->group_rows = static_cast<uint32_t>(s.m);
   fill_fused(args, p);
-  if (c.alt.block_n == 0) {
+  if (c.alt_tiles() == 0) {
     void* kargs[] = {p};
     return launch(stream, kernel, lc, kargs);
   }
-  // Count-adaptive: the second tile's B and D maps, and the row-block totals it runs.
-  const GemmConfig a = alt_config(c);
+  // Count-adaptive: each other tile's B and D maps, and the row-block totals it runs.
   Sm90GemmAltParams alt;
   std::memset(&alt, 0, sizeof(alt));
-  DG_TRY(encode_b(args, a, &alt.tma_b));
-  DG_TRY(encode_d_strips(s, a, args.d, s.m * s.num_groups, args.ldd, &alt.tma_d));
-  std::memcpy(alt.rows, c.alt.rows, sizeof(alt.rows));
+  for (int i = 0; i < c.alt_tiles(); ++i) {
+    const GemmConfig a = alt_config(c, i);
+    DG_TRY(encode_b(args, a, &alt.tile[i].tma_b));
+    DG_TRY(encode_d_strips(s, a, args.d, s.m * s.num_groups, args.ldd, &alt.tile[i].tma_d));
+    std::memcpy(alt.tile[i].rows, c.alts[i].rows, sizeof(alt.tile[i].rows));
+  }
   void* kargs[] = {p, &alt};
   return launch(stream, kernel, lc, kargs);
 }

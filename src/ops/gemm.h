@@ -94,10 +94,11 @@ struct GemmShape {
 // tile's table covers; a larger total runs the main tile.
 constexpr int kAltRowBlocks = 256;
 
-// Masked calls of few groups: a second tile width in the same kernel, which the kernel runs instead
-// of the main one when the groups' rows, read on the device, make it the cheaper
-// (docs/m_grouped_gemm.md#count-adaptive-tiles). block_n 0: none. block_m, warp-groups and the split
-// tail are the main tile's.
+// Masked calls of few groups: up to two more tile widths in the same kernel, each run instead of the
+// main one at the totals of row blocks it marks, where the groups' rows, read on the device, make it
+// the cheapest (docs/m_grouped_gemm.md#count-adaptive-tiles). block_n 0: none. block_m, warp-groups
+// and the split tail are the main tile's; no two tiles mark the same total.
+constexpr int kMaxAltTiles = 2;
 struct GemmAltTile {
   int block_n = 0, stages = 0, promote_split = 1, d_bufs = 0, d_strip = 0;
   bool overlap = false, stage_aligned = false;
@@ -106,6 +107,8 @@ struct GemmAltTile {
   // Bit r of word r / 64: the alternative runs a call of r row blocks in all (r < kAltRowBlocks).
   uint64_t rows[kAltRowBlocks / 64] = {};
   bool runs(int64_t r) const { return r >= 0 && r < kAltRowBlocks && ((rows[r / 64] >> (r % 64)) & 1u); }
+  void mark(int64_t r) { rows[r / 64] |= uint64_t{1} << (r % 64); }
+  void unmark(int64_t r) { rows[r / 64] &= ~(uint64_t{1} << (r % 64)); }
 };
 
 // A kernel configuration: the template parameters plus launch geometry.
@@ -134,11 +137,23 @@ struct GemmConfig {
   // the kernel reads K at run time.
   int k_blocks = 0;
   double estimate_us = 0;   // the heuristic's cost estimate
-  GemmAltTile alt;          // masked: the count-adaptive second tile (alt.block_n 0: none)
+  // Masked: the count-adaptive tiles, filled from the first (alts[0].block_n 0: none).
+  GemmAltTile alts[kMaxAltTiles];
+  int alt_tiles() const {
+    int n = 0;
+    while (n < kMaxAltTiles && alts[n].block_n != 0) ++n;
+    return n;
+  }
+  // The tile a count-adaptive kernel runs at r row blocks in all: 1 + i for alts[i], else 0 (main).
+  int tile_at(int64_t r) const {
+    for (int i = 0; i < kMaxAltTiles; ++i)
+      if (alts[i].runs(r)) return i + 1;
+    return 0;
+  }
 };
 
-// The config of `c`'s second tile (c.alt): c with the alternative's fields, alt cleared.
-GemmConfig alt_config(const GemmConfig& c);
+// The config of `c`'s count-adaptive tile `i` (c.alts[i]): c with that tile's fields, alts cleared.
+GemmConfig alt_config(const GemmConfig& c, int i);
 
 // Caller overrides (dg_gemm_options); 0 (or -1 for multicast_a) = heuristic.
 struct GemmOverride {
@@ -267,13 +282,16 @@ struct alignas(64) Sm90GemmParams {
 };
 static_assert(sizeof(Sm90GemmParams) == 960, "must match the device struct");
 
-// The second kernel parameter of a count-adaptive masked launch (GemmConfig::alt): host mirror of
+// The second kernel parameter of a count-adaptive masked launch (GemmConfig::alts): host mirror of
 // dg::gemm::Sm90GemmAltParams.
-struct alignas(64) Sm90GemmAltParams {
+struct alignas(64) Sm90GemmAltTileParams {
   tma::Descriptor tma_b, tma_d;  // the alternative tile's B and D maps
   uint64_t rows[kAltRowBlocks / 64];
 };
-static_assert(sizeof(Sm90GemmAltParams) == 320, "must match the device struct");
+struct Sm90GemmAltParams {
+  Sm90GemmAltTileParams tile[kMaxAltTiles];  // unused tiles: zeros (no totals marked)
+};
+static_assert(sizeof(Sm90GemmAltParams) == 640, "must match the device struct");
 static_assert(offsetof(Sm90GemmParams, m) == 768 && offsetof(Sm90GemmParams, raster_along_n) == 780 &&
                   offsetof(Sm90GemmParams, walk) == 784 && offsetof(Sm90GemmParams, raster_band) == 836 &&
                   offsetof(Sm90GemmParams, alpha) == 840 && offsetof(Sm90GemmParams, sfb) == 848 &&

@@ -50,6 +50,7 @@ const Sm90CostModel kHopper = {
         // cuBLASLt (bench/models/h100/tiles-m4096-*).
         /*sm_fill_bytes_per_s_fp8=*/68e9,
         /*sm_fill_bytes_per_s_bf16=*/80e9,
+        /*sm_fill_bytes_per_s_bf16_known_total=*/0.0,
         // ~128 bytes per clock at the sustained clock.
         /*smem_read_bytes_per_s=*/150e9,
         /*wgmma_read_row_bytes=*/128,
@@ -176,6 +177,15 @@ Sm90CostModel h200_calibration() {
   // 128x192 with four stages (dense M 2048-8192, 32768 x 512), where the deeper pipeline's price put
   // it ahead: tiles of fewer than 8 K blocks are priced at their own stages.
   m.large_m.whole_tile_min_k_blocks = 8;
+  // BF16 split-tail tiles of 128-256 columns at counts fixed over the spread (G 1, 6-11 row blocks
+  // of 128 on DeepSeek-V3's three expert shapes): their rounds take 41, 50, 59, 67 and 77 us at
+  // N 4096, K 7168, nearly in proportion to the columns, where 80 GB/s of fill prices 128 and 160
+  // columns 20% and 10% high; 95 GB/s ranks each total's widths within 0.4% of the best measured
+  // (geometric mean; worst 2.9%: 192 at 9 row blocks, whose split round fills every SM) against
+  // 1.8% / 11.8% (bench/models/h200/masked-bf16-split-widths.json). The mean over counts that picks
+  // the main tile keeps 80 GB/s: 95 moved masked decoding and dense BF16 choices 1.2% slower
+  // (bf16-fill-rate-ab.json).
+  m.large_m.sm_fill_bytes_per_s_bf16_known_total = 95e9;
   return m;
 }
 

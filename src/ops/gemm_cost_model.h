@@ -39,6 +39,9 @@ struct SmallMCost {
 struct LargeMCost {
   double sm_fill_bytes_per_s_fp8;   // operand bytes into one SM per second
   double sm_fill_bytes_per_s_bf16;
+  // ... BF16 at a known total of row blocks (GemmShape::row_blocks: the count-adaptive rule's prices
+  // of a masked call's tiles per total); 0: sm_fill_bytes_per_s_bf16
+  double sm_fill_bytes_per_s_bf16_known_total;
   double smem_read_bytes_per_s;     // WGMMA operand reads from shared memory
   double wgmma_read_row_bytes;      // bytes WGMMA reads per operand row and K block
   double few_stages_penalty;        // per stage below kFewStages, on the K block

@@ -367,8 +367,11 @@ double large_m_k_block_s(const Sm90CostModel& model, const GemmShape& s, const C
   const double rows_per_wg = double(c.bm) / c.math_wg;
   const double smem_reads =
       double(c.math_wg) * (a_reads * rows_per_wg + double(c.bn) * (rows_per_wg / 64)) * m.wgmma_read_row_bytes;
+  const double bf16_fill = s.row_blocks > 0 && m.sm_fill_bytes_per_s_bf16_known_total > 0
+                               ? m.sm_fill_bytes_per_s_bf16_known_total
+                               : m.sm_fill_bytes_per_s_bf16;
   double t_kb = std::max({flops / peak * large_m_promotion(m, s, c),
-                          sm_bytes / (fp8 ? m.sm_fill_bytes_per_s_fp8 : m.sm_fill_bytes_per_s_bf16),
+                          sm_bytes / (fp8 ? m.sm_fill_bytes_per_s_fp8 : bf16_fill),
                           smem_reads / m.smem_read_bytes_per_s});
   if (stages < kFewStages) t_kb *= 1.0 + m.few_stages_penalty * (kFewStages - stages);
   if (s.kind == GemmKind::kFp8_1D1D && stages < kFewStages + 1) t_kb *= m.fp8_1d1d_four_stages;
@@ -851,20 +854,25 @@ void finish_config(const GemmShape& s, int num_sms, GemmConfig* c) {
 
 // Count-adaptive tiles: a masked call's tile count is set by its groups' rows, which only the
 // device knows, and with few groups the best width moves with them (G 1, N 4096, K 7168, BF16 on an
-// H200: 128x192 split ran 60.8 us at 737 rows, 128x256 78.6 us against 92.4 at 942 and 128x192
-// 101.7 us against 118.9 for 128x256 at 1044; bench/models/h200/masked-bf16-192-cap.json). Such a call compiles a
-// second width into its kernel (GemmConfig::alt; both with the split tail), and every CTA runs it
-// when the call's total of row blocks is one where the model prices it at least kAltMinStep below
-// the heuristic's choice: the rounds of tiles over the SMs, which the model counts exactly at a
-// known total, differ there, while closer prices are within its error (letting the model pick the
-// cheaper width at every total ran rows 6-10% slower as well as 10-20% faster; H200,
-// bench/models/h200/masked-count-adaptive.json). The width kept is the one with the lowest mean
-// over the spread of counts, if that mean is at least kAltMinGain below the choice's. BF16 only: the
-// FP8 kernel of two tiles ran its first tile 4-5% slower than that tile's kernel alone (the same
-// instructions; stalls for instruction fetch per issue 0.23 -> 0.47), as much as its second tile
-// gained where it ran (H200, G 1 and 2, N 4096: 128x160 with 128x192).
+// H200: 128x192 split ran 61.5 us at 6 row blocks, 128x256 77.3 us against 93.5 at 7 and 128x160
+// 101.7 us against 116.8 at 10; bench/models/h200/masked-bf16-split-widths.json). Such a call
+// compiles up to kMaxAltTiles more widths into its kernel (GemmConfig::alts; all with the split
+// tail), and every CTA runs the one its call's total of row blocks marks. Each is chosen in turn:
+// the width whose tile, run at every total where the model prices it at least kAltMinStep below the
+// tile run there so far, lowers the model's mean over the spread of counts the most, by at least
+// kAltMinGain. At a known total the model counts the rounds of tiles over the SMs exactly, and with
+// the per-total fill rate (sm_fill_bytes_per_s_bf16_known_total) ranks each total's widths within
+// 0.4% of the best measured (worst 2.9%). With the mean over counts' prices a 10% step was needed
+// (the cheaper width at every total ran rows 6-10% slower as well as 10-20% faster;
+// bench/models/h200/masked-count-adaptive.json); with these a 5% step picks widths whose measured
+// mean over the counts is within 0.3-2.2% of the best width's at every total on the three G 1 shapes
+// (a 10% step left N 6144 with one tile, 4.7% slower; masked-bf16-split-widths.json). A B B A beside
+// DeepGEMM, up to three widths ran 1.042x the two-width kernels (masked-bf16-three-widths.json).
+// BF16 only: the FP8 kernel of two tiles ran its first tile 4-5% slower than that tile's kernel
+// alone (the same instructions; stalls for instruction fetch per issue 0.23 -> 0.47), as much as its
+// second tile gained where it ran (H200, G 1 and 2, N 4096: 128x160 with 128x192).
 constexpr int64_t kAltMaxGroups = 8;
-constexpr double kAltMinGain = 0.02, kAltMinStep = 0.1;
+constexpr double kAltMinGain = 0.02, kAltMinStep = 0.05;
 constexpr int kAltWidths[] = {128, 160, 192, 224, 256};
 
 // The model's microseconds of `c` on `s` with r row blocks in all.
@@ -875,38 +883,62 @@ double cost_at_blocks(const Sm90CostModel& model, const GemmShape& s, const Gemm
   return estimate_us(model, at, cand, c.stages, c.d_bufs, num_sms);
 }
 
+bool alt_tiles_apply(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best) {
+  return s.type == GemmType::kMGroupedMasked && s.kind == GemmKind::kBf16 && !has_override(o) && num_sms >= 2 &&
+         s.num_groups <= kAltMaxGroups && !s.epilogue.active() && best.cluster == 1 && best.split_k == 2;
+}
+
+// The split-tail tile of width `bn` and block_m `bm` the model picks, or block_m 0 where none runs.
+GemmConfig alt_candidate(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o, int bm,
+                         int bn) {
+  GemmOverride w = o;
+  w.block_m = bm, w.block_n = bn, w.split_k = 2;
+  const char* reason = nullptr;
+  return cheapest(model, s, num_sms, w, &reason);
+}
+
 void alt_tile_rule(const Sm90CostModel& model, const GemmShape& s, int num_sms, const GemmOverride& o,
                    GemmConfig* best) {
-  if (s.type != GemmType::kMGroupedMasked || s.kind != GemmKind::kBf16 || has_override(o) || num_sms < 2 ||
-      s.num_groups > kAltMaxGroups || s.epilogue.active() || best->cluster != 1 || best->split_k != 2)
-    return;
-  const auto main_at = [&](int64_t r) { return cost_at_blocks(model, s, *best, r, num_sms); };
-  // At r row blocks: the second width where it is at least kAltMinStep cheaper, else the choice.
-  const auto with = [&](const GemmConfig& a, int64_t r) {
-    const double m = main_at(r), t = cost_at_blocks(model, s, a, r, num_sms);
-    return t < m * (1.0 - kAltMinStep) ? t : m;
-  };
-  double lowest = mean_over_counts(s, best->block_m, main_at) * (1.0 - kAltMinGain);
-  GemmConfig alt;
-  for (int bn : kAltWidths) {
-    if (bn == best->block_n) continue;
-    GemmOverride w = o;
-    w.block_m = best->block_m, w.block_n = bn, w.split_k = 2;
-    const char* reason = nullptr;
-    const GemmConfig c = cheapest(model, s, num_sms, w, &reason);
-    if (c.block_m == 0) continue;
-    if (const double e = mean_over_counts(s, best->block_m, [&](int64_t r) { return with(c, r); }); e < lowest)
-      lowest = e, alt = c;
+  if (!alt_tiles_apply(s, num_sms, o, *best)) return;
+  const auto price = [&](const GemmConfig& c, int64_t r) { return cost_at_blocks(model, s, c, r, num_sms); };
+  // The price at each total of the tile the kernel runs there so far (the main tile's from kAltRowBlocks on).
+  std::vector<double> at(kAltRowBlocks);
+  for (int64_t r = 0; r < kAltRowBlocks; ++r) at[r] = price(*best, r);
+  const auto now = [&](int64_t r) { return r < kAltRowBlocks ? at[r] : price(*best, r); };
+  std::vector<int> widths_taken{best->block_n};
+  for (int slot = 0; slot < kMaxAltTiles; ++slot) {
+    // At r row blocks: the candidate where it is at least kAltMinStep cheaper, else the tile run now.
+    const auto with = [&](const GemmConfig& a, int64_t r) {
+      const double t = now(r);
+      if (r >= kAltRowBlocks) return t;
+      const double c = price(a, r);
+      return c < t * (1.0 - kAltMinStep) ? c : t;
+    };
+    double lowest = mean_over_counts(s, best->block_m, now) * (1.0 - kAltMinGain);
+    GemmConfig alt;
+    for (int bn : kAltWidths) {
+      if (std::find(widths_taken.begin(), widths_taken.end(), bn) != widths_taken.end()) continue;
+      const GemmConfig c = alt_candidate(model, s, num_sms, o, best->block_m, bn);
+      if (c.block_m == 0) continue;
+      if (const double e = mean_over_counts(s, best->block_m, [&](int64_t r) { return with(c, r); }); e < lowest)
+        lowest = e, alt = c;
+    }
+    if (alt.block_m == 0) return;
+    finish_config(s, num_sms, &alt);
+    GemmAltTile& t = best->alts[slot];
+    t.block_n = alt.block_n, t.stages = alt.stages, t.promote_split = alt.promote_split, t.d_bufs = alt.d_bufs;
+    t.d_strip = alt.d_strip, t.overlap = alt.overlap, t.stage_aligned = alt.stage_aligned;
+    t.sfb_boundaries = alt.sfb_boundaries, t.smem_bytes = alt.smem_bytes;
+    for (int64_t r = 1; r < kAltRowBlocks; ++r) {
+      const double c = price(alt, r);
+      if (c >= at[r] * (1.0 - kAltMinStep)) continue;
+      for (GemmAltTile& other : best->alts) other.unmark(r);
+      t.mark(r);
+      at[r] = c;
+    }
+    widths_taken.push_back(alt.block_n);
+    best->estimate_us = lowest;
   }
-  if (alt.block_m == 0) return;
-  finish_config(s, num_sms, &alt);
-  GemmAltTile& t = best->alt;
-  t.block_n = alt.block_n, t.stages = alt.stages, t.promote_split = alt.promote_split, t.d_bufs = alt.d_bufs;
-  t.d_strip = alt.d_strip, t.overlap = alt.overlap, t.stage_aligned = alt.stage_aligned;
-  t.sfb_boundaries = alt.sfb_boundaries, t.smem_bytes = alt.smem_bytes;
-  for (int64_t r = 1; r < kAltRowBlocks; ++r)
-    if (cost_at_blocks(model, s, alt, r, num_sms) < main_at(r) * (1.0 - kAltMinStep)) t.rows[r / 64] |= uint64_t{1} << (r % 64);
-  best->estimate_us = lowest;
 }
 
 }  // namespace
@@ -1061,7 +1093,7 @@ dg_status choose_entry_config(const GemmShape& s, int num_sms, const GemmOverrid
   // Only a count-adaptive choice (masked BF16, few groups) differs from its tile forced.
   GemmConfig heuristic;
   if (s.type == GemmType::kMGroupedMasked && choose_gemm_config(s, num_sms, o, model, &heuristic) == DG_SUCCESS &&
-      heuristic.alt.block_n != 0 && same_config(heuristic, c))
+      heuristic.alt_tiles() != 0 && same_config(heuristic, c))
     c = heuristic;
   *out = c;
   return DG_SUCCESS;

@@ -58,43 +58,54 @@ struct Field {
 };
 
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
-// variable too (the kernel asserts its layout against it). The alt_ fields are the count-adaptive
-// second tile's (alt_block_n 0: none).
-std::array<Field, 34> template_fields(const GemmShape& s, const GemmConfig& c) {
-  return {{{"kind", static_cast<int64_t>(s.kind), as_kind},
-           {"major_a", static_cast<int64_t>(s.major_a), as_major},
-           {"major_b", static_cast<int64_t>(s.major_b), as_major},
-           {"out_type", s.d_dtype, as_out_type},
-           {"reduce_add", s.accumulate, as_bool},
-           {"gemm_type", static_cast<int64_t>(s.type), as_type},
-           {"block_m", c.block_m, as_int},
-           {"block_n", c.block_n, as_int},
-           {"stages", c.stages, as_int},
-           {"math_wg", c.math_wg, as_int},
-           {"cluster", c.cluster, as_int},
-           {"pair_along_n", c.multicast_a, as_bool},
-           {"overlap", c.overlap, as_bool},
-           {"promote_split", c.promote_split, as_int},
-           {"d_bufs", c.d_bufs, as_int},
-           {"split_k", c.split_k, as_int},
-           {"sfb_boundaries", c.sfb_boundaries, as_int},
-           {"stage_aligned", c.stage_aligned, as_bool},
-           {"activation", static_cast<int64_t>(s.epilogue.act), as_activation},
-           {"bias", static_cast<int64_t>(s.epilogue.bias), as_bias},
-           {"scales", static_cast<int64_t>(s.epilogue.scales), as_scales},
-           {"head_left", s.epilogue.head_left, as_int},
-           {"head_mid", s.epilogue.head_mid, as_int},
-           {"head_right", s.epilogue.head_right, as_int},
-           {"k_blocks", c.k_blocks, as_int},
-           {"smem_bytes", c.smem_bytes, as_int},
-           {"alt_block_n", c.alt.block_n, as_int},
-           {"alt_stages", c.alt.stages, as_int},
-           {"alt_overlap", c.alt.overlap, as_bool},
-           {"alt_promote_split", c.alt.promote_split, as_int},
-           {"alt_d_bufs", c.alt.d_bufs, as_int},
-           {"alt_sfb_boundaries", c.alt.sfb_boundaries, as_int},
-           {"alt_stage_aligned", c.alt.stage_aligned, as_bool},
-           {"alt_smem_bytes", c.alt.smem_bytes, as_int}}};
+// variable too (the kernel asserts its layout against it). The alt1_ / alt2_ fields are the
+// count-adaptive tiles' (block_n 0: none).
+constexpr size_t kMainFields = 26, kAltFields = 8;
+using TemplateFields = std::array<Field, kMainFields + kMaxAltTiles * kAltFields>;
+
+constexpr const char* kAltFieldNames[kMaxAltTiles][kAltFields] = {
+    {"alt1_block_n", "alt1_stages", "alt1_overlap", "alt1_promote_split", "alt1_d_bufs", "alt1_sfb_boundaries",
+     "alt1_stage_aligned", "alt1_smem_bytes"},
+    {"alt2_block_n", "alt2_stages", "alt2_overlap", "alt2_promote_split", "alt2_d_bufs", "alt2_sfb_boundaries",
+     "alt2_stage_aligned", "alt2_smem_bytes"}};
+
+// Count-adaptive tile `i`'s fields, named as kAltFieldNames[i] orders them, from f[0].
+void add_alt_fields(const GemmAltTile& a, int i, Field* f) {
+  const int64_t values[kAltFields] = {a.block_n, a.stages, a.overlap, a.promote_split, a.d_bufs, a.sfb_boundaries,
+                                      a.stage_aligned, a.smem_bytes};
+  const Render renders[kAltFields] = {as_int, as_int, as_bool, as_int, as_int, as_int, as_bool, as_int};
+  for (size_t j = 0; j < kAltFields; ++j) f[j] = {kAltFieldNames[i][j], values[j], renders[j]};
+}
+
+TemplateFields template_fields(const GemmShape& s, const GemmConfig& c) {
+  TemplateFields f = {{{"kind", static_cast<int64_t>(s.kind), as_kind},
+                       {"major_a", static_cast<int64_t>(s.major_a), as_major},
+                       {"major_b", static_cast<int64_t>(s.major_b), as_major},
+                       {"out_type", s.d_dtype, as_out_type},
+                       {"reduce_add", s.accumulate, as_bool},
+                       {"gemm_type", static_cast<int64_t>(s.type), as_type},
+                       {"block_m", c.block_m, as_int},
+                       {"block_n", c.block_n, as_int},
+                       {"stages", c.stages, as_int},
+                       {"math_wg", c.math_wg, as_int},
+                       {"cluster", c.cluster, as_int},
+                       {"pair_along_n", c.multicast_a, as_bool},
+                       {"overlap", c.overlap, as_bool},
+                       {"promote_split", c.promote_split, as_int},
+                       {"d_bufs", c.d_bufs, as_int},
+                       {"split_k", c.split_k, as_int},
+                       {"sfb_boundaries", c.sfb_boundaries, as_int},
+                       {"stage_aligned", c.stage_aligned, as_bool},
+                       {"activation", static_cast<int64_t>(s.epilogue.act), as_activation},
+                       {"bias", static_cast<int64_t>(s.epilogue.bias), as_bias},
+                       {"scales", static_cast<int64_t>(s.epilogue.scales), as_scales},
+                       {"head_left", s.epilogue.head_left, as_int},
+                       {"head_mid", s.epilogue.head_mid, as_int},
+                       {"head_right", s.epilogue.head_right, as_int},
+                       {"k_blocks", c.k_blocks, as_int},
+                       {"smem_bytes", c.smem_bytes, as_int}}};
+  for (int i = 0; i < kMaxAltTiles; ++i) add_alt_fields(c.alts[i], i, &f[kMainFields + i * kAltFields]);
+  return f;
 }
 
 const char* out_name(dg_dtype d) {
@@ -110,14 +121,17 @@ std::string epilogue_tag(const GemmEpilogue& e) {
                      e.head_split() ? fmt::format("_heads{}_{}_{}", e.head_left, e.head_mid, e.head_right) : "");
 }
 
-// The count-adaptive second tile's tag ("" without one): width, stages and what differs.
+// The count-adaptive tiles' tag ("" without them): each one's width, stages and what differs.
 std::string alt_tag(const GemmConfig& c) {
-  const GemmAltTile& a = c.alt;
-  if (a.block_n == 0) return {};
-  return fmt::format("_or{}s{}{}{}{}{}{}", a.block_n, a.stages, a.stage_aligned ? "u" : "", a.overlap ? "ov" : "",
-                     a.promote_split > 1 ? fmt::format("p{}", a.promote_split) : std::string(),
-                     a.d_bufs ? fmt::format("e{}", a.d_bufs) : std::string(),
-                     a.sfb_boundaries ? fmt::format("b{:x}", a.sfb_boundaries) : std::string());
+  std::string tag;
+  for (int i = 0; i < c.alt_tiles(); ++i) {
+    const GemmAltTile& a = c.alts[i];
+    tag += fmt::format("_or{}s{}{}{}{}{}{}", a.block_n, a.stages, a.stage_aligned ? "u" : "", a.overlap ? "ov" : "",
+                       a.promote_split > 1 ? fmt::format("p{}", a.promote_split) : std::string(),
+                       a.d_bufs ? fmt::format("e{}", a.d_bufs) : std::string(),
+                       a.sfb_boundaries ? fmt::format("b{:x}", a.sfb_boundaries) : std::string());
+  }
+  return tag;
 }
 
 std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
@@ -133,14 +147,24 @@ std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
                      c.k_blocks ? fmt::format("_kb{}", c.k_blocks) : std::string(), alt_tag(c));
 }
 
+// The count-adaptive tiles in describe()'s words ("" without them).
+std::string alt_description(const GemmConfig& c) {
+  std::string d;
+  for (int i = 0; i < c.alt_tiles(); ++i)
+    d += fmt::format("{} {}x{} tiles ({} stages)", i == 0 ? ", or" : " or", c.block_m, c.alts[i].block_n,
+                     c.alts[i].stages);
+  return d.empty() ? d : d + " where the groups' rows make them cheaper";
+}
+
 }  // namespace
 
-GemmConfig alt_config(const GemmConfig& c) {
+GemmConfig alt_config(const GemmConfig& c, int i) {
+  const GemmAltTile& t = c.alts[i];
   GemmConfig a = c;
-  a.block_n = c.alt.block_n, a.stages = c.alt.stages, a.promote_split = c.alt.promote_split;
-  a.d_bufs = c.alt.d_bufs, a.d_strip = c.alt.d_strip, a.overlap = c.alt.overlap;
-  a.stage_aligned = c.alt.stage_aligned, a.sfb_boundaries = c.alt.sfb_boundaries, a.smem_bytes = c.alt.smem_bytes;
-  a.alt = GemmAltTile{};
+  a.block_n = t.block_n, a.stages = t.stages, a.promote_split = t.promote_split;
+  a.d_bufs = t.d_bufs, a.d_strip = t.d_strip, a.overlap = t.overlap;
+  a.stage_aligned = t.stage_aligned, a.sfb_boundaries = t.sfb_boundaries, a.smem_bytes = t.smem_bytes;
+  for (GemmAltTile& cleared : a.alts) cleared = GemmAltTile{};
   return a;
 }
 
@@ -187,9 +211,7 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
       (c.split_k <= 1                         ? std::string()
        : s.type == GemmType::kMGroupedMasked ? std::string(", a last round at most half full split over CTA pairs")
                                               : fmt::format(", split-K over {} CTAs", c.split_k)) +
-          (c.alt.block_n ? fmt::format(", or {}x{} tiles ({} stages) where the groups' rows make them cheaper",
-                                       c.block_m, c.alt.block_n, c.alt.stages)
-                         : std::string()),
+          alt_description(c),
       c.estimate_us);
 }
 

@@ -95,8 +95,10 @@ LaunchConfig launch_config(const dg_stream_s& stream, const GemmShape& s, const 
   LaunchConfig lc;
   lc.grid[0] = static_cast<unsigned>(c.grid);
   lc.block[0] = c.threads;
-  // A count-adaptive kernel runs either tile: the larger layout, the group table after either.
-  lc.smem_bytes = std::max(c.smem_bytes, c.alt.smem_bytes) + group_table_bytes(s.type, s.num_groups);
+  // A count-adaptive kernel runs any of its tiles: the largest layout, the group table after any.
+  unsigned smem = c.smem_bytes;
+  for (const GemmAltTile& a : c.alts) smem = std::max(smem, a.smem_bytes);
+  lc.smem_bytes = smem + group_table_bytes(s.type, s.num_groups);
   // Split-K's CTAs of one tile form its cluster.
   lc.cluster = static_cast<unsigned>(c.split_k > 1 ? c.split_k : c.cluster);
   lc.pdl = config_of(stream).pdl;

@@ -212,9 +212,17 @@ TEST_CASE("sm90 gemm: every heuristic config compiles for sm_90a without spills 
   double worst = 0;
   std::string table;
   std::vector<std::pair<std::string, std::future<int>>> r2ur;
+  // The Hopper calibration's choices, and the H200's count-adaptive kernels (masked BF16 of few
+  // groups: up to three tile widths in one kernel).
+  std::vector<std::pair<GemmShape, const dg::ops::Sm90CostModel*>> plans;
   for (const GemmShape& s : gemm_shapes()) {
+    plans.emplace_back(s, &dg::ops::hopper_cost_model());
+    if (s.type == GemmType::kMGroupedMasked && s.kind == GemmKind::kBf16 && s.num_groups <= 8)
+      plans.emplace_back(s, &dg::ops::sm90_cost_model("NVIDIA H200"));
+  }
+  for (const auto& [s, model] : plans) {
     dg::ops::GemmConfig c;
-    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, &c) == DG_SUCCESS);
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, {}, *model, &c) == DG_SUCCESS);
     CHECK(c.smem_bytes <= 232448u);
     const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
     if (!seen.insert(spec.kernel_name).second) continue;

@@ -406,12 +406,12 @@ void check_masked_tail(Gpu& g, bool fp8, int64_t n, uint64_t seed) {
   }
 }
 
-// Count-adaptive masked tiles (BF16): the heuristic's kernel for G groups at `hint` holds a second
-// tile width (GemmConfig::alt); counts whose total of row blocks runs the second tile and counts
-// that run the first, each checked, so that both tiles of the one kernel run.
+// Count-adaptive masked tiles (BF16): the heuristic's kernel for G groups at `hint` holds more tile
+// widths (GemmConfig::alts); for each of its tiles the first total of row blocks that runs it is
+// checked, so that every tile of the one kernel runs.
 void check_masked_adaptive(Gpu& g, int64_t groups, int64_t hint, uint64_t seed) {
   constexpr bool fp8 = false;
-  const int64_t n = 4096, k = 14 * 64, max_m = 2048;
+  const int64_t n = 4096, k = 24 * 64, max_m = 2048;
   dg::ops::GemmShape s;
   s.kind = dg::ops::GemmKind::kBf16;
   s.m = max_m, s.n = n, s.k = k, s.type = dg::ops::GemmType::kMGroupedMasked;
@@ -419,19 +419,21 @@ void check_masked_adaptive(Gpu& g, int64_t groups, int64_t hint, uint64_t seed) 
   dg::ops::GemmConfig c;
   REQUIRE(dg::ops::choose_gemm_config(s, g.device->sm_count, {}, dg::ops::sm90_cost_model(g.device->name), &c) ==
           DG_SUCCESS);
-  INFO("main " << c.block_m << "x" << c.block_n << ", second width " << c.alt.block_n);
-  REQUIRE(c.alt.block_n != 0);
-  // The totals of row blocks within the groups' rows that take each tile (the first found of each).
-  int64_t with_alt = 0, without = 0;
+  INFO("main " << c.block_m << "x" << c.block_n << ", other widths " << c.alts[0].block_n << ", " << c.alts[1].block_n);
+  REQUIRE(c.alt_tiles() != 0);
+  // The first total of row blocks within the groups' rows that runs each tile (0: main).
+  std::vector<int64_t> first(static_cast<size_t>(c.alt_tiles() + 1), 0);
   for (int64_t r = groups; r <= groups * (max_m / c.block_m) && r < dg::ops::kAltRowBlocks; ++r) {
-    int64_t& first = c.alt.runs(r) ? with_alt : without;
-    if (first == 0) first = r;
+    int64_t& f = first[static_cast<size_t>(c.tile_at(r))];
+    if (f == 0) f = r;
   }
-  REQUIRE(with_alt != 0);
-  REQUIRE(without != 0);
+  for (size_t t = 0; t < first.size(); ++t) {
+    INFO("tile " << t);
+    REQUIRE(first[t] != 0);
+  }
   const Weights w = make_weights(fp8, groups, n, k, seed);
   DeviceWeights dw(g, w);
-  for (const int64_t blocks : {with_alt, without}) {
+  for (const int64_t blocks : first) {
     // `blocks` row blocks over the groups, the last of each group partial (rows past the count are not D's).
     std::vector<int32_t> counts(static_cast<size_t>(groups));
     for (int64_t i = 0; i < groups; ++i) {
@@ -442,8 +444,7 @@ void check_masked_adaptive(Gpu& g, int64_t groups, int64_t hint, uint64_t seed) 
     MaskedCall call(g, a, dw, w, groups, max_m);
     call.gm.upload(counts);
     call.gd.poison();
-    INFO("G " << groups << ", " << blocks << " row blocks ("
-                                << (c.alt.runs(blocks) ? "second" : "first") << " tile)");
+    INFO("G " << groups << ", " << blocks << " row blocks (tile " << c.tile_at(blocks) << ")");
     const dg_status st = call.run(g, fp8, hint);
     INFO(dg_last_error());
     REQUIRE(st == DG_SUCCESS);
@@ -495,11 +496,14 @@ TEST_CASE("m-grouped gemm: masked split tail over CTA pairs (FP8, BF16; N 512 an
     for (int64_t n : {512, 448}) check_masked_tail(g, fp8, n, fp8 ? 71 + n : 81 + n);
 }
 
-TEST_CASE("m-grouped gemm: masked count-adaptive tiles run either width (BF16; G 1 and 2)" *
+TEST_CASE("m-grouped gemm: masked count-adaptive tiles run every width (BF16; G 1 and 2)" *
           doctest::test_suite("quick")) {
   Gpu g;
   if (!g.sm90()) return;
-  for (int64_t groups : {1, 2}) check_masked_adaptive(g, groups, 1228 / groups, 95 + groups);
+  // On the H200 calibration three widths each: 128x192 with 128x160 and 128x256 at G 1, hint 750;
+  // 128x128 with two others at G 2, hint 425.
+  const int64_t calls[2][2] = {{1, 750}, {2, 425}};
+  for (auto& c : calls) check_masked_adaptive(g, c[0], c[1], 95 + c[0]);
 }
 
 TEST_CASE("m-grouped gemm: BF16 contiguous (indices, psum; nt, nn) and masked on the DeepSeek MoE shapes") {

@@ -204,12 +204,12 @@ TEST_CASE("masked BF16 calls of few groups of many rows take tiles of at most 19
   }
 }
 
-TEST_CASE("masked BF16 calls of few groups compile a second tile width, run at the totals of row blocks that cost less") {
+TEST_CASE("masked BF16 calls of few groups compile more tile widths, each run at the totals of row blocks where it costs less") {
   // BF16 G 1, hint 1228, N 4096, K 7168 on the H200 (docs/m_grouped_gemm.md#count-adaptive-tiles): the
-  // chosen 128x192 tiles with the split tail, and 128x256 where the rounds of tiles make it at least
-  // 10% cheaper: 4 row blocks (64 tiles: half a round, split, against 88 whole), 7 and 8 (one round
-  // of 256 columns against one and a half of 192), not 6 (one round each) nor 9-10 (two rounds of
-  // 256 columns against one and a half, or two, of 192).
+  // chosen 128x192 tiles with the split tail; 128x256 where its rounds make it at least 5% cheaper:
+  // 4 row blocks (64 tiles: half a round, split, against 88 whole), 7 and 8 (one round of 256
+  // columns against one and a half of 192); 128x160 at 10 (two rounds of 160 columns against two
+  // of 192); 192 itself at 6 (one round), 9 (one and a half, split, against two of 160) and 11.
   GemmShape s;
   s.kind = GemmKind::kBf16, s.type = GemmType::kMGroupedMasked;
   s.num_groups = 1, s.m = 4096, s.n = 4096, s.k = 7168, s.expected_m = 1228;
@@ -219,33 +219,45 @@ TEST_CASE("masked BF16 calls of few groups compile a second tile width, run at t
   CHECK(cfg.block_m == 128);
   CHECK(cfg.block_n == 192);
   CHECK(cfg.split_k == 2);
-  CHECK(cfg.alt.block_n == 256);
-  for (int64_t r : {4, 7, 8}) CHECK(cfg.alt.runs(r));
-  for (int64_t r : {5, 6, 9, 10, 11, 300}) CHECK_FALSE(cfg.alt.runs(r));
-  CHECK(dg::ops::gemm_kernel_spec(s, cfg).kernel_name.find("_or256s4") != std::string::npos);
-  // Its launch takes the larger layout; the second tile's config is the first's with its own fields.
-  const GemmConfig a = dg::ops::alt_config(cfg);
-  CHECK(a.block_n == 256);
-  CHECK(a.alt.block_n == 0);
-  CHECK(a.block_m == cfg.block_m);
-  CHECK(a.split_k == 2);
+  REQUIRE(cfg.alt_tiles() == 2);
+  CHECK(cfg.alts[0].block_n == 256);
+  CHECK(cfg.alts[1].block_n == 160);
+  for (int64_t r : {4, 7, 8}) CHECK(cfg.tile_at(r) == 1);
+  CHECK(cfg.tile_at(10) == 2);
+  for (int64_t r : {6, 9, 11, 300}) CHECK(cfg.tile_at(r) == 0);
+  // No total runs two tiles.
+  for (int64_t r = 0; r < dg::ops::kAltRowBlocks; ++r) CHECK_FALSE((cfg.alts[0].runs(r) && cfg.alts[1].runs(r)));
+  const std::string name = dg::ops::gemm_kernel_spec(s, cfg).kernel_name;
+  INFO(name);
+  const size_t second = name.find("_or256s4"), third = name.find("_or160s5");
+  CHECK(second != std::string::npos);
+  CHECK(third != std::string::npos);
+  CHECK(second < third);
+  // Its launch takes the largest layout; each tile's config is the first's with its own fields.
+  for (int i = 0; i < cfg.alt_tiles(); ++i) {
+    const GemmConfig a = dg::ops::alt_config(cfg, i);
+    CHECK(a.block_n == cfg.alts[i].block_n);
+    CHECK(a.alt_tiles() == 0);
+    CHECK(a.block_m == cfg.block_m);
+    CHECK(a.split_k == 2);
+  }
   // An explicit config, many groups, or a call whose choice is not the split tail: one tile.
   dg::ops::GemmOverride o;
   o.block_n = 192;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, o, h200, &cfg) == DG_SUCCESS);
-  CHECK(cfg.alt.block_n == 0);
+  CHECK(cfg.alt_tiles() == 0);
   s.num_groups = 32, s.expected_m = 230;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, h200, &cfg) == DG_SUCCESS);
-  CHECK(cfg.alt.block_n == 0);
+  CHECK(cfg.alt_tiles() == 0);
   s.kind = GemmKind::kFp8_1D2D, s.num_groups = 4, s.expected_m = 307;  // 128x160 whole tiles
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, h200, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 1);
-  CHECK(cfg.alt.block_n == 0);
+  CHECK(cfg.alt_tiles() == 0);
   // FP8 keeps one tile even where its choice takes the split tail (G 1: 128x160 split).
   s.num_groups = 1, s.expected_m = 1228;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, dg::ops::GemmOverride{}, h200, &cfg) == DG_SUCCESS);
   CHECK(cfg.split_k == 2);
-  CHECK(cfg.alt.block_n == 0);
+  CHECK(cfg.alt_tiles() == 0);
 }
 
 TEST_CASE("M-grouped GEMMs: M = 0 launches nothing; dg_m_grouped_gemm_prepare launches nothing") {

@@ -572,7 +572,7 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   s.kind = GemmKind::kBf16;
   GemmConfig heuristic;
   REQUIRE(dg::ops::choose_gemm_config(s, kSms, GemmOverride{}, &heuristic) == DG_SUCCESS);
-  REQUIRE(heuristic.alt.block_n != 0);  // 128x192 split, 128x256 at some totals (docs/m_grouped_gemm.md)
+  REQUIRE(heuristic.alt_tiles() != 0);  // 128x192 split, 128x256 at some totals (docs/m_grouped_gemm.md)
   // An entry of the heuristic's tile, every field explicit, timed faster than the heuristic's
   // choice (its other candidates' pipelines can tie that tile's config).
   TuningTable t = table_for(os.s());
@@ -583,8 +583,11 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   GemmConfig c;
   REQUIRE(dg::ops::choose_tuned_gemm_config(os.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
   CHECK(same(c, heuristic));
-  CHECK(c.alt.block_n == heuristic.alt.block_n);
-  CHECK(c.alt.rows[0] == heuristic.alt.rows[0]);
+  REQUIRE(c.alt_tiles() == heuristic.alt_tiles());
+  for (int i = 0; i < c.alt_tiles(); ++i) {
+    CHECK(c.alts[i].block_n == heuristic.alts[i].block_n);
+    CHECK(c.alts[i].rows[0] == heuristic.alts[i].rows[0]);
+  }
   // Another tile of the entry runs alone.
   const int bn = heuristic.block_n == 160 ? 128 : 160;
   t.entries[0].config.block_n = bn;
@@ -593,7 +596,7 @@ TEST_CASE("tuning table: an entry that is the heuristic's own tile keeps its cou
   OfflineStream other(other_path);
   REQUIRE(dg::ops::choose_tuned_gemm_config(other.s(), s, kSms, GemmOverride{}, &c) == DG_SUCCESS);
   CHECK(c.block_n == bn);
-  CHECK(c.alt.block_n == 0);
+  CHECK(c.alt_tiles() == 0);
 }
 
 // dg_tune writes the heuristic's choice with equal times where no candidate led it by the margin:

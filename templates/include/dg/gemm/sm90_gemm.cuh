@@ -89,14 +89,18 @@ struct alignas(64) Sm90GemmParams {
 
 static_assert(sizeof(Sm90GemmParams) == 960, "the host mirrors this layout (src/ops/gemm.h)");
 
-// A count-adaptive masked kernel's second parameter: its second tile's B and D maps, and the totals
-// of row blocks (over the groups, ceil(rows / BLOCK_M) each) at which the kernel runs that tile.
-constexpr uint32_t kAltRowBlocks = 256;
-struct alignas(64) Sm90GemmAltParams {
+// A count-adaptive masked kernel's second parameter: for each of its other tiles, that tile's B and
+// D maps and the totals of row blocks (over the groups, ceil(rows / BLOCK_M) each) at which the
+// kernel runs it (no total marked twice; a tile the kernel lacks marks none).
+constexpr uint32_t kAltRowBlocks = 256, kMaxAltTiles = 2;
+struct alignas(64) Sm90GemmAltTileParams {
   TmaDescriptor tma_b, tma_d;
   uint64_t rows[kAltRowBlocks / 64];
 };
-static_assert(sizeof(Sm90GemmAltParams) == 320, "the host mirrors this layout (src/ops/gemm.h)");
+struct Sm90GemmAltParams {
+  Sm90GemmAltTileParams tile[kMaxAltTiles];
+};
+static_assert(sizeof(Sm90GemmAltParams) == 640, "the host mirrors this layout (src/ops/gemm.h)");
 
 template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kReduceAdd_, uint32_t kBlockM_,
           uint32_t kBlockN_, uint32_t kStages_, uint32_t kMathWG_, uint32_t kCluster_, bool kPairAlongN_,
@@ -515,19 +519,22 @@ DG_DEVICE uint32_t a_rows(const Sm90GemmParams& p) {
   return T::kBatched ? p.group_rows : p.m;
 }
 
-// Whether a count-adaptive masked kernel runs its second tile: the total of the groups' row blocks
-// of BLOCK_M rows (each group's count clamped to [0, max_m], as the group table reads it) is one
-// the host marked. Every thread reads the few counts itself (uniform loads; the host allows at most
-// 8 groups), so the choice needs no barrier and every CTA makes the same one.
+// The tile a count-adaptive masked kernel runs: 1 + i for alt.tile[i] where it marks the total of
+// the groups' row blocks of BLOCK_M rows (each group's count clamped to [0, max_m], as the group
+// table reads it), else 0 (the main tile). Every thread reads the few counts itself (uniform loads;
+// the host allows at most 8 groups), so the choice needs no barrier and every CTA makes the same one.
 template <class T>
-DG_DEVICE bool runs_alt(const Sm90GemmParams& p, const Sm90GemmAltParams& alt) {
+DG_DEVICE uint32_t alt_tile(const Sm90GemmParams& p, const Sm90GemmAltParams& alt) {
   ptx::grid_dependency_wait();  // the counts may be the previous kernel's output
   uint32_t blocks = 0;
   for (uint32_t g = 0; g < p.num_groups; ++g) {
     const int32_t rows = p.grouped_layout[g];
     blocks += ceil_div(static_cast<uint32_t>(rows < 0 ? 0 : min_of(static_cast<uint32_t>(rows), p.group_rows)), T::kBlockM);
   }
-  return blocks < kAltRowBlocks && ((alt.rows[blocks / 64] >> (blocks % 64)) & 1u);
+  if (blocks >= kAltRowBlocks) return 0;
+  for (uint32_t i = 0; i < kMaxAltTiles; ++i)
+    if ((alt.tile[i].rows[blocks / 64] >> (blocks % 64)) & 1u) return i + 1;
+  return 0;
 }
 
 // kg: the K-grouped launch's groups (kKGrouped only, else nullptr). map_b / map_d: B's and D's maps
