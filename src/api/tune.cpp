@@ -105,7 +105,7 @@ dg_stream_s untabled(const dg_stream_s& stream) {
 }
 
 // Each problem's candidates (the heuristic's own first) and the options that force them. The
-// heuristic's runs with no config fields where it holds a count-adaptive second tile, which no
+// heuristic's runs with no config fields where it holds count-adaptive tile widths, which no
 // override expresses: it is timed as an untuned call runs it.
 dg_status candidates_of(const dg_stream_s& stream, const std::vector<TuneProblem>& problems, int count,
                         std::vector<std::vector<GemmConfig>>* configs,
@@ -143,11 +143,12 @@ dg_status tune_one(dg_stream* stream, const TuneProblem& p, const std::vector<Ge
                    TunedEntry* entry, std::string* line) {
   dg::api::TuneCall call;
   DG_TRY(dg::api::bind_problem(p, buffers, &call));
-  std::vector<double> ms;
-  if (const dg_status st = dg::api::time_configs(stream, call, options, reps, buffers, &ms); st != DG_SUCCESS)
+  dg::api::ConfigTimes times;
+  if (const dg_status st = dg::api::time_configs(stream, call, options, reps, buffers, &times); st != DG_SUCCESS)
     return dg::fail(st, "problems: line {}: {}: {}", p.line, p.text, dg::last_error());
+  const std::vector<double>& ms = times.mean_ms;
   size_t fastest = 0;
-  const size_t best = dg::api::tuned_winner(ms, &fastest);
+  const size_t best = dg::api::tuned_winner(times, &fastest);
   entry->shape = p.shape;
   entry->config = dg::ops::override_for(p.shape, configs[best]);
   entry->tuned_us = ms[best] * kMicrosecondsPerMillisecond;
@@ -156,9 +157,10 @@ dg_status tune_one(dg_stream* stream, const TuneProblem& p, const std::vector<Ge
                       describe_config(configs[best], p.fp8), entry->tuned_us, describe_config(configs[0], p.fp8),
                       entry->heuristic_us, (entry->heuristic_us / entry->tuned_us - 1.0) * 100.0);
   if (fastest != best)
-    *line += fmt::format("; {} ran {:.1f}% faster, under the {:.0f}% a table entry needs",
+    *line += fmt::format("; {} ran {:.1f}% faster over {} sample(s), under the {:.0f}% (and {:.0f} standard errors of "
+                         "its per-sample leads) a table entry needs",
                          describe_config(configs[fastest], p.fp8), (ms[0] / ms[fastest] - 1.0) * 100.0,
-                         dg::api::kTunedMinLead * 100.0);
+                         times.sample_ms.size(), dg::api::kTunedMinLead * 100.0, dg::api::kTunedLeadErrors);
   return DG_SUCCESS;
 }
 

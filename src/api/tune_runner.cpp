@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -459,16 +460,37 @@ dg_status prepare_all(dg_stream* stream, const std::vector<TuneProblem>& problem
   return DG_SUCCESS;
 }
 
-size_t tuned_winner(const std::vector<double>& ms, size_t* fastest) {
+namespace {
+
+// The standard error of the mean of config i's per-sample leads over config 0 (0 with one sample).
+double lead_standard_error(const ConfigTimes& t, size_t i) {
+  const size_t n = t.sample_ms.size();
+  if (n < 2) return 0.0;
+  std::vector<double> leads;
+  for (const std::vector<double>& s : t.sample_ms) leads.push_back(s[0] / s[i] - 1.0);
+  const double mean = std::accumulate(leads.begin(), leads.end(), 0.0) / double(n);
+  double sq = 0.0;
+  for (const double l : leads) sq += (l - mean) * (l - mean);
+  return std::sqrt(sq / double(n - 1) / double(n));
+}
+
+}  // namespace
+
+size_t tuned_winner(const ConfigTimes& t, size_t* fastest) {
+  const std::vector<double>& ms = t.mean_ms;
   size_t best = 0;
   for (size_t i = 1; i < ms.size(); ++i)
     if (ms[i] < ms[best]) best = i;
   if (fastest != nullptr) *fastest = best;
-  return best != 0 && ms[best] > ms[0] * (1.0 - kTunedMinLead) ? 0 : best;
+  if (best == 0) return 0;
+  const double lead = ms[0] / ms[best] - 1.0;
+  // A lead of exactly the margin passes (kTunedMinLead of the heuristic's time, as before).
+  const bool past_margin = ms[best] <= ms[0] * (1.0 - kTunedMinLead);
+  return past_margin && lead >= kTunedLeadErrors * lead_standard_error(t, best) ? best : 0;
 }
 
 dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vector<dg_gemm_options>& options, int reps,
-                       TuneBuffers* buf, std::vector<double>* medians_ms) {
+                       TuneBuffers* buf, ConfigTimes* times) {
   const size_t n = options.size(), runs = n * static_cast<size_t>(reps);
   // A read of the flush buffer before each run leaves L2 clean, as the bench suites' flush does.
   const auto flush = [&] { return ops::run_l2_flush(*stream, buf->flush.data(), buf->flush.bytes(), buf->flush.data()); };
@@ -479,7 +501,8 @@ dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vecto
   Events ev;
   DG_TRY(ev.create(2 * runs));
   CUstream cs = stream->handle;
-  std::vector<double> mean_ms(n, 0.0);
+  ConfigTimes out;
+  out.mean_ms.assign(n, 0.0);
   for (int sample = 0; sample < call.samples; ++sample) {
     TuneCall c = call;
     c.groups.data = static_cast<char*>(call.groups.data) + static_cast<size_t>(sample) * call.sample_bytes;
@@ -499,9 +522,13 @@ dg_status time_configs(dg_stream* stream, const TuneCall& call, const std::vecto
         DG_CU(cuEventElapsedTime(&t, ev[e], ev[e + 1]));
         ms[i].push_back(t);
       }
-    for (size_t i = 0; i < n; ++i) mean_ms[i] += median(ms[i]) / call.samples;
+    std::vector<double>& per_config = out.sample_ms.emplace_back(n);
+    for (size_t i = 0; i < n; ++i) {
+      per_config[i] = median(ms[i]);
+      out.mean_ms[i] += per_config[i] / call.samples;
+    }
   }
-  *medians_ms = std::move(mean_ms);
+  *times = std::move(out);
   return DG_SUCCESS;
 }
 

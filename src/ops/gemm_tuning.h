@@ -35,7 +35,7 @@ bool has_config_override(const GemmOverride& o);
 
 // The config a tuning table's entry (`entry`, an override_for) runs for `s` on a call with options
 // `o` (no config fields; its SM cap is kept): the entry's tile forced, except where that is the
-// heuristic's own choice, which runs as the heuristic has it, a count-adaptive second tile included
+// heuristic's own choice, which runs as the heuristic has it, its count-adaptive tile widths included
 // (dg_tune times the heuristic's candidate as an untuned call runs it). Fails as choose_gemm_config.
 dg_status choose_entry_config(const GemmShape& s, int num_sms, const GemmOverride& entry, const GemmOverride& o,
                               const Sm90CostModel& model, GemmConfig* out);

@@ -950,11 +950,12 @@ extern "C" {
     /// m=8,64\n", on the stream's device, and writes the table (atomically: a temporary file renamed
     /// into place; its directory is created when missing). Each candidate runs on random non-zero
     /// inputs, the heuristic's as an untuned call runs it (no table read); the runs alternate between
-    /// the candidates, each timed with CUDA events on the stream after a write of twice the L2 size,
+    /// the candidates, each timed with CUDA events on the stream after a read of twice the L2 size,
     /// and the lowest median wins where it is at least 1% below the heuristic's choice's, else the
     /// heuristic's choice stays (masked problems: timed on 8 samples of group counts spread around the
     /// list's m, contiguous ones on 4 samples of unequal groups, the means of the samples' medians,
-    /// since their counts vary from call to call). The device memory the largest problem needs is allocated for the call and freed before it returns; the stream is synchronised.
+    /// since their counts vary from call to call; there the lead must also be at least twice the
+    /// standard error of the candidate's per-sample leads). The device memory the largest problem needs is allocated for the call and freed before it returns; the stream is synchronised.
     /// *num_tuned (may be NULL): the problems tuned. Errors, with nothing written: a malformed list
     /// (DG_ERROR_INVALID_ARGUMENT naming the line), options out of range, no table path, a stream with
     /// an SM cap (tables are tuned on all SMs) or an offline stream (DG_ERROR_NO_DEVICE), a device that
