@@ -1,7 +1,7 @@
 #!/usr/bin/env sh
-# Every query form of dg-gemm-estimate (tests/model/estimate.cpp) answers with a config of 9 fields, and an
-# explicit config given to a masked, contiguous or K-grouped query is the one it answers for; --device
-# names a GPU.
+# Every query form of dg-gemm-estimate (tests/model/estimate.cpp) answers with a config of 9 fields (A:
+# then its count-adaptive tiles), and an explicit config given to a masked, contiguous or K-grouped
+# query is the one it answers for; --device names a GPU.
 #   bench/models/check_queries.sh BUILD/tests/dg-gemm-estimate
 set -eu
 est=${1:?usage: check_queries.sh DG_GEMM_ESTIMATE}
@@ -42,3 +42,12 @@ printf 'H 1 4096 7168 2048\n' | "$est" --device 'NVIDIA H200' | awk 'NF != 9 || 
 if "$est" --device < /dev/null > /dev/null 2>&1; then
   echo "check_queries: --device without a name must be refused" >&2; exit 1
 fi
+# A: a masked BF16 query of one group on the H200 names its count-adaptive tiles (128x256 at 7-8 row
+# blocks, 128x160 at 10: docs/m_grouped_gemm.md#count-adaptive-tiles); FP8 keeps one tile.
+a=$(printf '%s\n' 'A 0 1 4096 1228 4096 7168' 'A 1 1 4096 1228 4096 7168' | "$est" --device 'NVIDIA H200')
+echo "$a" | cut -c1-160
+echo "$a" | awk 'NR == 1 { ok = $3 == 192 && $10 == "alt" && $11 == 256 && $13 ~ /(^|,)7-8(,|$)/ &&
+  $14 == "alt" && $15 == 160 && $17 ~ /(^|,)10(,|$)/ } NR == 2 { ok = ok && NF == 9 } END { exit !(ok && NR == 2) }' ||
+  { echo "check_queries: A did not name 128x256 at 7-8 and 128x160 at 10 row blocks (BF16), or gave FP8 a tile" >&2; exit 1; }
+printf 'A 0 1 4096 1228 4096\n' | "$est" | grep -q '^ERR' ||
+  { echo "check_queries: a short A query must be refused" >&2; exit 1; }

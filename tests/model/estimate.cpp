@@ -11,12 +11,16 @@
 //       a masked M-grouped problem (BF16 D); BM.. as in the first form (0 / -1: the heuristic's);
 //   R KIND GROUPS MAX_M EXPECTED_M ROW_BLOCKS N K BM .. SPLITK -> as Q, priced at ROW_BLOCKS row blocks
 //       of BM rows in all (a known total of the groups' counts, as the count-adaptive rule prices each);
+//   A KIND GROUPS MAX_M EXPECTED_M N K -> the heuristic's masked choice as Q answers it, then for each
+//       count-adaptive tile " alt BN STAGES TOTALS" (TOTALS: the totals of row blocks that run it, as
+//       ranges "4,7-8,16");
 //   C KIND GROUPS M N K [BM .. SPLITK] -> the same for an M-grouped contiguous problem (M: A's rows,
 //       per-row group indices, expected_m = M / GROUPS as the call's default).
 // KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped (DG_FP8_PROMOTION_*).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "dg.h"
 #include "ops/gemm.h"
@@ -34,6 +38,8 @@ static const char kUsage[] =
     "  C KIND GROUPS M N K [BM .. SPLITK]                           M-grouped contiguous (M: A's rows), as H\n"
     "  Q KIND GROUPS MAX_M EXPECTED_M N K BM .. SPLITK              masked M-grouped, as H\n"
     "  R KIND GROUPS MAX_M EXPECTED_M ROW_BLOCKS N K BM .. SPLITK   as Q at a known total of row blocks\n"
+    "  A KIND GROUPS MAX_M EXPECTED_M N K                           masked, as Q, then each count-adaptive\n"
+    "      tile: alt BN STAGES TOTALS (the totals of row blocks that run it, as ranges 4,7-8,16)\n"
     "KIND: 0 BF16, 1 FP8 1D2D, 2 FP8 1D1D. PROMO: 1 after, 2 overlapped. 0 / -1 config fields:\n"
     "the heuristic's choice.\n"
     "\n"
@@ -67,6 +73,19 @@ static int parse_args(int argc, char** argv, const dg::ops::Sm90CostModel** mode
   return 0;
 }
 
+// The totals of row blocks at which a count-adaptive tile runs, as ranges ("4,7-8,16").
+static std::string total_ranges(const dg::ops::GemmAltTile& t) {
+  std::string out;
+  for (int r = 0; r < dg::ops::kAltRowBlocks; ++r) {
+    if (!t.runs(r)) continue;
+    int last = r;
+    while (t.runs(last + 1)) ++last;
+    out += (out.empty() ? "" : ",") + std::to_string(r) + (last > r ? "-" + std::to_string(last) : std::string());
+    r = last;
+  }
+  return out;
+}
+
 // A K-grouped query's explicit config is optional: 5 or 13 fields read are a well-formed line (4, as
 // the other heuristic queries count theirs).
 static int k_grouped_fields(int read) { return read == 5 || read == 13 ? 4 : -1; }
@@ -80,14 +99,15 @@ int main(int argc, char** argv) {
     dg::ops::GemmOverride o;
     int kind = 0;
     long long m = 0, n = 0, k = 0;
-    const bool k_grouped = line[0] == 'G', at_blocks = line[0] == 'R', masked = line[0] == 'Q' || at_blocks,
-               contiguous = line[0] == 'C';
+    const bool k_grouped = line[0] == 'G', at_blocks = line[0] == 'R', adaptive = line[0] == 'A',
+               masked = line[0] == 'Q' || at_blocks || adaptive, contiguous = line[0] == 'C';
     const bool heuristic = line[0] == 'H' || k_grouped || masked || contiguous;
     long long groups = 1, expected_m = 0, row_blocks = 0;
     const int fields =
         at_blocks ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups,
                                 &m, &expected_m, &row_blocks, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster,
                                 &o.multicast_a, &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 11
+        : adaptive ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld", &kind, &groups, &m, &expected_m, &n, &k) - 2
         : masked ? std::sscanf(line + 1, "%d %lld %lld %lld %lld %lld %d %d %d %d %d %d %d %d", &kind, &groups, &m,
                              &expected_m, &n, &k, &o.block_m, &o.block_n, &o.stages, &o.cluster, &o.multicast_a,
                              &o.fp8_promotion, &o.promotion_slices, &o.split_k) - 10
@@ -131,10 +151,14 @@ int main(int argc, char** argv) {
       continue;
     }
     if (heuristic)
-      std::printf("%.3f %d %d %d %d %d %d %d %d\n", c.estimate_us, c.block_m, c.block_n, c.stages, c.cluster,
+      std::printf("%.3f %d %d %d %d %d %d %d %d", c.estimate_us, c.block_m, c.block_n, c.stages, c.cluster,
                   c.cluster == 2 ? int(c.multicast_a) : -1, c.overlap ? 2 : 1, c.promote_split, c.split_k);
     else
-      std::printf("%.3f\n", c.estimate_us);
+      std::printf("%.3f", c.estimate_us);
+    if (adaptive)
+      for (int i = 0; i < c.alt_tiles(); ++i)
+        std::printf(" alt %d %d %s", c.alts[i].block_n, c.alts[i].stages, total_ranges(c.alts[i]).c_str());
+    std::printf("\n");
   }
   return 0;
 }
