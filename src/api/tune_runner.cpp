@@ -484,7 +484,7 @@ size_t tuned_winner(const ConfigTimes& t, size_t* fastest) {
   if (fastest != nullptr) *fastest = best;
   if (best == 0) return 0;
   const double lead = ms[0] / ms[best] - 1.0;
-  // A lead of exactly the margin passes (kTunedMinLead of the heuristic's time, as before).
+  // A lead of exactly the margin passes (the margin is a share of the heuristic's time).
   const bool past_margin = ms[best] <= ms[0] * (1.0 - kTunedMinLead);
   return past_margin && lead >= kTunedLeadErrors * lead_standard_error(t, best) ? best : 0;
 }
