@@ -90,6 +90,7 @@ TEST_CASE("MQA logits: the chosen kernel, its grid and its TMA maps reach the dr
     CHECK(km.address == reinterpret_cast<uintptr_t>(fake_address(2)));
     CHECK((km.dims[0] == uint64_t(p.d) && km.dims[1] == uint64_t(p.s_kv) && km.stride1 == uint64_t(p.ld_kv)));
     CHECK((km.box[0] == uint32_t(p.d) && km.box[1] == uint32_t(c.block_kv()) && km.swizzle == sw));
+    CHECK(km.l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_256B));  // every Q tile reads the keys
     CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(3)));
     CHECK((sm.dims[0] == uint64_t(p.s_kv) && sm.box[0] == uint32_t(c.block_kv()) && sm.box[1] == 1u));
     CHECK(sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -330,6 +331,10 @@ TEST_CASE("Paged MQA logits: the schedule kernel, then the chosen kernel with th
     CHECK(sm.address == reinterpret_cast<uintptr_t>(fake_address(2)) + uint64_t(64 * p.d));
     CHECK((sm.dims[0] == 64u && sm.dims[1] == uint64_t(p.num_blocks) && sm.stride1 == uint64_t(p.block_stride)));
     CHECK((sm.box[0] == 64u && sm.box[1] == 1u && sm.swizzle == CU_TENSOR_MAP_SWIZZLE_NONE));
+    // Each cache block is read once: single lines into L2; Q (read by the sequence's blocks) keeps pairs.
+    CHECK((km.l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_128B) &&
+           sm.l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_128B)));
+    CHECK(qm.l2_promotion == uint32_t(CU_TENSOR_MAP_L2_PROMOTION_L2_256B));
     const fake_tensor_map wm = map_of(k.tma_w);
     CHECK(wm.address == reinterpret_cast<uintptr_t>(fake_address(3)));
     CHECK((wm.dims[0] == uint64_t(p.h) && wm.dims[1] == uint64_t(p.batch * p.next_n) && wm.stride1 == uint64_t(p.h * 4)));
