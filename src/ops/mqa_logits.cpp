@@ -218,8 +218,9 @@ PagedMqaLogitsConfig choose_paged_mqa_logits_config(int heads, int head_dim, int
   c.bf16_out = logits_dtype == DG_DTYPE_BFLOAT16;
   // Four consumer warp-groups (one 64-key block each per stage) and three stages: on the H100 this
   // beat two warp-groups with 3-8 stages by 1-3% (more stages in flight did not help: the cache
-  // read is not short of requests). next_n = 4 (N = 256, 128 accumulators a thread) needs the
-  // registers of two warp-groups.
+  // read is not short of requests); on an H200, 4-6 stages ran 0-6% slower and two warp-groups
+  // with 8 stages 4-6% (bench/models/h200/paged-mqa-cache-reads.json). next_n = 4 (N = 256, 128
+  // accumulators a thread) needs the registers of two warp-groups.
   c.math_wg = next_n <= 2 ? 4 : 2;
   c.stages = c.math_wg == 4 ? 3 : 4;
   while (c.smem_bytes() > 232448u) --c.stages;
