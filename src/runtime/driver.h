@@ -20,7 +20,7 @@ namespace dg::driver {
   X(cuTensorMapEncodeTiled) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemsetD16Async)     \
   X(cuMemsetD32Async) X(cuMemcpyAsync) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyHtoD) \
   X(cuMemcpyDtoH) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)       \
-  X(cuEventElapsedTime) X(cuPointerGetAttribute) X(cuMemGetInfo)
+  X(cuEventElapsedTime) X(cuPointerGetAttribute) X(cuMemGetInfo) X(cuOccupancyMaxActiveClusters)
 
 // Until the driver is loaded (or when it cannot be), every entry points at a stub that returns
 // CUDA_ERROR_NO_DEVICE, so a stray call becomes a status instead of a crash.

@@ -1,5 +1,9 @@
 #include "runtime/launch.h"
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 #include "runtime/driver.h"
 #include "runtime/kernel.h"
 #include "runtime/status.h"
@@ -7,19 +11,29 @@
 
 namespace dg {
 
-dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config, void** args) {
-  const Device& device = *stream.device;
+namespace {
+
+// With the device's context current: lets `kernel` take config's dynamic shared memory. Raising the
+// limit is needed once per larger value; racing threads both set it, harmlessly.
+dg_status allow_smem(const Device& device, const Kernel& kernel, const LaunchConfig& config) {
   if (config.smem_bytes > static_cast<unsigned>(device.max_smem_optin))
     return fail(DG_ERROR_INTERNAL, "kernel {} asks for {} bytes of shared memory; device {} allows {}", kernel.name,
                 config.smem_bytes, device.name, device.max_smem_optin);
-  ContextScope scope;
-  DG_TRY(scope.enter(device));
-  // Raising the limit is needed once per larger value; racing threads both set it, harmlessly.
   if (config.smem_bytes > kernel.smem_allowed.load(std::memory_order_relaxed)) {
     DG_CU(cuFuncSetAttribute(kernel.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(config.smem_bytes)));
     kernel.smem_allowed.store(config.smem_bytes, std::memory_order_relaxed);
   }
+  return DG_SUCCESS;
+}
+
+}  // namespace
+
+dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config, void** args) {
+  const Device& device = *stream.device;
+  ContextScope scope;
+  DG_TRY(scope.enter(device));
+  DG_TRY(allow_smem(device, kernel, config));
   CUlaunchAttribute attrs[2];
   unsigned num_attrs = 0;
   if (config.cluster > 1) {
@@ -52,6 +66,50 @@ dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchCo
                 config.grid[0], config.grid[1], config.grid[2], config.block[0], config.smem_bytes, config.cluster,
                 last_error());
   }
+  return DG_SUCCESS;
+}
+
+dg_status max_active_clusters(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config,
+                              int* out) {
+  using Key = std::tuple<CUfunction, unsigned, unsigned, unsigned>;
+  static std::mutex mu;
+  static std::map<Key, int> known;  // one entry per clustered kernel and shape a process launches
+  const Key key{kernel.function, config.cluster, config.smem_bytes, config.block[0] * config.block[1] * config.block[2]};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto it = known.find(key);
+    if (it != known.end()) {
+      *out = it->second;
+      return DG_SUCCESS;
+    }
+  }
+  const Device& device = *stream.device;
+  ContextScope scope;
+  DG_TRY(scope.enter(device));
+  DG_TRY(allow_smem(device, kernel, config));
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = config.cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = config.grid[0];
+  lc.gridDimY = config.grid[1];
+  lc.gridDimZ = config.grid[2];
+  lc.blockDimX = config.block[0];
+  lc.blockDimY = config.block[1];
+  lc.blockDimZ = config.block[2];
+  lc.sharedMemBytes = config.smem_bytes;
+  lc.hStream = stream.handle;
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  int clusters = 0;
+  DG_CU(cuOccupancyMaxActiveClusters(&clusters, kernel.function, &lc));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    known[key] = clusters;
+  }
+  *out = clusters;
   return DG_SUCCESS;
 }
 

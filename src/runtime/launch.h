@@ -24,4 +24,11 @@ struct LaunchConfig {
 dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config,
                  void** args);
 
+// How many clusters of `config.cluster` CTAs of `kernel` (with config's block and shared memory)
+// the device runs at once (cuOccupancyMaxActiveClusters). A cluster's CTAs share one GPC, so this
+// can be fewer than the SMs' CTA slots over the cluster size. Memoised per kernel and launch shape
+// (the warm path does not reach the driver); 0 where the driver gives no answer.
+dg_status max_active_clusters(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config,
+                              int* out);
+
 }  // namespace dg

@@ -8,6 +8,7 @@
 // do nothing.
 #include "fake_driver/fake_cuda.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,12 @@ namespace {
 
 constexpr int kSms = 132;
 constexpr int kSmemOptin = 232448;
+// SMs per GPC: the fake's clusters fit as an H200's do (two CTAs per SM: 132 clusters of 2, 62 of 4,
+// 30 of 8, as cuOccupancyMaxActiveClusters answers on one).
+constexpr int kGpcSms[] = {17, 17, 17, 17, 17, 17, 15, 15};
+constexpr int kSmemPerSm = 233472;
+constexpr int kSmemReservedPerBlock = 1024;
+constexpr int kThreadsPerSm = 2048;
 
 struct FakeFunction {
   std::string name;
@@ -206,6 +213,23 @@ CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType dtype, cu
   return CUDA_SUCCESS;
 }
 
+// CTAs per SM by shared memory and threads (registers are not modelled), then whole clusters per GPC.
+CUresult occupancy_max_active_clusters(int* clusters, CUfunction f, const CUlaunchConfig* c) {
+  if (!has_context() || f == nullptr || c == nullptr || clusters == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  unsigned size = 1;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      size = c->attrs[i].value.clusterDim.x * c->attrs[i].value.clusterDim.y * c->attrs[i].value.clusterDim.z;
+  const unsigned threads = c->blockDimX * c->blockDimY * c->blockDimZ;
+  if (size == 0 || size > 8 || threads == 0 || threads > 1024 || c->sharedMemBytes > unsigned(kSmemOptin))
+    return CUDA_ERROR_INVALID_VALUE;
+  const int per_sm = std::min(kSmemPerSm / int(c->sharedMemBytes + kSmemReservedPerBlock), kThreadsPerSm / int(threads));
+  int total = 0;
+  for (int sms : kGpcSms) total += per_sm * sms / int(size);
+  *clusters = total;
+  return CUDA_SUCCESS;
+}
+
 CUresult launch_kernel_ex(const CUlaunchConfig* c, CUfunction f, void** args, void** extra) {
   if (!has_context() || f == nullptr || extra != nullptr) return CUDA_ERROR_INVALID_VALUE;
   fake_cuda_launch l{};
@@ -273,6 +297,7 @@ const Entry kImplemented[] = {
     FAKE(cuFuncSetAttribute, func_set_attribute),
     FAKE(cuTensorMapEncodeTiled, tensor_map_encode_tiled),
     FAKE(cuLaunchKernelEx, launch_kernel_ex),
+    FAKE(cuOccupancyMaxActiveClusters, occupancy_max_active_clusters),
 };
 #undef FAKE
 

@@ -81,10 +81,12 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA: a persistent gr
     CHECK(am.dtype == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
     CHECK((am.dims[0] == 7168u && am.dims[1] == 4096u && am.stride1 == 7176u * 2));
     CHECK((am.box[0] == 64u && am.box[1] == 128u && am.swizzle == CU_TENSOR_MAP_SWIZZLE_128B));
+    CHECK(am.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_128B);  // A is streamed once: single lines
     CHECK(bm.address == reinterpret_cast<uintptr_t>(pb));
     CHECK(bm.dtype == CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
     CHECK((bm.dims[0] == 7168u && bm.dims[1] == 24u && bm.stride1 == 7168u * 4));
     CHECK((bm.box[0] == 32u && bm.box[1] == 24u && bm.swizzle == CU_TENSOR_MAP_SWIZZLE_128B));
+    CHECK(bm.l2_promotion == CU_TENSOR_MAP_L2_PROMOTION_L2_256B);  // B is re-read by every row tile
     CHECK(p.d == pd);
     CHECK(p.s == ps);
     CHECK(p.d_split == 4096 * 32);
@@ -112,6 +114,30 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA: a persistent gr
     CHECK(p.s_split == 0);
     CHECK(p.chunks_per_split == 896);
     CHECK(p.splits == 1);
+  }
+}
+
+TEST_CASE("hc_prenorm_gemm: clusters shrink until the grid's clusters run at once") {
+  // The fake's GPCs run 132 clusters of 2, 62 of 4 and 30 of 8 at two CTAs per SM (an H200's answer).
+  FakeDriver fake(0);
+  Stream stream;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
+  struct Case {
+    int64_t m;
+    unsigned grid, cluster;
+  };
+  const Case cases[] = {
+      {2048, 16 * 8, 8},    // 16 row tiles: 16 clusters of 8 fit
+      {4096, 32 * 4, 4},    // 32 row tiles: 32 clusters of 8 do not fit 30, 32 of 4 do
+      {8192, 64 * 2, 2},    // 64 row tiles: 64 clusters of 4 do not fit 62, 64 pairs do
+      {16384, 128 * 2, 2},  // 128 row tiles: pairs, as the heuristic chose
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.m);
+    Tensor a(pa, DG_DTYPE_BFLOAT16, {c.m, 7168}), b(pb, DG_DTYPE_FLOAT32, {24, 7168});
+    Tensor d(pd, DG_DTYPE_FLOAT32, {c.m, 24}), s(ps, DG_DTYPE_FLOAT32, {c.m});
+    REQUIRE_MESSAGE(dg_tf32_hc_prenorm_gemm(stream.s, a.t, b.t, d.t, s.t, 0) == DG_SUCCESS, dg_last_error());
+    CHECK(only_tma_launch(fake, c.grid, 1, c.cluster).splits == 1);
   }
 }
 
