@@ -24,9 +24,13 @@ namespace {
 
 constexpr int kSms = 132;
 constexpr int kSmemOptin = 232448;
-// SMs per GPC: the fake's clusters fit as an H200's do (two CTAs per SM: 132 clusters of 2, 62 of 4,
-// 30 of 8, as cuOccupancyMaxActiveClusters answers on one).
-constexpr int kGpcSms[] = {17, 17, 17, 17, 17, 17, 15, 15};
+// cuOccupancyMaxActiveClusters as an H200 answers it (Nsight Compute's launch statistics): a
+// cluster's CTAs share one GPC, so clusters of 4 and 8 fit fewer times than the SMs' CTA slots over
+// the cluster size. Other shapes: the slots over the cluster size.
+struct ClusterFit {
+  int cluster, ctas_per_sm, clusters;
+};
+constexpr ClusterFit kH200ClusterFits[] = {{2, 1, 66}, {2, 2, 132}, {4, 2, 62}, {8, 2, 30}};
 constexpr int kSmemPerSm = 233472;
 constexpr int kSmemReservedPerBlock = 1024;
 constexpr int kThreadsPerSm = 2048;
@@ -213,7 +217,7 @@ CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType dtype, cu
   return CUDA_SUCCESS;
 }
 
-// CTAs per SM by shared memory and threads (registers are not modelled), then whole clusters per GPC.
+// CTAs per SM by shared memory and threads (registers are not modelled), then the clusters that fit.
 CUresult occupancy_max_active_clusters(int* clusters, CUfunction f, const CUlaunchConfig* c) {
   if (!has_context() || f == nullptr || c == nullptr || clusters == nullptr) return CUDA_ERROR_INVALID_VALUE;
   unsigned size = 1;
@@ -224,9 +228,9 @@ CUresult occupancy_max_active_clusters(int* clusters, CUfunction f, const CUlaun
   if (size == 0 || size > 8 || threads == 0 || threads > 1024 || c->sharedMemBytes > unsigned(kSmemOptin))
     return CUDA_ERROR_INVALID_VALUE;
   const int per_sm = std::min(kSmemPerSm / int(c->sharedMemBytes + kSmemReservedPerBlock), kThreadsPerSm / int(threads));
-  int total = 0;
-  for (int sms : kGpcSms) total += per_sm * sms / int(size);
-  *clusters = total;
+  *clusters = per_sm * kSms / int(size);
+  for (const ClusterFit& f : kH200ClusterFits)
+    if (f.cluster == int(size) && f.ctas_per_sm == per_sm) *clusters = f.clusters;
   return CUDA_SUCCESS;
 }
 

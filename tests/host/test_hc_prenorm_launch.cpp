@@ -118,7 +118,7 @@ TEST_CASE("hc_prenorm_gemm: aligned operands stream through TMA: a persistent gr
 }
 
 TEST_CASE("hc_prenorm_gemm: clusters shrink until the grid's clusters run at once") {
-  // The fake's GPCs run 132 clusters of 2, 62 of 4 and 30 of 8 at two CTAs per SM (an H200's answer).
+  // The fake runs 132 clusters of 2, 62 of 4 and 30 of 8 at two CTAs per SM (an H200's answer).
   FakeDriver fake(0);
   Stream stream;
   void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3), *ps = fake_address(4);
