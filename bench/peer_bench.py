@@ -890,7 +890,9 @@ def report(out_dir, meta=None):
     lines = ["m: M (dense, K-grouped) or expected rows per group (M-grouped); k: K (dense, M-grouped) or expected K"
              " per group (K-grouped). mqa: G = H, m = S_q, n = S_kv, k = D. paged-mqa: G = H, m = B, n = the"
              " average context, k = next_n, and the cuBLAS column is a device copy moving as many bytes as the"
-             " call reads. mqa-compressed: as mqa with n = max_seqlen_k, the window of keys each row scores.", "",
+             " call reads. mqa-compressed: as mqa with n = max_seqlen_k, the window of keys each row scores."
+             " hc-prenorm: G = num_splits (0: none), m = M, n = N, k = K, and the cuBLAS column is a device copy"
+             " moving as many bytes as the call reads and writes.", "",
              "| suite | kind | G | m | n | k | libdg us | DeepGEMM us | cuBLAS us | libdg TFLOPS |"
              " t_DeepGEMM/t_libdg | t_cuBLAS/t_libdg | diff libdg |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
