@@ -27,6 +27,40 @@ dg_status allow_smem(const Device& device, const Kernel& kernel, const LaunchCon
   return DG_SUCCESS;
 }
 
+// The driver's form of a launch; `config.attrs` points into this object (not copyable).
+struct DriverLaunch {
+  CUlaunchAttribute attrs[2]{};
+  CUlaunchConfig config{};
+
+  DriverLaunch(const LaunchConfig& c, CUstream stream) {
+    unsigned n = 0;
+    if (c.cluster > 1) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim.x = c.cluster;
+      attrs[n].value.clusterDim.y = 1;
+      attrs[n].value.clusterDim.z = 1;
+      ++n;
+    }
+    if (c.pdl) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n].value.programmaticStreamSerializationAllowed = 1;
+      ++n;
+    }
+    config.gridDimX = c.grid[0];
+    config.gridDimY = c.grid[1];
+    config.gridDimZ = c.grid[2];
+    config.blockDimX = c.block[0];
+    config.blockDimY = c.block[1];
+    config.blockDimZ = c.block[2];
+    config.sharedMemBytes = c.smem_bytes;
+    config.hStream = stream;
+    config.attrs = n ? attrs : nullptr;
+    config.numAttrs = n;
+  }
+  DriverLaunch(const DriverLaunch&) = delete;
+  DriverLaunch& operator=(const DriverLaunch&) = delete;
+};
+
 }  // namespace
 
 dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchConfig& config, void** args) {
@@ -34,32 +68,8 @@ dg_status launch(const dg_stream_s& stream, const Kernel& kernel, const LaunchCo
   ContextScope scope;
   DG_TRY(scope.enter(device));
   DG_TRY(allow_smem(device, kernel, config));
-  CUlaunchAttribute attrs[2];
-  unsigned num_attrs = 0;
-  if (config.cluster > 1) {
-    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attrs[num_attrs].value.clusterDim.x = config.cluster;
-    attrs[num_attrs].value.clusterDim.y = 1;
-    attrs[num_attrs].value.clusterDim.z = 1;
-    ++num_attrs;
-  }
-  if (config.pdl) {
-    attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attrs[num_attrs].value.programmaticStreamSerializationAllowed = 1;
-    ++num_attrs;
-  }
-  CUlaunchConfig lc{};
-  lc.gridDimX = config.grid[0];
-  lc.gridDimY = config.grid[1];
-  lc.gridDimZ = config.grid[2];
-  lc.blockDimX = config.block[0];
-  lc.blockDimY = config.block[1];
-  lc.blockDimZ = config.block[2];
-  lc.sharedMemBytes = config.smem_bytes;
-  lc.hStream = stream.handle;
-  lc.attrs = num_attrs ? attrs : nullptr;
-  lc.numAttrs = num_attrs;
-  const CUresult r = driver::api().cuLaunchKernelEx(&lc, kernel.function, args, nullptr);
+  const DriverLaunch cu(config, stream.handle);
+  const CUresult r = driver::api().cuLaunchKernelEx(&cu.config, kernel.function, args, nullptr);
   if (r != CUDA_SUCCESS) {
     driver::check(r, "cuLaunchKernelEx");
     return fail(DG_ERROR_CUDA, "launching {} (grid {}x{}x{}, block {}, smem {} B, cluster {}): {}", kernel.name,
@@ -87,24 +97,11 @@ dg_status max_active_clusters(const dg_stream_s& stream, const Kernel& kernel, c
   ContextScope scope;
   DG_TRY(scope.enter(device));
   DG_TRY(allow_smem(device, kernel, config));
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attr.value.clusterDim.x = config.cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
-  CUlaunchConfig lc{};
-  lc.gridDimX = config.grid[0];
-  lc.gridDimY = config.grid[1];
-  lc.gridDimZ = config.grid[2];
-  lc.blockDimX = config.block[0];
-  lc.blockDimY = config.block[1];
-  lc.blockDimZ = config.block[2];
-  lc.sharedMemBytes = config.smem_bytes;
-  lc.hStream = stream.handle;
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
+  LaunchConfig cluster_only = config;
+  cluster_only.pdl = false;
+  const DriverLaunch cu(cluster_only, stream.handle);
   int clusters = 0;
-  DG_CU(cuOccupancyMaxActiveClusters(&clusters, kernel.function, &lc));
+  DG_CU(cuOccupancyMaxActiveClusters(&clusters, kernel.function, &cu.config));
   {
     std::lock_guard<std::mutex> lock(mu);
     known[key] = clusters;
