@@ -10,10 +10,12 @@ through their ratios to the peers timed beside them, never through raw times acr
     bench/scripts/ab_peer.py --summary A1.json B1.json B2.json A2.json
     bench/scripts/ab_peer.py --self-test ROWS.json   # the summary's arithmetic on a results file
 
-STAGE_*: build trees or bench/scripts/stage_device.sh copies (libdg.so.0 at the top); the runs import the
-source tree's binding (bindings/python) and DeepGEMM where PYTHONPATH finds it. OUT_DIR receives
-A1 B1 B2 A2 (each a peer_bench.py --out folder, JSON named ab.json) and summary.txt. With --summary,
-the JSON of earlier runs (file names starting with A or B say the build) are summarized only.
+STAGE_*: build trees or bench/scripts/stage_device.sh copies (libdg.so.0 at the top); a stage holding a
+`templates` folder runs with DG_TEMPLATE_DIR set to it (a kernel template change compared on one build).
+The runs import the source tree's binding (bindings/python) and DeepGEMM where PYTHONPATH finds
+it. OUT_DIR receives A1 B1 B2 A2 (each a peer_bench.py --out folder, JSON named ab.json) and
+summary.txt. With --summary, the JSON of earlier runs (file names starting with A or B say the
+build) are summarized only.
 """
 import json
 import math
@@ -95,11 +97,15 @@ def run_all(stage_a, stage_b, out_dir, peer_args):
     python_path = os.pathsep.join(
         p for p in (os.path.join(repo, "bindings", "python"), os.environ.get("PYTHONPATH")) if p)
     libraries = {"A": library_of(stage_a), "B": library_of(stage_b)}
+    templates = {label: os.path.join(os.path.abspath(stage), "templates") for label, stage in (("A", stage_a), ("B", stage_b))}
     runs = {}
     for label in ORDER:
         dest = os.path.join(out_dir, label)
         os.makedirs(dest, exist_ok=True)
         env = dict(os.environ, DG_LIBRARY_PATH=libraries[label[0]], PYTHONPATH=python_path)
+        env.pop("DG_TEMPLATE_DIR", None)
+        if os.path.isdir(templates[label[0]]):
+            env["DG_TEMPLATE_DIR"] = templates[label[0]]
         cmd = [sys.executable, peer_bench] + peer_args + ["--out", dest, "--name", "ab"]
         print("[ab_peer] %s: %s" % (label, " ".join(cmd)), file=sys.stderr, flush=True)
         with open(os.path.join(dest, "log.txt"), "w") as log:
