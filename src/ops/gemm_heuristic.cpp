@@ -598,39 +598,40 @@ GemmOverride split_tail_rule(const GemmShape& s, int num_sms, const GemmOverride
   return tail;
 }
 
-// Batched calls without an explicit config over at least kPairMinRounds rounds of the persistent grid
-// run CTA pairs instead of single CTAs, in one of two forms:
-// - Tiles of one or two K blocks whose chosen tile covers N in an even number of columns of tiles:
-//   pairs along N that share A (TMA multicast). Such tiles are bound by their loads and their D
+// Dense and batched calls without an explicit config over at least kPairMinRounds rounds of the
+// persistent grid run CTA pairs instead of single CTAs, in one of two forms:
+// - Batched tiles of one or two K blocks whose chosen tile covers N in an even number of columns of
+//   tiles: pairs along N that share A (TMA multicast). Such tiles are bound by their loads and their D
 //   stores, and over many rounds the CTAs of a static walk drift apart: the tiles that read the same
 //   A rows run rounds apart, by which time D's stores have pushed those rows out of L2. On an H200
 //   (einsum bhd, h 128, N 512, K 128, 128x256 tiles) single CTAs read 395-415 MB from DRAM at b 8192
 //   against 285 MB of operands (a pair: 299-306 MB; cuBLASLt's kernel, in 1x2 clusters: 285 MB); the
 //   pair ran 0.933, 0.977, 1.014, 1.032, 1.051x as fast at b 256, 1024, 2048, 4096, 8192 (8, 16, 31,
 //   62 and 124 rounds; bench/models/h200/batched-pairs.json).
-// - Tiles of at least kPairLongKBlocks K blocks of an MN-major B, whose batches hold an even number of
-//   row blocks: pairs along M that share B. An MN-major B tile arrives as one TMA box per 64 of its
-//   columns (four per stage at block_n 256, against one box of a K-major tile), and over a long K loop
-//   the pair halves the boxes and the L2 reads of every SM. On an H200 (einsum bhd at h 8, K 1024, b
-//   4096 / 8192) they ran 1.4-2.1% faster than single CTAs forced in one process, 1.3-1.8% in builds
-//   alternated A B B A; with K-major B (bhr at h 8, K 4096, BF16 and FP8) +0.2..+1.0% forced and level
-//   alternated, at h 128 (4-8 K blocks) -1.3..+0.5% (batched-pairs.json, einsum-large-b-alts.json).
-// Dense calls at M 4096-8192 ran within -4..+2% of single CTAs with either pair (batched-pairs.json).
+// - Otherwise, tiles of more K blocks of an MN-major B whose rows of tiles (per batch) are even in
+//   number: pairs along M that share B. An MN-major B tile arrives as one TMA box per 64 of its
+//   columns (four per stage at block_n 256, against one box of a K-major tile), and the pair halves
+//   the boxes and the L2 reads of every SM. On an H200: einsum bhd at h 8 (K 1024, b 4096 / 8192)
+//   1.4-2.1% faster than single CTAs forced in one process, 1.3-1.8% in builds alternated A B B A;
+//   dense BF16 nn with the same 128x256 tile 1.2-1.9% faster at 31-62 rounds (N 24576 / 32768, K
+//   1536 / 512), -0.3..+2.0% at 4-23 rounds, 7-23% slower with N 576 / 2112 (1-4 rounds)
+//   (einsum-large-b-alts.json, dense-nn-pairs.json). With K-major B the same pairs gained nothing
+//   measurable (einsum bhr, dense nt within -4..+2%; batched-pairs.json).
 constexpr int64_t kPairMinRounds = 24;
 constexpr int64_t kPairMaxKBlocks = 2;
-constexpr int64_t kPairLongKBlocks = 16;
 // True, with the pair's override in `pair`, where the rule takes the pair of `best`'s tile.
-bool batched_pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best,
-                       GemmOverride* pair) {
+bool pair_rule(const GemmShape& s, int num_sms, const GemmOverride& o, const GemmConfig& best, GemmOverride* pair) {
+  const bool batched = s.type == GemmType::kBatched;
   // Batched calls always fix split_k 1 (batched_gemm_override): any other explicit field opts out.
   GemmOverride unsplit = o;
-  if (unsplit.split_k == 1) unsplit.split_k = 0;
-  if (s.type != GemmType::kBatched || has_override(unsplit) || num_sms < 2 || best.block_m == 0 || best.cluster != 1)
+  if (unsplit.split_k == 1 && batched) unsplit.split_k = 0;
+  if ((!batched && s.type != GemmType::kNormal) || has_override(unsplit) || num_sms < 2 || best.block_m == 0 ||
+      best.cluster != 1 || best.split_k != 1)
     return false;
-  const int64_t tiles_n = cdiv(s.n, best.block_n), blocks_per_batch = cdiv(s.m, best.block_m);
+  const int64_t tiles_n = cdiv(s.n, best.block_n), row_tiles = cdiv(s.m, best.block_m);  // per batch
   const int64_t tiles = expected_m_blocks(s, best.block_m) * tiles_n, k_blocks = cdiv(s.k, best.block_k);
-  const bool share_a = k_blocks <= kPairMaxKBlocks && tiles_n % 2 == 0;
-  const bool share_b = k_blocks >= kPairLongKBlocks && s.major_b == Major::kMN && blocks_per_batch % 2 == 0;
+  const bool share_a = batched && k_blocks <= kPairMaxKBlocks && tiles_n % 2 == 0;
+  const bool share_b = k_blocks > kPairMaxKBlocks && s.major_b == Major::kMN && row_tiles % 2 == 0;
   if (!(share_a || share_b) || tiles < kPairMinRounds * num_sms) return false;
   *pair = o;
   pair->block_m = best.block_m, pair->block_n = best.block_n, pair->cluster = 2, pair->multicast_a = share_a ? 1 : 0;
@@ -684,8 +685,8 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
 }
 
 // (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the H100 sweeps
-// (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a (for batched calls
-// also batched_pair_rule) asks for them, and they need tiles to pair up. A calibration that models
+// (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a (and pair_rule, for
+// long runs of dense and batched tiles) asks for them, and they need tiles to pair up. A calibration that models
 // BF16 small-M pairs (modelled_pair) offers the B-sharing pair of a tile whose two row blocks cover M.
 std::vector<std::pair<int, bool>> clusters(const Sm90CostModel& model, const GemmShape& s, const GemmOverride& o,
                                            int num_sms, const Tile& t) {
@@ -985,7 +986,7 @@ dg_status choose_gemm_config(const GemmShape& s, int num_sms, const GemmOverride
     const GemmConfig t = cheapest(model, s, num_sms, tail, &tail_reason);
     if (t.block_m != 0 && t.estimate_us < best.estimate_us * kTieMargin) best = t;
   }
-  if (GemmOverride pair; batched_pair_rule(s, num_sms, o, best, &pair)) {
+  if (GemmOverride pair; pair_rule(s, num_sms, o, best, &pair)) {
     const char* pair_reason = nullptr;
     if (const GemmConfig p = cheapest(model, s, num_sms, pair, &pair_reason); p.block_m != 0) best = p;
   }

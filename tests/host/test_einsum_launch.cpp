@@ -252,8 +252,8 @@ GemmConfig bhd_config(int64_t b, int64_t h, int64_t r, int64_t d) {
   return config_of(args, DG_GEMM_OPTIONS_INIT);
 }
 
-TEST_CASE("einsum per-head forms: CTA pairs over long runs of short-K (sharing A) and long-K (sharing B) tiles, "
-          "bands that keep A in L2") {
+TEST_CASE("einsum per-head forms: CTA pairs over long runs of short-K tiles (sharing A) and of an MN-major B's "
+          "(sharing B), bands that keep A in L2") {
   FakeDriver fake(sizeof(Sm90GemmParams));
   // h 128, K 128 (one or two K blocks): pairs along N from 24 rounds of tiles on (b 2048: 31 rounds).
   for (int64_t b : {1024, 2048, 8192}) {
@@ -263,18 +263,24 @@ TEST_CASE("einsum per-head forms: CTA pairs over long runs of short-K (sharing A
     CHECK(c.multicast_a == (b >= 2048));
   }
   check_per_head(fake, false, 2048, 128, 512, 128, 128, false, DG_GEMM_OPTIONS_INIT);
-  // h 8, b 4096, N 4096: bands of 8 along N hold the fewest operand rows in flight, but each re-reads
-  // every head's A: 64 MB at K 1024, more than L2 keeps between bands (bands along M then); 16 MB at
-  // K 256. K 1024 (16 K blocks of 64) over 31 rounds: pairs along M that share B; K 256 (4 K blocks):
-  // single CTAs, as at b 2048 (15 rounds).
+  // bhr (K-major B: no pair) at h 8, b 4096, N 4096: bands of 8 along N hold the fewest operand rows
+  // in flight, but each re-reads every head's A: 64 MB at K 1024, more than L2 keeps between bands
+  // (bands along M then); 16 MB at K 256.
+  for (int64_t r : {256, 1024}) {
+    CAPTURE(r);
+    BatchedArgs args;
+    args.batches = 8, args.m = 4096, args.n = 4096, args.k = r;
+    const GemmConfig c = config_of(args, DG_GEMM_OPTIONS_INIT);
+    CHECK(c.cluster == 1);
+    CHECK(c.raster_along_n == (r == 256));
+  }
+  // b 4096 (31 rounds), K of 4 or 16 blocks of an MN-major B: pairs along M that share B.
   for (int64_t d : {256, 1024}) {
     CAPTURE(d);
     const GemmConfig c = bhd_config(4096, 8, 4096, d);
-    CHECK(c.cluster == (d == 1024 ? 2 : 1));
+    CHECK(c.cluster == 2);
     CHECK(c.multicast_a == 0);
-    CHECK(c.raster_along_n == (d == 256));
   }
-  CHECK(bhd_config(2048, 8, 4096, 1024).cluster == 1);
   // b 3968: 31 row blocks of 128 per head, an odd count: a pair's blocks would straddle two heads.
   const GemmConfig odd = bhd_config(3968, 8, 4096, 1024);
   CHECK(odd.cluster == (cdiv(3968, odd.block_m) % 2 == 0 ? 2 : 1));

@@ -297,6 +297,32 @@ void run_and_check(FakeDriver& fake, Problem p) {
 
 }  // namespace
 
+TEST_CASE("BF16 GEMMs with an MN-major B pair their CTAs (sharing B) over long runs of tiles") {
+  // The heuristic's config for a dense BF16 problem; b_mn: B is MN-major (nn / tt).
+  auto config = [](int64_t m, int64_t n, int64_t k, bool b_mn, dg::ops::GemmOverride o = {}) {
+    GemmShape s;
+    s.kind = GemmKind::kBf16, s.m = m, s.n = n, s.k = k;
+    s.major_b = b_mn ? Major::kMN : Major::kK;
+    GemmConfig c;
+    REQUIRE(dg::ops::choose_gemm_config(s, kSms, o, &c) == DG_SUCCESS);
+    CAPTURE(dg::ops::describe(s, c));
+    return c;
+  };
+  // 8192 x 32768 x 512 and 8192 x 24576 x 1536: 46-62 rounds of 128x256 tiles.
+  for (int64_t n : {24576, 32768}) {
+    CAPTURE(n);
+    const GemmConfig c = config(8192, n, n == 32768 ? 512 : 1536, true);
+    CHECK(c.cluster == 2);
+    CHECK(c.multicast_a == 0);
+    CHECK(config(8192, n, n == 32768 ? 512 : 1536, false).cluster == 1);  // K-major B
+  }
+  // Few rounds (N 2112: 5 at M 8192), or an explicit config field: single CTAs.
+  CHECK(config(8192, 2112, 7168, true).cluster == 1);
+  dg::ops::GemmOverride stages;
+  stages.stages = 3;
+  CHECK(config(8192, 32768, 512, true, stages).cluster == 1);
+}
+
 TEST_CASE("fast_div divides every 32-bit numerator exactly") {
   std::vector<uint32_t> divisors;
   for (uint32_t d = 1; d <= 4096; ++d) divisors.push_back(d);
