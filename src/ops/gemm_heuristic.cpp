@@ -686,8 +686,9 @@ std::vector<Tile> tiles(const GemmShape& s, const GemmOverride& o) {
 
 // (cluster, multicast_a) pairs. Multicast pairs never beat single CTAs in the H100 sweeps
 // (gemm_cost_model.cpp, pair_factor): only an override of cluster or multicast_a (and pair_rule, for
-// long runs of dense and batched tiles) asks for them, and they need tiles to pair up. A calibration that models
-// BF16 small-M pairs (modelled_pair) offers the B-sharing pair of a tile whose two row blocks cover M.
+// long runs of dense and batched tiles) asks for them, and they need tiles to pair up. A calibration
+// that models BF16 small-M pairs (modelled_pair) offers the B-sharing pair of a tile whose two row
+// blocks cover M.
 std::vector<std::pair<int, bool>> clusters(const Sm90CostModel& model, const GemmShape& s, const GemmOverride& o,
                                            int num_sms, const Tile& t) {
   std::vector<std::pair<int, bool>> out;
