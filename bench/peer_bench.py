@@ -40,7 +40,8 @@ transforms them per call. Each result row also records calc_diff against an FP32
 
 Usage: python3 bench/peer_bench.py [dense] [contiguous] [masked] [k-grouped] [mqa] [paged-mqa]
                                    [mqa-compressed] [hc-prenorm] [quant] [einsum] [skip-head-mid]
-                                   [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--kg G:M:N:K,...]
+                                   [--fp8-only|--bf16-only] [--m M,M,...] [--nk NxK,...] [--dense-nn]
+                                   [--kg G:M:N:K,...]
                                    [--masked G:M,...] [--masked-counts F,...|--masked-draws N]
                                    [--grouped-nk NxK,...]
                                    [--einsum-b B,...] [--seconds S]
@@ -58,7 +59,8 @@ heuristic alone), whatever DG_TUNING_TABLE says.
 every group it drew, `ks`), --contiguous and --masked the M-grouped suites' (G, expected M) sets, --masked-counts
 fixed counts for the masked sets (a row per fraction of M, every group alike, instead of one draw), --masked-draws
 N draws of the counts per masked set (a row each, the groups drawn independently), --grouped-nk the
-contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only).
+contiguous and masked suites' (N, K) shapes, --einsum-b the b of einsum's per-head forms (their rows only),
+--dense-nn the dense suite's BF16 rows with B [K, N] (MN-major: bf16_gemm_nn, kind bf16nn) instead of [N, K].
 --seconds sets the timed work per row and contender set (default 2 s; less for a quick A/B through
 bench/scripts/ab_peer.py). Writes NAME.json (rows) and NAME.txt (table + geometric means)
 into DIR (default: ., NAME default: grouped); with
@@ -102,6 +104,7 @@ K_GROUPED = [(4, 4096, 7168, 8192), (4, 7168, 2048, 8192), (8, 4096, 7168, 4096)
 # The dense suite: DeepSeek-V3's projection shapes (N, K), at these M.
 DENSE_NK = [(2112, 7168), (576, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
 DENSE_M = [128, 2048, 4096, 8192]
+DENSE_B_MN = False  # --dense-nn: the dense BF16 rows take B as [K, N] (MN-major), the nn call
 # MQA logits (H 64, D 128, FP32 logits, no clean pass): non-paged (S_q, S_kv) with causal ranges, and
 # paged (B, next_n, average context length) with 2-D context lengths.
 MQA = [(2048, 8192), (4096, 65536), (8192, 65536)]
@@ -308,7 +311,8 @@ def dense(kind, m, n, k):
     b = torch.randn((n, k), device="cuda", dtype=torch.bfloat16)
     d1 = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
     d2 = torch.empty_like(d1)
-    row = dict(suite="dense", kind=kind, groups=1, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
+    nn = kind == "bf16" and DENSE_B_MN
+    row = dict(suite="dense", kind="bf16nn" if nn else kind, groups=1, expected_m=m, n=n, k=k, flops=2.0 * m * n * k)
     contenders = {}
     if kind == "fp8":
         aq, asf = per_token_fp8(a)
@@ -323,6 +327,15 @@ def dense(kind, m, n, k):
             contenders["deepgemm"] = lambda: deep_gemm.fp8_fp4_gemm_nt((aq, asf), (bq, bsf), d2,
                                                                        disable_ue8m0_cast=True)
             contenders["cublas"] = lambda: deep_gemm.cublaslt_gemm_nt(aq, bq, d2)
+    elif nn:
+        b = b.t().contiguous()  # [K, N]
+        ref = a.float() @ b.float()
+        contenders["libdg"] = lambda: dg.bf16_gemm_nn(a, b, d1)
+        for name in ALT:
+            contenders["libdg_" + name] = lambda name=name: dg.bf16_gemm_nn(a, b, d1, **alt_kwargs(name))
+        if deep_gemm is not None:
+            contenders["deepgemm"] = lambda: deep_gemm.bf16_gemm_nn(a, b, d2)
+        contenders["cublas"] = lambda: torch.matmul(a, b)
     else:
         ref = a.float() @ b.float().t()
         contenders["libdg"] = lambda: dg.bf16_gemm_nt(a, b, d1)
@@ -1014,6 +1027,9 @@ def main():
     ap.add_argument("--m", help="the dense suite's M values, comma-separated (default: %s)" % DENSE_M)
     ap.add_argument("--nk", help="the dense suite's (N, K) shapes, NxK comma-separated (default: DeepSeek-V3's %s)"
                     % ",".join("%dx%d" % nk for nk in DENSE_NK))
+    ap.add_argument("--dense-nn", action="store_true",
+                    help="the dense suite's BF16 rows with B [K, N] (MN-major, the nn call; kind bf16nn); needs "
+                    "--bf16-only (FP8 reads K-major operands)")
     ap.add_argument("--kg", help="the k-grouped suite's sets, G:M:N:K (K the expected K per group) comma-separated "
                     "(default: %s)" % ",".join("%d:%d:%d:%d" % s for s in K_GROUPED))
     ap.add_argument("--contiguous", help="the contiguous suite's sets, G:M (M the expected rows per group) "
@@ -1052,6 +1068,9 @@ def main():
         if suite not in SUITES:
             ap.error("unknown suite %r (expected any of %s)" % (suite, ", ".join(SUITES)))
     globals()["NAME"] = args.name
+    if args.dense_nn and not args.bf16_only:
+        ap.error("--dense-nn: needs --bf16-only (FP8 GEMMs read K-major operands, an MN-major B is transposed first)")
+    globals()["DENSE_B_MN"] = args.dense_nn
     dense_m = [int(x) for x in args.m.split(",")] if args.m else DENSE_M
     try:
         dense_nk = [tuple(int(v) for v in x.split("x")) for x in args.nk.split(",")] if args.nk else DENSE_NK
