@@ -63,7 +63,18 @@ TEST_CASE("hc_prenorm_gemm: the heuristic") {
   CHECK(choose_hc_prenorm_config(16384, 24, 28672, 0, true, 100).cluster == 1);  // 128 items > 200 / 2
   CHECK(choose_hc_prenorm_config(4096, 24, 7168, 16, true, 132).cluster == 1);   // 512 CTAs
   CHECK(choose_hc_prenorm_config(137, 24, 28672, 16, true, 132).cluster == 4);   // 28 stages per split
-  CHECK(choose_hc_prenorm_config(137, 24, 7168, 16, true, 132).cluster == 1);    // 7 stages per split
+  // Split calls of few items: 64-row tiles while those number at most one per SM, and clusters up to
+  // 4 while the grid does and each CTA keeps 2 stages.
+  const auto m137 = choose_hc_prenorm_config(137, 24, 7168, 16, true, 132);
+  CHECK(m137.block_m() == 64);  // 3 tiles x 16 splits = 48 items
+  CHECK(m137.cluster == 2);     // 7 stages per split: 96 CTAs of 4 or 3 stages, not 192 of 2
+  const auto m300 = choose_hc_prenorm_config(300, 24, 7168, 16, true, 132);
+  CHECK(m300.block_m() == 64);  // 80 items
+  CHECK(m300.cluster == 1);     // 160 CTAs would exceed one per SM, 3.5 stages fewer than 4
+  CHECK(choose_hc_prenorm_config(13, 24, 7168, 16, true, 132).cluster == 4);   // 64 CTAs of 2 stages
+  CHECK(choose_hc_prenorm_config(13, 24, 28672, 16, true, 132).cluster == 4);  // not 8: the 2-per-SM rule's stages
+  CHECK(choose_hc_prenorm_config(600, 24, 7168, 16, true, 132).block_m() == 128);  // 160 items of 64 rows
+  CHECK(choose_hc_prenorm_config(137, 24, 7168, 0, true, 132).block_m() == 128);   // unsplit: clusters fill
   CHECK(choose_hc_prenorm_config(13, 24, 28672, 0, true, 132).cluster == 8);
   // Unaligned operands or K below a stage: the register kernel.
   CHECK_FALSE(choose_hc_prenorm_config(4096, 24, 7168, 16, false, 132).tma);

@@ -124,25 +124,42 @@ DG_DEVICE void produce(const TmaParams& p, uint8_t* ring, ptx::Mbarrier* full, p
   }
 }
 
-// The math warps: the share's stages into acc and sq, each slot freed once read.
+// The math warps: the share's stages into acc and sq, each slot freed once read. The two chunks of
+// a stage go into separate sums (added at the end), so that their MMAs form two independent chains:
+// where a split is a few stages long, the stages land faster than one chain of dependent MMAs
+// consumes them. The second chunk of a split's last stage, when it is the next split's, enters as
+// zeros, so that the two chunks' instructions interleave in one straight-line body.
 template <class T, int kStages, int kMTiles, int kNTiles>
 DG_DEVICE void consume(uint32_t ring_addr, ptx::Mbarrier* full, ptx::Mbarrier* empty, const Share& w, int rows,
                        uint32_t& it, float (&acc)[kMTiles][kNTiles][4], float (&sq)[kMTiles][2]) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  float acc1[kMTiles][kNTiles][4] = {};
+  float sq1[kMTiles][2] = {};
   for (int s = 0; s < w.n_stages; ++s, ++it) {
     const uint32_t slot = it % kStages;
     ptx::mbar_wait(&full[slot], (it / kStages) & 1);
     const uint32_t at = ring_addr + slot * T::kStageBytes;
     const bool second = w.c_first + 2 * s + 1 < w.c_end;  // else the chunk is the next split's
-    AChunk<kMTiles> a;
-    BChunk<kNTiles> b;
-    read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 0, rows, g, t, a, b);
-    compute(a, b, acc, sq);
-    if (second) {
-      read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 1, rows, g, t, a, b);
-      compute(a, b, acc, sq);
+    AChunk<kMTiles> a0, a1;
+    BChunk<kNTiles> b0, b1;
+    read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 0, rows, g, t, a0, b0);
+    read_chunk<kMTiles, kNTiles, T::kABytes, T::kBHalfBytes>(at, 1, rows, g, t, a1, b1);
+    if (!second) {  // zero products and squares (B too: 0 * inf would not be zero)
+      a1 = AChunk<kMTiles>{};
+      b1 = BChunk<kNTiles>{};
     }
+    compute(a0, b0, acc, sq);
+    compute(a1, b1, acc1, sq1);
     ptx::mbar_arrive(&empty[slot]);
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int j = 0; j < kNTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][j][e] += acc1[mt][j][e];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sq[mt][h] += sq1[mt][h];
   }
 }
 
