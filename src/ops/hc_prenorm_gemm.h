@@ -75,12 +75,14 @@ struct HcPrenormConfig {
 };
 
 // The heuristic. Where A and B are 16-byte aligned (`vec`) and K has a stage: the streaming kernel
-// with 128-row tiles (64 where M fits one), as many ring slots as two CTAs per SM leave room for,
-// and clusters of 2..8 CTAs sharing each (row tile, split) item's K, doubled while the doubled grid
-// still runs in one round of two CTAs per SM and each CTA keeps at least four stages (the launch
-// halves a cluster again where the device's GPCs run fewer such clusters at once than the grid
-// has). Else the register kernel: N's tiles, and two row tiles per warp where the grid still has
-// two blocks per SM with them and N <= 24 (N = 32 with two row tiles spills registers).
+// with 128-row tiles (64 where M fits one, or where a split call's 64-row items number at most one
+// per SM), as many ring slots as two CTAs per SM leave room for, and clusters of 2..8 CTAs sharing
+// each (row tile, split) item's K, doubled while the doubled grid still runs in one round of two
+// CTAs per SM and each CTA keeps at least four stages, or (up to 4) while it keeps one CTA per SM
+// and each CTA two stages (the launch halves a cluster again where the device's GPCs run fewer such
+// clusters at once than the grid has). Else the register kernel: N's tiles, and two row tiles per
+// warp where the grid still has two blocks per SM with them and N <= 24 (N = 32 with two row tiles
+// spills registers).
 HcPrenormConfig choose_hc_prenorm_config(int64_t m, int n, int64_t k, int splits, bool vec, int num_sms);
 
 // Every configuration the heuristic can choose (the compile tests build each).
