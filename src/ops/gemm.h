@@ -85,6 +85,9 @@ struct GemmShape {
   int64_t num_groups = 1;
   int64_t expected_m = 0;
   GemmEpilogue epilogue;  // n counts the GEMM's columns (SwiGLU: gate and up)
+  // Batched per-head products of few rows run with their operands swapped (batched_gemm.cpp): the
+  // kernel's [m, n] tile is D's [n, m] block, stored transposed (BF16 D, single CTAs, no rotation).
+  bool transpose_d = false;
   // Pricing only (never set by a call): a masked problem's row blocks in all, known, in place of
   // the spread of counts around expected_m (the count-adaptive tile's choice per total).
   int64_t row_blocks = 0;

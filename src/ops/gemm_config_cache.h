@@ -33,7 +33,7 @@ inline ConfigKey config_key(const dg_stream_s& stream, const GemmShape& s, int n
                     static_cast<int64_t>(s.major_a) | static_cast<int64_t>(s.major_b) << 1 |
                         int64_t(s.accumulate) << 2 | int64_t(s.d_dtype) << 3 |
                         int64_t(s.epilogue.act) << 16 | int64_t(s.epilogue.bias) << 20 |
-                        int64_t(s.epilogue.scales) << 24,
+                        int64_t(s.epilogue.scales) << 24 | int64_t(s.transpose_d) << 28,
                     num_sms, o.block_m | int64_t(o.block_n) << 16 | int64_t(o.stages) << 32,
                     o.cluster | int64_t(o.fp8_promotion) << 8 | int64_t(o.promotion_slices) << 16 |
                         int64_t(o.split_k) << 24 | int64_t(o.kernel) << 32,

@@ -113,7 +113,10 @@ const char* illegal(const GemmShape& s, const Candidate& c) {
     return "block_m / math warp-groups must be 64 or 128";
   }
   if (bn < 8 || bn > 256 || bn % 8 != 0) return "block_n must be a multiple of 8 in [8, 256]";
-  if (s.d_dtype == DG_DTYPE_BFLOAT16 && bn % 16 != 0) return "block_n must be a multiple of 16 for a BF16 D";
+  if (s.d_dtype == DG_DTYPE_BFLOAT16 && bn % 16 != 0 && !s.transpose_d)
+    return "block_n must be a multiple of 16 for a BF16 D";
+  if (s.transpose_d && (bm / math_wg) % 64 != 0) return "a transposed D needs 64 or 128 rows per math warp-group";
+  if (s.transpose_d && cluster != 1) return "a transposed D runs single CTAs (cluster 1)";
   if (s.major_b == Major::kMN && bn % 64 != 0) return "block_n must be a multiple of 64 when B is MN-major";
   if (is_fp8(s.kind) && (s.major_a != Major::kK || s.major_b != Major::kK)) return "FP8 needs K-major A and B";
   if (s.kind == GemmKind::kFp8_1D1D && s.d_dtype != DG_DTYPE_FLOAT32) return "the 1D1D recipe writes FP32 D";
@@ -742,8 +745,8 @@ bool fit_stages(const GemmShape& s, const GemmOverride& o, const Candidate& c, i
                 const char** reason) {
   const int cap = small_m(s) ? kMaxStagesSmallM : kMaxStagesLargeM;
   const int whole = max_stages(s, c.bm, c.bn, 0, c.split_k), rotating = max_stages(s, c.bm, c.bn, 2, c.split_k);
-  // Split-K stages no D, but for a masked split tail's whole tiles.
-  const bool staged = c.split_k == 1 || s.type == GemmType::kMGroupedMasked;
+  // Split-K stages no D, but for a masked split tail's whole tiles; a transposed D stages the whole tile.
+  const bool staged = (c.split_k == 1 || s.type == GemmType::kMGroupedMasked) && !s.transpose_d;
   *stages = std::min(whole, cap), *d_bufs = 0;
   if (staged && *stages < kFewStages && std::min(rotating, cap) > *stages &&
       !(whole_tile_over_strips(s) && *stages >= kWholeTileMinStages))

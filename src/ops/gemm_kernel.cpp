@@ -60,7 +60,7 @@ struct Field {
 // Everything the kernel's source depends on. smem_bytes follows from the rest but is a template
 // variable too (the kernel asserts its layout against it). The alt1_ / alt2_ fields are the
 // count-adaptive tiles' (block_n 0: none).
-constexpr size_t kMainFields = 26, kAltFields = 8;
+constexpr size_t kMainFields = 27, kAltFields = 8;
 using TemplateFields = std::array<Field, kMainFields + kMaxAltTiles * kAltFields>;
 
 constexpr const char* kAltFieldNames[kMaxAltTiles][kAltFields] = {
@@ -103,6 +103,7 @@ TemplateFields template_fields(const GemmShape& s, const GemmConfig& c) {
                        {"head_mid", s.epilogue.head_mid, as_int},
                        {"head_right", s.epilogue.head_right, as_int},
                        {"k_blocks", c.k_blocks, as_int},
+                       {"transpose_d", s.transpose_d, as_bool},
                        {"smem_bytes", c.smem_bytes, as_int}}};
   for (int i = 0; i < kMaxAltTiles; ++i) add_alt_fields(c.alts[i], i, &f[kMainFields + i * kAltFields]);
   return f;
@@ -138,7 +139,7 @@ std::string kernel_name(const GemmShape& s, const GemmConfig& c) {
   return fmt::format("dg_sm90_{}_gemm{}_{}{}_{}{}{}_{}x{}x{}_s{}{}_w{}_c{}{}{}{}{}{}{}{}{}", kind_short_name(s.kind),
                      kTypeTags[static_cast<int>(s.type)], s.major_a == Major::kK ? "k" : "m",
                      s.major_b == Major::kK ? "k" : "m", out_name(s.d_dtype), epilogue_tag(s.epilogue),
-                     s.accumulate ? "_acc" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
+                     s.accumulate ? "_acc" : s.transpose_d ? "_dt" : "", c.block_m, c.block_n, c.block_k, c.stages, c.stage_aligned ? "u" : "",
                      c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? "a" : "b") : "", c.overlap ? "_ov" : "",
                      c.promote_split > 1 ? fmt::format("_p{}", c.promote_split) : std::string(),
                      c.d_bufs ? fmt::format("_e{}", c.d_bufs) : std::string(),
@@ -202,7 +203,7 @@ std::string describe(const GemmShape& s, const GemmConfig& c) {
       kKindLogNames[static_cast<int>(s.kind)], kTypeLogNames[static_cast<int>(s.type)], groups, s.m, s.n, s.k,
       s.major_a == Major::kK ? "K-major" : "M-major", s.major_b == Major::kK ? "K-major" : "N-major",
       std::string(out_name(s.d_dtype)) + (s.epilogue.active() ? " epilogue" + epilogue_tag(s.epilogue) : std::string()),
-      s.accumulate ? " (+=)" : "", c.block_m, c.block_n, c.block_k,
+      s.accumulate ? " (+=)" : s.transpose_d ? " (operands swapped, D stored transposed)" : "", c.block_m, c.block_n, c.block_k,
       c.stages, c.math_wg, c.cluster, c.cluster == 2 ? (c.multicast_a ? " (multicast A)" : " (multicast B)") : "",
       std::string(c.overlap ? ", overlapped promotion" : "") +
           (c.promote_split > 1 ? fmt::format(" in {} column slices", c.promote_split) : std::string()),

@@ -212,7 +212,7 @@ int64_t bucket_of(const GemmShape& s) {
 bool same_tuning_key(const GemmShape& a, const GemmShape& b) {
   const bool exact = a.type == GemmType::kKGrouped ? a.m == b.m : a.k == b.k && a.num_groups == b.num_groups;
   return a.kind == b.kind && a.d_dtype == b.d_dtype && a.major_a == b.major_a && a.major_b == b.major_b &&
-         a.accumulate == b.accumulate && a.type == b.type && a.n == b.n && exact &&
+         a.accumulate == b.accumulate && a.type == b.type && a.n == b.n && exact && a.transpose_d == b.transpose_d &&
          a.epilogue.act == b.epilogue.act && a.epilogue.bias == b.epilogue.bias &&
          a.epilogue.scales == b.epilogue.scales;
 }

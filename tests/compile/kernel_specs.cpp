@@ -143,6 +143,18 @@ std::map<std::string, std::vector<dg::jit::KernelSpec>> representative_kernel_sp
     add(dg::ops::gemm_kernel_spec(s, c));
   }
   {
+    // Per head with few rows (MLA decoding, b = 4, h = 128, d = 512 in "bhd,hdr->bhr"): the operands
+    // swapped, D stored transposed.
+    dg::ops::BatchedArgs args;
+    args.batches = 128, args.m = 4, args.n = 512, args.k = 128;
+    args.b.major = Major::kMN;
+    const dg::ops::BatchedPlan plan = dg::ops::plan_batched_gemm(args, {});
+    require(plan.shape.transpose_d ? DG_SUCCESS : DG_ERROR_INTERNAL, "plan_batched_gemm swaps b = 4");
+    dg::ops::GemmConfig c;
+    require(dg::ops::choose_gemm_config(plan.shape, 132, plan.over, &c), "choose_gemm_config");
+    add(dg::ops::gemm_kernel_spec(plan.shape, c));
+  }
+  {
     // dg_fp8_einsum's per-head FP8 1D2D GEMM (DeepGEMM's b = 4096, h = 8, r = 4096, d = 1024).
     dg::ops::BatchedArgs args;
     args.kind = GemmKind::kFp8_1D2D, args.batches = 8, args.m = 4096, args.n = 1024, args.k = 4096;

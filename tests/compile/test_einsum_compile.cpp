@@ -57,6 +57,9 @@ std::vector<BatchedArgs> einsum_problems() {
     for (const auto& p : mnk) out.push_back(reduced(s, p[0], p[1], p[2]));
   // Odd shapes: rows not a multiple of the block, K and N tails, one head.
   for (bool absorb : {true, false}) {
+    out.push_back(per_head(absorb, 5, 7, 200, 72));  // swapped (few rows): N 8 to 32
+    out.push_back(per_head(absorb, 13, 3, 136, 264));
+    out.push_back(per_head(absorb, 21, 2, 264, 64));
     out.push_back(per_head(absorb, 77, 5, 200, 72));
     out.push_back(per_head(absorb, 1, 3, 136, 264));
     out.push_back(per_head(absorb, 300, 1, 64, 128));
@@ -88,11 +91,12 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
   std::set<std::string> seen;
   std::string table;
   for (const BatchedArgs& args : einsum_problems()) {
-    const dg::ops::GemmShape s = dg::ops::batched_gemm_shape(args);
+    const dg::ops::BatchedPlan plan = dg::ops::plan_batched_gemm(args, {});
+    const dg::ops::GemmShape& s = plan.shape;
     CHECK(s.type == (args.reduce ? GemmType::kBatchReduced : GemmType::kBatched));
     dg::ops::GemmConfig c;
     INFO("batches " << args.batches << " m " << args.m << " n " << args.n << " k " << args.k);
-    REQUIRE(dg::ops::choose_gemm_config(s, 132, dg::ops::batched_gemm_override(args, {}), &c) == DG_SUCCESS);
+    REQUIRE(dg::ops::choose_gemm_config(s, 132, plan.over, &c) == DG_SUCCESS);
     CHECK(c.split_k == 1);
     const dg::jit::KernelSpec spec = dg::ops::gemm_kernel_spec(s, c);
     CHECK(spec.kernel_name.find(args.reduce ? "_bsum" : "_bat") != std::string::npos);
@@ -109,6 +113,41 @@ TEST_CASE("einsum: the batched GEMM configs compile for sm_90a without spills") 
   }
   dg_set_log_level(log_level);
   std::printf("einsum: %zu distinct batched GEMM configs compiled\n%s", seen.size(), table.c_str());
+}
+
+// Per-head BF16 products of at most 32 rows over K <= 512 run swapped: the weights' rows on the
+// WGMMA's M, a head's rows on its N (rounded up to 8), D stored transposed; more rows, a longer K,
+// FP8, a batch sum, fewer than 64 columns or a tile option keep the call's own orientation.
+TEST_CASE("einsum: per-head BF16 products of few rows run with their operands swapped") {
+  for (bool absorb : {true, false})
+    for (int64_t b : {1, 4, 5, 8, 13, 32}) {
+      const BatchedArgs args = per_head(absorb, b, 128, 512, 128);
+      const dg::ops::BatchedPlan plan = dg::ops::plan_batched_gemm(args, {});
+      CAPTURE(absorb);
+      CAPTURE(b);
+      CHECK(plan.shape.transpose_d);
+      CHECK(plan.args.m == args.n);
+      CHECK(plan.args.n == b);
+      CHECK(plan.args.a.major == args.b.major);
+      CHECK(plan.args.b.major == Major::kK);
+      CHECK(plan.over.block_n == (b + 7) / 8 * 8);
+      dg::ops::GemmConfig c;
+      REQUIRE(dg::ops::choose_gemm_config(plan.shape, 132, plan.over, &c) == DG_SUCCESS);
+      CHECK(c.cluster == 1);
+      CHECK((c.block_m / c.math_wg) % 64 == 0);
+      CHECK(c.d_bufs == 0);
+      CHECK(dg::ops::gemm_kernel_spec(plan.shape, c).kernel_name.find("_dt_") != std::string::npos);
+    }
+  dg::ops::GemmOverride forced;
+  forced.block_n = 128;
+  CHECK_FALSE(dg::ops::plan_batched_gemm(per_head(true, 33, 128, 512, 128), {}).shape.transpose_d);
+  CHECK_FALSE(dg::ops::plan_batched_gemm(per_head(true, 4, 128, 512, 32), {}).shape.transpose_d);  // N 32
+  CHECK_FALSE(dg::ops::plan_batched_gemm(per_head(true, 4, 8, 4096, 1024), {}).shape.transpose_d);   // K 4096
+  CHECK_FALSE(dg::ops::plan_batched_gemm(per_head(false, 32, 8, 4096, 1024), {}).shape.transpose_d);  // K 1024
+  CHECK(dg::ops::plan_batched_gemm(per_head(false, 32, 8, 4096, 512), {}).shape.transpose_d);         // K 512
+  CHECK_FALSE(dg::ops::plan_batched_gemm(per_head(true, 4, 128, 512, 128), forced).shape.transpose_d);
+  CHECK_FALSE(dg::ops::plan_batched_gemm(fp8_per_head(4, 8, 4096, 1024), {}).shape.transpose_d);
+  CHECK_FALSE(dg::ops::plan_batched_gemm(reduced(129, 8, 384, 128), {}).shape.transpose_d);
 }
 
 // Per-head problems share one K, so a short one is compiled into the kernel as for dense calls; the

@@ -432,6 +432,22 @@ TEST_CASE("einsum: per-head forms with tails, one head, heads-first A, padded D,
   }
 }
 
+// At most 32 rows per head over K <= 512: the operands run swapped and D is stored transposed (plan_batched_gemm):
+// every b from 1 to 32 the WGMMA's N rounds up (8, 16, 24, 32), K and N tails, heads-first A, padded D.
+TEST_CASE("einsum: per-head forms of at most 32 rows (operands swapped, D transposed)" *
+          doctest::test_suite("quick")) {
+  Gpu gpu;
+  if (!gpu.sm90()) return;
+  uint32_t seed = 300;
+  for (bool absorb : {true, false}) {
+    run_head_case(gpu, HeadCase{absorb, 5, 7, 200, 72}, seed++);                  // N 8, K and N tails
+    run_head_case(gpu, HeadCase{absorb, 13, 3, 136, 264, 40}, seed++);            // N 16, padded b rows
+    run_head_case(gpu, HeadCase{absorb, 21, 2, 264, 64, 0, 24}, seed++);          // N 24, padded D rows
+    run_head_case(gpu, HeadCase{absorb, 32, 4, 256, 128, 0, 0, true}, seed++);    // N 32, a [h, b, K]
+    run_head_case(gpu, HeadCase{absorb, 1, 128, 512, 128}, seed++);              // one token, MLA's heads
+  }
+}
+
 TEST_CASE("einsum: bmk,bnk->mn on DeepGEMM's shapes, FP32 D with C = D, without C, with another C") {
   Gpu gpu;
   if (!gpu.sm90()) return;

@@ -122,6 +122,63 @@ void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t
   }
 }
 
+// A per-head form of at most 32 rows over K <= 512 (plan_batched_gemm): the kernel runs D_h^T = B_h . A_h^T,
+// its A the weights (N rows per head), its B the b rows (block_n = b rounded up to 8), and stores
+// into D's own map (N, b, h) through boxes of 64 columns by block_n rows with the 128-byte swizzle.
+void check_swapped(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t r, int64_t d, int64_t pad,
+                   bool transposed) {
+  CAPTURE(absorb);
+  CAPTURE(b);
+  CAPTURE(h);
+  const int64_t K = absorb ? r : d, N = absorb ? d : r, ldb = r + pad;
+  void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3);
+  Tensor ta(pa, DG_DTYPE_BFLOAT16, {b, h, K}, transposed ? std::vector<int64_t>{K, b * K, 1} : std::vector<int64_t>{});
+  Tensor tb(pb, DG_DTYPE_BFLOAT16, {h, d, r}, {d * ldb, ldb, 1});
+  Tensor td(pd, DG_DTYPE_BFLOAT16, {b, h, N});
+  Stream stream;
+  const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
+  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr", ta.t, tb.t, td.t, nullptr,
+                                 &none) == DG_SUCCESS,
+                  std::string(dg_last_error()));
+  BatchedArgs args;
+  args.batches = h, args.m = b, args.n = N, args.k = K;
+  args.b.major = absorb ? Major::kK : Major::kMN;
+  const dg::ops::BatchedPlan plan = dg::ops::plan_batched_gemm(args, {});
+  REQUIRE(plan.shape.transpose_d);
+  GemmConfig c;
+  REQUIRE(dg::ops::choose_gemm_config(plan.shape, kSms, plan.over, &c) == DG_SUCCESS);
+  CAPTURE(dg::ops::describe(plan.shape, c));
+  CHECK(c.block_n == int((b + 7) / 8 * 8));
+  Launch L;
+  const Sm90GemmParams p = only_gemm(fake, 0, &L);
+  CHECK(L.kernel.find("_bat_") != std::string::npos);
+  CHECK(L.kernel.find("_dt_") != std::string::npos);
+  const int64_t blocks = cdiv(N, c.block_m);
+  CHECK(p.m == uint32_t(h * blocks * c.block_m));
+  CHECK(p.n == uint32_t(b));
+  CHECK(p.k == uint32_t(K));
+  CHECK(p.num_groups == uint32_t(h));
+  CHECK(p.walk.per_slot.d == uint32_t(blocks));
+  const fake_tensor_map am = map_of(p.tma_a), bm = map_of(p.tma_b), dm = map_of(p.tma_d);
+  // The kernel's A: the weights, K-major (r, d, h) for "bhr", MN-major (r over d, h) for "bhd".
+  CHECK((am.rank == 3 && am.address == addr(pb) && am.dim2 == uint64_t(h)));
+  CHECK((am.dims[0] == uint64_t(r) && am.dims[1] == uint64_t(d)));
+  CHECK(am.stride1 == uint64_t(ldb * 2));
+  if (absorb) CHECK((am.box[0] == 64u && am.box[1] == uint32_t(c.block_m)));
+  else CHECK((am.box[0] == 64u && am.box[1] == 64u));
+  // The kernel's B: the b rows of each head, K-major, one box of block_n rows.
+  CHECK((bm.rank == 3 && bm.address == addr(pa)));
+  CHECK((bm.dims[0] == uint64_t(K) && bm.dims[1] == uint64_t(b) && bm.dim2 == uint64_t(h)));
+  CHECK(bm.stride1 == uint64_t((transposed ? K : h * K) * 2));
+  CHECK((bm.box[0] == 64u && bm.box[1] == uint32_t(c.block_n)));
+  // D: the caller's map, boxes of 64 columns by block_n rows.
+  CHECK((dm.rank == 3 && dm.address == addr(pd)));
+  CHECK((dm.dims[0] == uint64_t(N) && dm.dims[1] == uint64_t(b) && dm.dim2 == uint64_t(h)));
+  CHECK((dm.stride1 == uint64_t(h * N * 2) && dm.stride2 == uint64_t(N * 2)));
+  CHECK((dm.box[0] == 64u && dm.box[1] == uint32_t(c.block_n)));
+  CHECK(dm.swizzle == uint32_t(CU_TENSOR_MAP_SWIZZLE_128B));
+}
+
 // "bmk,bnk->mn": c_mode 0 = none (D zeroed first), 1 = d itself, 2 = separate (D := C first).
 void check_sum(FakeDriver& fake, int64_t s, int64_t m, int64_t n, int64_t k, int c_mode, const dg_gemm_options& o) {
   CAPTURE(s);
@@ -236,8 +293,12 @@ TEST_CASE("einsum per-head forms launch 3-D maps over the views and walk every h
   FakeDriver fake(sizeof(Sm90GemmParams));
   const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
   for (bool absorb : {true, false}) {
-    check_per_head(fake, absorb, 4, 128, 512, 128, 128, false, none);  // DeepGEMM's y[:, :, :r]
+    check_per_head(fake, absorb, 64, 128, 512, 128, 128, false, none);  // DeepGEMM's y[:, :, :r]
+    check_per_head(fake, absorb, 4, 8, 4096, 1024, 0, false, none);     // few rows, long K: not swapped
     check_per_head(fake, absorb, 4096, 8, 4096, 1024, 0, false, none);
+    check_swapped(fake, absorb, 4, 128, 512, 128, 128, false);
+    check_swapped(fake, absorb, 13, 5, 200, 72, 8, true);
+    check_swapped(fake, absorb, 32, 3, 136, 264, 0, false);
     check_per_head(fake, absorb, 77, 5, 200, 72, 8, true, none);
     check_per_head(fake, absorb, 300, 3, 200, 256, 0, false, pair(128, absorb ? 64 : 128, 0));  // pairs along M
     check_per_head(fake, absorb, 300, 3, 200, 256, 0, false, pair(64, 128, 1));                 // along N

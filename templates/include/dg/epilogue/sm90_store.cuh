@@ -244,4 +244,72 @@ struct WarpgroupStore {
   }
 };
 
+// The store of a GEMM run with its operands swapped (sm90_gemm.cuh, kTransposeD): the tile's rows are
+// D's columns and its columns D's rows. Each warp-group's kWgM x kBlockN block goes to shared memory
+// transposed (stmatrix .trans: per 8x8 fragment matrix, the 8 values of one tile column land as 16
+// contiguous bytes), as strips of 64 tile rows, each a [kBlockN rows, 128 bytes] box of D with the
+// 128-byte swizzle, and is sent with TMA into D's 3-D map (columns, rows, batch). BF16 D only.
+// Same interface as WarpgroupStore: run's col0 is the tile's first column, row0 its first row.
+template <uint32_t kWgM, uint32_t kBlockN>
+struct TransposedStore {
+  static constexpr uint32_t kStrip = 64;            // tile rows (D columns) per strip: 128 bytes
+  static constexpr uint32_t kStripBytes = kStrip * 2;
+  static constexpr uint32_t kNumStrips = kWgM / kStrip;
+  static constexpr uint32_t kBufBytes = kBlockN * kStripBytes;
+  static constexpr uint32_t kSmemBytes = kNumStrips * kBufBytes;
+  static_assert(kWgM % 64 == 0 && kBlockN % 8 == 0, "64-row strips of 8-column fragment groups");
+  static_assert(kBufBytes % 1024 == 0, "buffers stay 1024-byte aligned for the swizzle");
+
+  // Fragment group g (tile columns 8g..8g+7) of rows h*8.. of this warp's 16: the stored matrix's
+  // row j (lane % 8) is tile column 8g + j, at byte column (warp * 16 + h * 8) * 2 of its strip.
+  DG_DEVICE static uint32_t address(uint32_t buf, uint32_t g, uint32_t h, uint32_t warp, uint32_t lane) {
+    const uint32_t off = (g * 8 + lane % 8) * kStripBytes + (warp * 16 + h * 8) * 2;
+    return buf + swizzle<128>(off);
+  }
+
+  template <typename AccArray, typename Scale>
+  DG_DEVICE static void write_all(const AccArray& acc, Scale alpha, uint8_t* smem) {
+    const uint32_t tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    const uint32_t q = lane / 8;  // the x4 matrix this lane addresses: group g + q / 2, rows (q % 2) * 8..
+#pragma unroll
+    for (uint32_t i = 0; i < kNumStrips; ++i) {
+      const uint32_t buf = ptx::smem_addr(smem + i * kBufBytes);
+#pragma unroll
+      for (uint32_t g = 0; g + 1 < kBlockN / 8; g += 2) {
+        const float* a = &acc[i][g * 4];
+        ptx::stmatrix_x4_trans(address(buf, g + q / 2, q % 2, warp, lane),
+                               float2_to_bf16x2(a[0] * alpha, a[1] * alpha).bits,
+                               float2_to_bf16x2(a[2] * alpha, a[3] * alpha).bits,
+                               float2_to_bf16x2(a[4] * alpha, a[5] * alpha).bits,
+                               float2_to_bf16x2(a[6] * alpha, a[7] * alpha).bits);
+      }
+      if constexpr ((kBlockN / 8) % 2 == 1) {
+        constexpr uint32_t g = kBlockN / 8 - 1;
+        const float* a = &acc[i][g * 4];
+        ptx::stmatrix_x2_trans(address(buf, g, q % 2, warp, lane), float2_to_bf16x2(a[0] * alpha, a[1] * alpha).bits,
+                               float2_to_bf16x2(a[2] * alpha, a[3] * alpha).bits);
+      }
+    }
+  }
+
+  template <typename AccArray, typename Scale>
+  DG_DEVICE static void run(const AccArray& acc, Scale alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
+                            int32_t row0, uint32_t bar_id, int32_t z = 0) {
+    const uint32_t tid = threadIdx.x % 128;
+    if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
+    ptx::named_barrier_sync(bar_id, 128);
+    write_all(acc, alpha, smem);
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(bar_id, 128);
+    if (tid < kNumStrips) {
+      ptx::tma_store_3d(desc, smem + tid * kBufBytes, row0 + static_cast<int32_t>(tid * kStrip), col0, z);
+      ptx::tma_store_commit();
+    }
+  }
+
+  DG_DEVICE static void drain() {
+    if (threadIdx.x % 128 < kNumStrips) ptx::tma_store_wait_read<0>();
+  }
+};
+
 }  // namespace dg::epilogue

@@ -15,6 +15,9 @@
 // tiles carry the batch; FP8: SFA's 2-D map has ceil(K/128) rows per batch, SFB is offset by the batch
 // as by an M-grouped group); kBatchReduced (BF16) computes D (+)= alpha * sum_z A[z] . B[z]^T, its K
 // loop walking the (batch, K block) pairs of a split of them, each split adding its partial tile into FP32 D.
+// kTransposeD (kBatched, BF16): the host swapped the operands of a per-head product of few rows
+// (D_z^T = B_z . A_z^T, docs/einsum.md#few-rows-per-head); the tile's rows are D's columns and the
+// epilogue stores it transposed (epilogue::TransposedStore).
 //
 // Thread block: kMathWG consumer warp-groups (threads [0, 128*kMathWG)) issue WGMMA on their
 // kWgM = BLOCK_M / kMathWG rows of the tile; the last warp-group is the producer, one elected thread
@@ -108,7 +111,8 @@ template <Kind kKind_, Major kMajorA_, Major kMajorB_, typename OutT_, bool kRed
           uint32_t kSplitK_ = 1, sched::GemmType kType_ = sched::GemmType::kNormal, uint32_t kSfbBoundaries_ = 0,
           bool kStageAligned_ = false, epilogue::Activation kAct_ = epilogue::Activation::kNone,
           epilogue::Bias kBias_ = epilogue::Bias::kNone, epilogue::Scales kScales_ = epilogue::Scales::kNone,
-          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0, uint32_t kKBlocks_ = 0>
+          uint32_t kHeadLeft_ = 0, uint32_t kHeadMid_ = 0, uint32_t kHeadRight_ = 0, uint32_t kKBlocks_ = 0,
+          bool kTransposeD_ = false>
 struct Sm90GemmTraits {
   static constexpr Kind kKind = kKind_;
   static constexpr Major kMajorA = kMajorA_, kMajorB = kMajorB_;
@@ -210,7 +214,11 @@ struct Sm90GemmTraits {
                                   epilogue::IdentityColumns>::type;
   // Head parts narrower than a 32-byte strip: the tile is stored from registers, nothing staged.
   static constexpr bool kDirectStore = Columns::kDirect;
-  using Store = epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, k3dD, Columns>;
+  // Per-head products of few rows run with their operands swapped (the host's swap_operands, docs/einsum.md):
+  // the tile's rows are D's columns, and the epilogue stores each block transposed.
+  static constexpr bool kTransposeD = kTransposeD_;
+  using Store = typename Select<kTransposeD, epilogue::TransposedStore<kWgM, kBlockN>,
+                                epilogue::WarpgroupStore<OutT, kWgM, kOutN, kReduceAdd, kDBufs_, k3dD, Columns>>::type;
   // Split-K partial tile (FP32): rows padded to an odd multiple of 32 bytes mod 128, so that the
   // 8 rows x 32 bytes a warp stores at once fall in distinct bank groups.
   // It overlays the stage ring: a split-K CTA computes one tile (a split tail's is its last), so the
@@ -270,6 +278,10 @@ struct Sm90GemmTraits {
                     ((kKind == Kind::kBf16 || (kBatched && kKind == Kind::kFp8_1D2D)) && kSplitK == 1 && !Fused::kActive),
                 "batched GEMMs: BF16 (or FP8 1D2D per batch), no split-K, no fused epilogue");
   static_assert(!kBatchReduced || (sizeof(OutT) == 4 && kReduceAdd), "batch-reduced GEMMs add into FP32 D");
+  static_assert(!kTransposeD || (kBatched && kKind == Kind::kBf16 && sizeof(OutT) == 2 && !kReduceAdd && !kHalfM &&
+                                 kDBufs_ == 0 && kCluster == 1 && !Fused::kActive && !kHeadSplit),
+                "a transposed D: per-head BF16 GEMMs into BF16 D, 64-row blocks per warp-group, whole-tile staging, "
+                "single CTAs, no fused or head-split epilogue");
   static_assert(!kHeadSplit || (kSplitK == 1 && !k3dD && !Fused::kSwiGlu),
                 "skip_head_mid stores whole tiles of GEMM columns (no split-K, 3-D D or SwiGLU)");
 };
