@@ -54,8 +54,26 @@ Sm90GemmParams only_gemm(FakeDriver& fake, size_t pre, Launch* out) {
   return p;
 }
 
-// "bhr,hdr->bhd" (absorb) or "bhd,hdr->bhr": a [b, h, K] (heads-first storage when transposed), b
-// [h, d, r] rows r + pad apart, d [b, h, N].
+// Calls "bhr,hdr->bhd" (absorb) or "bhd,hdr->bhr" on fake tensors: a [b, h, K] at fake address 1
+// (heads-first storage when transposed), b [h, d, r] rows r + pad apart at 2, d [b, h, N] at 3.
+// Returns the call's problem as batched_gemm.h states it.
+BatchedArgs call_per_head(bool absorb, int64_t b, int64_t h, int64_t r, int64_t d, int64_t pad, bool transposed,
+                          const dg_gemm_options& o) {
+  const int64_t K = absorb ? r : d, N = absorb ? d : r, ldb = r + pad;
+  Tensor ta(fake_address(1), DG_DTYPE_BFLOAT16, {b, h, K},
+            transposed ? std::vector<int64_t>{K, b * K, 1} : std::vector<int64_t>{});
+  Tensor tb(fake_address(2), DG_DTYPE_BFLOAT16, {h, d, r}, {d * ldb, ldb, 1});
+  Tensor td(fake_address(3), DG_DTYPE_BFLOAT16, {b, h, N});
+  Stream stream;
+  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr", ta.t, tb.t, td.t, nullptr, &o) ==
+                      DG_SUCCESS,
+                  std::string(dg_last_error()));
+  BatchedArgs args;
+  args.batches = h, args.m = b, args.n = N, args.k = K;
+  args.b.major = absorb ? Major::kK : Major::kMN;
+  return args;
+}
+
 void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t r, int64_t d, int64_t pad,
                     bool transposed, const dg_gemm_options& o) {
   CAPTURE(absorb);
@@ -64,16 +82,7 @@ void check_per_head(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t
   CAPTURE(o.cluster);
   const int64_t K = absorb ? r : d, N = absorb ? d : r, ldb = r + pad;
   void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3);
-  Tensor ta(pa, DG_DTYPE_BFLOAT16, {b, h, K}, transposed ? std::vector<int64_t>{K, b * K, 1} : std::vector<int64_t>{});
-  Tensor tb(pb, DG_DTYPE_BFLOAT16, {h, d, r}, {d * ldb, ldb, 1});
-  Tensor td(pd, DG_DTYPE_BFLOAT16, {b, h, N});
-  Stream stream;
-  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr", ta.t, tb.t, td.t, nullptr, &o) ==
-                      DG_SUCCESS,
-                  std::string(dg_last_error()));
-  BatchedArgs args;
-  args.batches = h, args.m = b, args.n = N, args.k = K;
-  args.b.major = absorb ? Major::kK : Major::kMN;
+  const BatchedArgs args = call_per_head(absorb, b, h, r, d, pad, transposed, o);
   const GemmConfig c = config_of(args, o);
   CAPTURE(dg::ops::describe(dg::ops::batched_gemm_shape(args), c));
   Launch L;
@@ -132,17 +141,7 @@ void check_swapped(FakeDriver& fake, bool absorb, int64_t b, int64_t h, int64_t 
   CAPTURE(h);
   const int64_t K = absorb ? r : d, N = absorb ? d : r, ldb = r + pad;
   void *pa = fake_address(1), *pb = fake_address(2), *pd = fake_address(3);
-  Tensor ta(pa, DG_DTYPE_BFLOAT16, {b, h, K}, transposed ? std::vector<int64_t>{K, b * K, 1} : std::vector<int64_t>{});
-  Tensor tb(pb, DG_DTYPE_BFLOAT16, {h, d, r}, {d * ldb, ldb, 1});
-  Tensor td(pd, DG_DTYPE_BFLOAT16, {b, h, N});
-  Stream stream;
-  const dg_gemm_options none = DG_GEMM_OPTIONS_INIT;
-  REQUIRE_MESSAGE(dg_bf16_einsum(stream.s, absorb ? "bhr,hdr->bhd" : "bhd,hdr->bhr", ta.t, tb.t, td.t, nullptr,
-                                 &none) == DG_SUCCESS,
-                  std::string(dg_last_error()));
-  BatchedArgs args;
-  args.batches = h, args.m = b, args.n = N, args.k = K;
-  args.b.major = absorb ? Major::kK : Major::kMN;
+  const BatchedArgs args = call_per_head(absorb, b, h, r, d, pad, transposed, DG_GEMM_OPTIONS_INIT);
   const dg::ops::BatchedPlan plan = dg::ops::plan_batched_gemm(args, {});
   REQUIRE(plan.shape.transpose_d);
   GemmConfig c;

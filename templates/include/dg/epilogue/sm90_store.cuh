@@ -103,6 +103,13 @@ DG_DEVICE void direct_store(const AccArray& acc, Scale alpha, void* d, int64_t l
     }
 }
 
+// Before a warp-group stages a tile: its previous tile's TMA stores (one per strip, each issued by
+// thread `strip` of the warp-group) must have read the staging buffers.
+template <uint32_t kStrips> DG_DEVICE void await_staging(uint32_t bar_id) {
+  if (threadIdx.x % 128 < kStrips) ptx::tma_store_wait_read<0>();
+  ptx::named_barrier_sync(bar_id, 128);
+}
+
 // k3D: D's map is 3-D (columns, rows, group) and every box also takes the group coordinate.
 // Columns: where each strip's first column goes in D (IdentityColumns or HeadColumns).
 template <typename OutT, uint32_t kWgM, uint32_t kBlockN, bool kReduceAdd, uint32_t kBufs_ = 0, bool k3D = false,
@@ -222,9 +229,7 @@ struct WarpgroupStore {
   DG_DEVICE static void run(const AccArray& acc, Scale alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
                             int32_t row0, uint32_t bar_id, int32_t z = 0) {
     const uint32_t tid = threadIdx.x % 128;
-    // The previous tile's TMA stores must have finished reading the buffers.
-    if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
-    ptx::named_barrier_sync(bar_id, 128);
+    await_staging<kNumStrips>(bar_id);
     if constexpr (kRotate) {
       rotate(acc, alpha, smem, desc, col0, row0, bar_id, z);
     } else {
@@ -296,8 +301,7 @@ struct TransposedStore {
   DG_DEVICE static void run(const AccArray& acc, Scale alpha, uint8_t* smem, const TmaDescriptor* desc, int32_t col0,
                             int32_t row0, uint32_t bar_id, int32_t z = 0) {
     const uint32_t tid = threadIdx.x % 128;
-    if (tid < kNumStrips) ptx::tma_store_wait_read<0>();
-    ptx::named_barrier_sync(bar_id, 128);
+    await_staging<kNumStrips>(bar_id);
     write_all(acc, alpha, smem);
     ptx::fence_proxy_async_shared();
     ptx::named_barrier_sync(bar_id, 128);
