@@ -899,7 +899,10 @@ extern "C" {
     /// empty outputs return at once; an empty sum (k, r or d = 0, or s = 0) writes c or zeros.
     /// Options: NULL, or block_m, block_n, num_stages, num_math_warpgroups, cluster, multicast_a and
     /// num_sms; alpha and beta 1, split_k 0 or 1, kernel AUTO or TILED, no FP8 fields, workspace or
-    /// epilogue (DG_ERROR_INVALID_ARGUMENT naming the field). SM90 only.
+    /// epilogue (DG_ERROR_INVALID_ARGUMENT naming the field). The tile fields are of the call's own
+    /// orientation. A per-head call of at most 32 rows (b), a contraction of at most 512 and at least 64
+    /// output columns per head runs with its operands swapped (docs/einsum.md#few-rows-per-head) unless
+    /// block_m, block_n, num_math_warpgroups, cluster or multicast_a is set. SM90 only.
     /// ```
     pub fn dg_bf16_einsum(stream: *mut dg_stream, expr: *const c_char, a: *const dg_tensor, b: *const dg_tensor, d: *const dg_tensor, c: *const dg_tensor, options: *const dg_gemm_options) -> dg_status;
 
