@@ -157,8 +157,8 @@ dg_status run_empty(const dg_stream_s& stream, const BatchedArgs& args, bool pre
 // leave a 64-row WGMMA mostly idle. Where a tile has few K blocks its WGMMAs are a visible share of
 // the call, after the weights' last stage lands: D_z^T = B_z . A_z^T puts the weights' rows on the
 // WGMMA's M and the b rows on its N (8-32), an eighth of the tensor work at b <= 8. On an H200 at h 128
-// (K 512 and 128) 1.5-4.9% faster; at h 8 (K 4096 and 1024) 1-3% slower (the narrow tiles' stages
-// are half as large), hence kSwapMaxK. Only where the heuristic is free to pick the tiles.
+// (K 512 and 128) 1.5-4.9% faster; at h 8 (K 4096 and 1024) 1-3% slower (not isolated), hence
+// kSwapMaxK. Only where the heuristic is free to pick the tiles.
 bool swap_operands(const BatchedArgs& args, const GemmOverride& o) {
   const bool free = o.block_m == 0 && o.block_n == 0 && o.cluster == 0 && o.multicast_a < 0 && o.math_wg == 0;
   return !args.reduce && args.kind == GemmKind::kBf16 && args.d_dtype == DG_DTYPE_BFLOAT16 && free &&

@@ -54,10 +54,10 @@ GemmShape batched_gemm_shape(const BatchedArgs& args);
 GemmOverride batched_gemm_override(const BatchedArgs& args, const GemmOverride& o);
 
 // What the kernel runs for a call: the call's problem, shape and overrides (batched_gemm_shape,
-// batched_gemm_override), or for per-head BF16 products of at most 32 rows per batch (over at
-// least 64 columns and K at most 512) with no tile, cluster or warp-group option, the swapped problem D_z^T = B_z . A_z^T:
-// `args` with A and B exchanged and m, n exchanged, the shape's transpose_d set, block_n the call's m
-// rounded up to 8 and single CTAs (docs/einsum.md#few-rows-per-head).
+// batched_gemm_override), or for per-head BF16 products of at most 32 rows per batch, at least 64
+// columns and K at most 512, with no tile, cluster or warp-group option, the swapped problem
+// D_z^T = B_z . A_z^T: `args` with A and B exchanged and m, n exchanged, the shape's transpose_d set,
+// block_n the call's m rounded up to 8 and single CTAs (docs/einsum.md#few-rows-per-head).
 struct BatchedPlan {
   BatchedArgs args;
   GemmShape shape;
