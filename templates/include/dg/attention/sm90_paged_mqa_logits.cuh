@@ -88,6 +88,11 @@ struct PagedMqaLogitsTraits {
   static_assert(kSmemBytes <= 232448, "shared memory budget (227 KiB)");
 };
 
+// The cache blocks are read once per call: they go first when L2 evicts, so the logits the
+// consumers write stay in L2 (for the top-k that reads them next) instead of being written back
+// while the cache streams in, which slowed the call by 6-7% at B 256 (docs/mqa_logits.md#kernels).
+inline constexpr uint64_t kCacheReadOnce = ptx::kCacheEvictFirst;
+
 // What the producer publishes with a Q stage: the blocks [first, end) of sequence b that the CTA
 // computes and the end of each of its rows (context lengths clipped to the logits' columns);
 // b == kEndOfRun marks the end of the CTA's run.
@@ -228,8 +233,10 @@ DG_DEVICE void paged_mqa_logits_body(const PagedMqaLogitsParams& p) {
                 ptx::mbar_arrive_expect_tx(&full[stage], n * (T::kSmemKv + T::kSmemSf));
                 for (uint32_t w = 0; w < n; ++w) {
                   const uint32_t slot = stage * kMathWG + w;
-                  ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, blocks[w]);
-                  ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, blocks[w]);
+                  ptx::tma_load_3d(&p.tma_kv, &full[stage], smem + T::kOffKv + slot * T::kSmemKv, 0, 0, blocks[w],
+                                   kCacheReadOnce);
+                  ptx::tma_load_2d(&p.tma_sf, &full[stage], smem + T::kOffSf + slot * T::kSmemSf, 0, blocks[w],
+                                   kCacheReadOnce);
                 }
               }
               __syncwarp();
